@@ -1,0 +1,3 @@
+//! `crabtalk-command`: service metadata, unit rendering and service managers shared by crabtalk binaries.
+//!
+//! Not built yet.

@@ -1,0 +1,385 @@
+//! The typed [`Client`]: one method per operation, over UDS or TCP.
+//!
+//! A client owns one connection with a reader task and a writer task. Every
+//! request gets a fresh `request_id`; the reader hands each reply to the
+//! request it answers, so a client is cheap to clone and any number of
+//! requests — unary calls, turns, subscriptions — can be in flight on it at
+//! once.
+//!
+//! Streaming methods return a [`ReplyStream`], which ends at its terminal
+//! (`StreamEnd`, or the first error) and frees its slot; dropping it early
+//! sends `Cancel`.
+
+mod slots;
+mod stream;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use prost::Message;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+use self::slots::{Slot, Slots};
+pub use self::stream::{ReplyStream, StreamItem};
+use crate::codec::{FrameError, FrameReader, MAX_FRAME_LEN};
+use crate::home::{Home, HomeError, PortFile, PortFileError};
+use crate::msg::*;
+use crate::ops::unary_operations;
+use crate::transport::writer::write_frames;
+
+/// Requests queued for the writer before callers wait.
+const OUTGOING_QUEUE: usize = 256;
+
+/// Why a request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error(
+        "crabtalkd is not running for {home}: nothing answers at {socket} and there is no live port file at {port_file}. Start it with `crabup daemon start` (or `crabtalkd run`)"
+    )]
+    NotRunning {
+        home: PathBuf,
+        socket: PathBuf,
+        port_file: PathBuf,
+    },
+    #[error("cannot connect to {target}: {source}")]
+    Connect { target: String, source: io::Error },
+    #[error(transparent)]
+    Home(#[from] HomeError),
+    #[error(transparent)]
+    PortFile(#[from] PortFileError),
+    /// The daemon answered with an error.
+    #[error("{0}")]
+    Server(ErrorMsg),
+    #[error("the connection to the daemon closed: {reason}")]
+    Closed { reason: String },
+    #[error("request of {len} bytes is over the {max}-byte frame limit")]
+    TooLarge { len: usize, max: usize },
+    #[error("the daemon sent an empty reply")]
+    EmptyReply,
+    #[error("unexpected reply to {operation}: {reply}")]
+    UnexpectedReply {
+        operation: &'static str,
+        reply: String,
+    },
+}
+
+impl ClientError {
+    /// The daemon's error code, when the daemon answered with an error.
+    pub fn code(&self) -> Option<u32> {
+        match self {
+            Self::Server(error) => Some(error.code),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn unexpected(operation: &'static str, reply: &server_message::Msg) -> Self {
+        let mut reply = format!("{reply:?}");
+        if let Some((cut, _)) = reply.char_indices().nth(200) {
+            reply.truncate(cut);
+            reply.push('…');
+        }
+        Self::UnexpectedReply { operation, reply }
+    }
+}
+
+/// A connection to a crabtalk server. Clones share the connection.
+#[derive(Clone)]
+pub struct Client {
+    connection: Arc<Connection>,
+}
+
+/// The shared half of a client: the writer's queue and the reply slots.
+struct Connection {
+    outgoing: mpsc::Sender<ClientMessage>,
+    slots: Arc<Slots>,
+    next_request_id: AtomicU64,
+    reader: AbortHandle,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // The writer ends on its own once `outgoing` is gone.
+        self.reader.abort();
+    }
+}
+
+impl Connection {
+    fn next_request_id(&self) -> u64 {
+        self.next_request_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    async fn send(&self, message: ClientMessage) -> Result<(), ClientError> {
+        let len = message.encoded_len();
+        if len > MAX_FRAME_LEN {
+            return Err(ClientError::TooLarge {
+                len,
+                max: MAX_FRAME_LEN,
+            });
+        }
+        self.outgoing
+            .send(message)
+            .await
+            .map_err(|_| self.closed_error())
+    }
+
+    fn closed_error(&self) -> ClientError {
+        let reason = self
+            .slots
+            .closed_reason()
+            .unwrap_or_else(|| "the client was shut down".into());
+        ClientError::Closed { reason }
+    }
+
+    /// Sends `Cancel` for `request_id` without waiting (used from `Drop`).
+    fn cancel_in_background(&self, request_id: u64) {
+        let cancel = client_message::Msg::Cancel(Cancel { request_id });
+        // Request id 0: the Pong that answers it is not awaited.
+        let _ = self.outgoing.try_send(cancel.into());
+    }
+}
+
+/// Removes a unary request's slot if the caller stops waiting.
+struct SlotGuard<'a> {
+    slots: &'a Slots,
+    request_id: u64,
+    armed: bool,
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.slots.remove(self.request_id);
+        }
+    }
+}
+
+impl Client {
+    /// Connects to the daemon of `home`: its Unix socket first, then the TCP
+    /// port in its port file.
+    pub async fn connect(home: &Home) -> Result<Self, ClientError> {
+        let socket = home.socket_path();
+        let port_file = home.daemon_port_file();
+        #[cfg(unix)]
+        match Self::connect_uds(&socket).await {
+            Ok(client) => return Ok(client),
+            Err(ClientError::Connect { source, .. }) if is_absent(&source) => {}
+            Err(err) => return Err(err),
+        }
+        let not_running = || ClientError::NotRunning {
+            home: home.root().to_owned(),
+            socket: socket.clone(),
+            port_file: port_file.clone(),
+        };
+        let port = match PortFile::read(&port_file) {
+            Ok(file) => file.port,
+            Err(err) if err.is_missing() => return Err(not_running()),
+            Err(err) => return Err(err.into()),
+        };
+        match Self::connect_tcp(&format!("127.0.0.1:{port}"), None).await {
+            Err(ClientError::Connect { source, .. }) if is_absent(&source) => Err(not_running()),
+            other => other,
+        }
+    }
+
+    /// Connects to the daemon named by `$CRABTALK_HOME` (or `~/.crabtalk`).
+    pub async fn connect_default() -> Result<Self, ClientError> {
+        Self::connect(&Home::from_env()?).await
+    }
+
+    /// Connects to a Unix socket.
+    #[cfg(unix)]
+    pub async fn connect_uds(path: impl AsRef<Path>) -> Result<Self, ClientError> {
+        let path = path.as_ref();
+        let stream = tokio::net::UnixStream::connect(path)
+            .await
+            .map_err(|source| ClientError::Connect {
+                target: path.display().to_string(),
+                source,
+            })?;
+        let (read, write) = stream.into_split();
+        Ok(Self::over(read, write))
+    }
+
+    /// Connects over TCP (`host:port`). With a token, sends `Hello` first and
+    /// fails if the server refuses it.
+    pub async fn connect_tcp(addr: &str, token: Option<&str>) -> Result<Self, ClientError> {
+        let connect_error = |source| ClientError::Connect {
+            target: addr.to_owned(),
+            source,
+        };
+        let stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(connect_error)?;
+        stream.set_nodelay(true).map_err(connect_error)?;
+        let (read, write) = stream.into_split();
+        let client = Self::over(read, write);
+        if let Some(token) = token {
+            let hello = client_message::Msg::Hello(Hello {
+                token: token.to_owned(),
+            });
+            client.call(hello).await?;
+        }
+        Ok(client)
+    }
+
+    /// A client over any byte stream (for tests and embedders).
+    pub fn over<R, W>(read: R, write: W) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (outgoing, queue) = mpsc::channel(OUTGOING_QUEUE);
+        tokio::spawn(write_frames(queue, write, |_, _| None));
+        let slots = Arc::new(Slots::default());
+        let reader = tokio::spawn(read_replies(FrameReader::new(read), slots.clone()));
+        Self {
+            connection: Arc::new(Connection {
+                outgoing,
+                slots,
+                next_request_id: AtomicU64::new(1),
+                reader: reader.abort_handle(),
+            }),
+        }
+    }
+
+    /// Pings the server and returns its versions; a protocol other than this
+    /// crate's is logged as a warning.
+    pub async fn ping(&self) -> Result<Pong, ClientError> {
+        let ping = client_message::Msg::Ping(Ping {
+            client_version: crate::VERSION.into(),
+        });
+        let pong = match self.call(ping).await? {
+            server_message::Msg::Pong(pong) => pong,
+            other => return Err(ClientError::unexpected("ping", &other)),
+        };
+        if !pong.protocol.is_empty() && pong.protocol != crate::PROTOCOL {
+            tracing::warn!(
+                server = %pong.protocol,
+                client = crate::PROTOCOL,
+                "the daemon speaks another protocol version; some operations may fail"
+            );
+        }
+        Ok(pong)
+    }
+
+    /// Runs one turn, streaming its events until `StreamEnd`.
+    pub async fn stream(
+        &self,
+        request: StreamMsg,
+    ) -> Result<ReplyStream<StreamEvent>, ClientError> {
+        self.open_stream(client_message::Msg::Stream(request)).await
+    }
+
+    /// Streams every agent's events until the stream is dropped.
+    pub async fn subscribe_events(
+        &self,
+        request: SubscribeEvents,
+    ) -> Result<ReplyStream<AgentEventMsg>, ClientError> {
+        self.open_stream(client_message::Msg::SubscribeEvents(request))
+            .await
+    }
+
+    /// Streams MCP lifecycle events until the stream is dropped.
+    pub async fn subscribe_mcp_events(
+        &self,
+        request: SubscribeMcpEventsMsg,
+    ) -> Result<ReplyStream<McpEventMsg>, ClientError> {
+        self.open_stream(client_message::Msg::SubscribeMcpEvents(request))
+            .await
+    }
+
+    /// Sends one request and waits for its one reply.
+    async fn call(&self, message: client_message::Msg) -> Result<server_message::Msg, ClientError> {
+        let connection = &self.connection;
+        let request_id = connection.next_request_id();
+        let (waiter, reply) = oneshot::channel();
+        connection
+            .slots
+            .register(request_id, Slot::Once(waiter))
+            .map_err(|reason| ClientError::Closed { reason })?;
+        let mut guard = SlotGuard {
+            slots: &connection.slots,
+            request_id,
+            armed: true,
+        };
+        connection
+            .send(ClientMessage {
+                msg: Some(message),
+                request_id,
+            })
+            .await?;
+        let reply = reply.await.map_err(|_| connection.closed_error())?;
+        guard.armed = false;
+        match reply.msg {
+            Some(server_message::Msg::Error(error)) => Err(ClientError::Server(error)),
+            Some(reply) => Ok(reply),
+            None => Err(ClientError::EmptyReply),
+        }
+    }
+
+    async fn open_stream<T: StreamItem>(
+        &self,
+        message: client_message::Msg,
+    ) -> Result<ReplyStream<T>, ClientError> {
+        let connection = &self.connection;
+        let request_id = connection.next_request_id();
+        let (sender, replies) = mpsc::unbounded_channel();
+        connection
+            .slots
+            .register(request_id, Slot::Stream(sender))
+            .map_err(|reason| ClientError::Closed { reason })?;
+        let stream = ReplyStream::new(connection.clone(), request_id, replies);
+        connection
+            .send(ClientMessage {
+                msg: Some(message),
+                request_id,
+            })
+            .await?;
+        Ok(stream)
+    }
+}
+
+macro_rules! define_client_methods {
+    ($(
+        $(#[$doc:meta])*
+        $method:ident($variant:ident, $request:ident) -> $reply:ident($response:ident);
+    )*) => {
+        impl Client {
+            $(
+                $(#[$doc])*
+                pub async fn $method(&self, request: $request) -> Result<$response, ClientError> {
+                    match self.call(client_message::Msg::$variant(request)).await? {
+                        server_message::Msg::$reply(reply) => Ok(reply),
+                        other => Err(ClientError::unexpected(stringify!($method), &other)),
+                    }
+                }
+            )*
+        }
+    };
+}
+
+unary_operations!(define_client_methods);
+
+/// Whether a connect error means "nothing is listening there".
+fn is_absent(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+    )
+}
+
+/// The reader task: routes every reply to its slot until the connection ends.
+async fn read_replies<R: AsyncRead + Unpin>(mut reader: FrameReader<R>, slots: Arc<Slots>) {
+    let reason = loop {
+        match reader.read::<ServerMessage>().await {
+            Ok(reply) => slots.deliver(reply),
+            Err(FrameError::Closed) => break "the daemon closed the connection".to_owned(),
+            Err(err) => break err.to_string(),
+        }
+    };
+    slots.close(reason);
+}

@@ -1,0 +1,81 @@
+//! Where a client's reader task delivers replies: one slot per request in
+//! flight, keyed by `request_id`.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::msg::ServerMessage;
+
+/// A request waiting for replies.
+pub(super) enum Slot {
+    /// Request/response: the first reply completes it.
+    Once(oneshot::Sender<ServerMessage>),
+    /// A stream: replies until the stream's owner says it is done.
+    Stream(mpsc::UnboundedSender<ServerMessage>),
+}
+
+/// The slots of one connection, and why it closed once it has.
+#[derive(Default)]
+pub(super) struct Slots {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    open: HashMap<u64, Slot>,
+    closed: Option<String>,
+}
+
+impl Slots {
+    /// Registers a slot; fails with the close reason once the connection is
+    /// closed.
+    pub(super) fn register(&self, request_id: u64, slot: Slot) -> Result<(), String> {
+        let mut state = self.lock();
+        if let Some(reason) = &state.closed {
+            return Err(reason.clone());
+        }
+        state.open.insert(request_id, slot);
+        Ok(())
+    }
+
+    pub(super) fn remove(&self, request_id: u64) {
+        self.lock().open.remove(&request_id);
+    }
+
+    /// Hands a reply to its request. Replies for requests nobody waits for
+    /// any more (a dropped stream, say) are discarded.
+    pub(super) fn deliver(&self, reply: ServerMessage) {
+        let mut state = self.lock();
+        let request_id = reply.request_id;
+        match state.open.remove(&request_id) {
+            Some(Slot::Once(waiter)) => {
+                let _ = waiter.send(reply);
+            }
+            Some(Slot::Stream(stream)) => {
+                if stream.send(reply).is_ok() {
+                    state.open.insert(request_id, Slot::Stream(stream));
+                }
+            }
+            None => tracing::trace!(request_id, "reply for a request nobody waits for"),
+        }
+    }
+
+    /// Marks the connection closed and wakes every waiter (their channels
+    /// close).
+    pub(super) fn close(&self, reason: String) {
+        let mut state = self.lock();
+        state.closed.get_or_insert(reason);
+        state.open.clear();
+    }
+
+    /// Why the connection closed, if it has.
+    pub(super) fn closed_reason(&self) -> Option<String> {
+        self.lock().closed.clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

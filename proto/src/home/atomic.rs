@@ -1,0 +1,120 @@
+//! The one way crabtalk rewrites a file: write a temp file in the same folder,
+//! fsync it, rename it over the target, fsync the folder. A reader sees the
+//! old contents or the new ones, never a mix, and a crash at any point leaves
+//! one of the two on disk.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Replaces `path` with `contents` atomically (mode 0644 on Unix, subject to
+/// the umask).
+pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    write_with_mode(path, contents, 0o644)
+}
+
+/// Like [`write_atomic`], for files that hold secrets: mode 0600 on Unix from
+/// the moment the temp file is created.
+pub fn write_atomic_private(path: &Path, contents: &[u8]) -> io::Result<()> {
+    write_with_mode(path, contents, 0o600)
+}
+
+fn write_with_mode(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(dir)?;
+    let temp = temp_path(dir, path)?;
+    let written = write_temp(&temp, contents, mode).and_then(|()| fs::rename(&temp, path));
+    if let Err(err) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(io::Error::new(
+            err.kind(),
+            format!("writing {}: {err}", path.display()),
+        ));
+    }
+    sync_dir(dir)
+}
+
+fn temp_path(dir: &Path, path: &Path) -> io::Result<PathBuf> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} has no file name", path.display()),
+        )
+    })?;
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut temp = std::ffi::OsString::from(".");
+    temp.push(name);
+    temp.push(format!(".{}.{n}.tmp", std::process::id()));
+    Ok(dir.join(temp))
+}
+
+fn write_temp(temp: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+    #[cfg(not(unix))]
+    let _ = mode;
+    let mut file = options.open(temp)?;
+    file.write_all(contents)?;
+    file.sync_all()
+}
+
+/// Makes a rename in `dir` durable.
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    File::open(dir)?.sync_all()?;
+    #[cfg(not(unix))]
+    let _ = (dir, File::open);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_contents_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested").join("file.toml");
+        write_atomic(&path, b"one").unwrap();
+        write_atomic(&path, b"two").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"two");
+        let names: Vec<_> = fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("file.toml")]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn private_files_are_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("secret");
+        write_atomic_private(&path, b"token").unwrap();
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn a_failed_write_keeps_the_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file");
+        write_atomic(&path, b"old").unwrap();
+        // The target's name is taken by a directory on the second try: the
+        // rename fails and the old contents must survive.
+        let blocked = dir.path().join("blocked");
+        fs::create_dir(&blocked).unwrap();
+        fs::write(blocked.join("x"), b"").unwrap();
+        assert!(write_atomic(&blocked, b"new").is_err());
+        assert_eq!(fs::read(&path).unwrap(), b"old");
+        assert!(blocked.is_dir());
+    }
+}

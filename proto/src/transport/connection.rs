@@ -1,0 +1,270 @@
+//! One server-side connection: its read loop, its request table, its writer.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::writer::write_frames;
+use crate::Server;
+use crate::codec::{FrameError, FrameReader};
+use crate::msg::{ClientMessage, ErrorMsg, Pong, ServerMessage, client_message, server_message};
+
+/// Frames queued for a connection's writer before request tasks wait.
+const WRITE_QUEUE: usize = 256;
+
+/// How long a closing connection may take to flush what it has queued.
+const WRITER_DRAIN: Duration = Duration::from_secs(5);
+
+/// Pause after a failed accept (for example, out of file descriptors).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Who may use a connection.
+#[derive(Clone)]
+pub(crate) enum Admission {
+    /// Anyone who can reach the listener.
+    Open,
+    /// Only a client whose first frame is `Hello` with this token.
+    Token(Arc<str>),
+}
+
+impl Admission {
+    fn accepts(&self, token: &str) -> bool {
+        match self {
+            Self::Open => true,
+            Self::Token(expected) => constant_time_eq(expected.as_bytes(), token.as_bytes()),
+        }
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+/// A listening socket, as seen by the accept loop.
+pub(crate) trait Acceptor {
+    type Read: AsyncRead + Unpin + Send + 'static;
+    type Write: AsyncWrite + Unpin + Send + 'static;
+
+    fn accept(&self) -> impl Future<Output = io::Result<(Self::Read, Self::Write)>> + Send;
+}
+
+/// Accepts connections until `shutdown`, then waits for every connection to
+/// close.
+pub(crate) async fn accept_loop<A: Acceptor, S: Server>(
+    acceptor: &A,
+    server: Arc<S>,
+    admission: Admission,
+    shutdown: CancellationToken,
+) {
+    let connections = TaskTracker::new();
+    loop {
+        let accepted = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = acceptor.accept() => accepted,
+        };
+        match accepted {
+            Ok((read, write)) => {
+                connections.spawn(serve_connection(
+                    server.clone(),
+                    read,
+                    write,
+                    admission.clone(),
+                    shutdown.clone(),
+                ));
+            }
+            Err(err) => {
+                tracing::warn!("accept failed: {err}");
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = tokio::time::sleep(ACCEPT_BACKOFF) => {}
+                }
+            }
+        }
+    }
+    connections.close();
+    connections.wait().await;
+}
+
+/// Serves one connection until the client closes it, it breaks, or
+/// `shutdown` fires. Every request task it started is dropped when it ends.
+pub(crate) async fn serve_connection<S, R, W>(
+    server: Arc<S>,
+    read: R,
+    write: W,
+    admission: Admission,
+    shutdown: CancellationToken,
+) where
+    S: Server,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (replies, queue) = mpsc::channel(WRITE_QUEUE);
+    let mut writer = tokio::spawn(write_frames(queue, write, too_large_reply));
+    let requests = Requests::default();
+    let mut reader = FrameReader::new(read);
+    let mut admitted = matches!(admission, Admission::Open);
+    loop {
+        let frame = tokio::select! {
+            biased;
+            () = shutdown.cancelled() => break,
+            frame = reader.read::<ClientMessage>() => frame,
+        };
+        let message = match frame {
+            Ok(message) => message,
+            Err(FrameError::Decode(err)) => {
+                let error = ErrorMsg::bad_request(format!("undecodable frame: {err}"));
+                let _ = replies.send(error.into()).await;
+                continue;
+            }
+            Err(FrameError::TooLarge { len, max }) => {
+                let error = ErrorMsg::too_large(format!(
+                    "frame of {len} bytes is over the {max}-byte limit; closing the connection"
+                ));
+                let _ = replies.send(error.into()).await;
+                break;
+            }
+            Err(_) => break,
+        };
+        let request_id = message.request_id;
+        if !admitted {
+            let hello_ok = matches!(
+                &message.msg,
+                Some(client_message::Msg::Hello(hello)) if admission.accepts(&hello.token)
+            );
+            if !hello_ok {
+                let error = ErrorMsg::unauthorized(
+                    "this listener requires Hello with the daemon's token as the first frame",
+                );
+                let _ = replies
+                    .send(ServerMessage::from(error).answering(request_id))
+                    .await;
+                break;
+            }
+            admitted = true;
+        }
+        match message.msg {
+            Some(client_message::Msg::Hello(_)) => {
+                let _ = replies.send(pong().answering(request_id)).await;
+            }
+            Some(client_message::Msg::Cancel(cancel)) => {
+                requests.cancel(cancel.request_id);
+                let _ = replies.send(pong().answering(request_id)).await;
+            }
+            _ => requests.spawn(
+                request_id,
+                forward(server.clone(), message, replies.clone()),
+            ),
+        }
+    }
+    requests.abort_all();
+    drop(replies);
+    if tokio::time::timeout(WRITER_DRAIN, &mut writer)
+        .await
+        .is_err()
+    {
+        writer.abort();
+    }
+}
+
+/// Runs one request and forwards its replies, stamped with its id.
+async fn forward<S: Server>(
+    server: Arc<S>,
+    message: ClientMessage,
+    replies: mpsc::Sender<ServerMessage>,
+) {
+    let request_id = message.request_id;
+    let mut stream = server.dispatch(message);
+    while let Some(reply) = stream.next().await {
+        if replies.send(reply.answering(request_id)).await.is_err() {
+            break;
+        }
+    }
+}
+
+fn pong() -> ServerMessage {
+    server_message::Msg::Pong(Pong {
+        server_version: crate::VERSION.into(),
+        protocol: crate::PROTOCOL.into(),
+    })
+    .into()
+}
+
+fn too_large_reply(message: &ServerMessage, err: FrameError) -> Option<ServerMessage> {
+    let error = ErrorMsg::too_large(format!("the reply could not be sent: {err}"));
+    Some(ServerMessage::from(error).answering(message.request_id))
+}
+
+/// The requests in flight on one connection.
+///
+/// Tasks are keyed by an internal slot; `latest` maps a client's request id
+/// to the most recent slot that used it, so `Cancel` finds it. A client may
+/// reuse an id once its request finished (or even before; the older request
+/// then simply can no longer be cancelled by id).
+#[derive(Default, Clone)]
+struct Requests {
+    table: Arc<Mutex<RequestTable>>,
+}
+
+#[derive(Default)]
+struct RequestTable {
+    next_slot: u64,
+    tasks: HashMap<u64, AbortHandle>,
+    latest: HashMap<u64, u64>,
+}
+
+impl Requests {
+    fn spawn(&self, request_id: u64, request: impl Future<Output = ()> + Send + 'static) {
+        // The lock is held across the spawn so a task that finishes at once
+        // cannot try to remove itself before it is registered.
+        let mut table = self.lock();
+        let slot = table.next_slot;
+        table.next_slot += 1;
+        let requests = self.clone();
+        let task = tokio::spawn(async move {
+            request.await;
+            requests.finished(slot, request_id);
+        });
+        table.tasks.insert(slot, task.abort_handle());
+        if request_id != 0 {
+            table.latest.insert(request_id, slot);
+        }
+    }
+
+    fn finished(&self, slot: u64, request_id: u64) {
+        let mut table = self.lock();
+        table.tasks.remove(&slot);
+        if table.latest.get(&request_id) == Some(&slot) {
+            table.latest.remove(&request_id);
+        }
+    }
+
+    fn cancel(&self, request_id: u64) {
+        let mut table = self.lock();
+        if let Some(slot) = table.latest.remove(&request_id)
+            && let Some(task) = table.tasks.remove(&slot)
+        {
+            task.abort();
+        }
+    }
+
+    fn abort_all(&self) {
+        let mut table = self.lock();
+        for (_, task) in table.tasks.drain() {
+            task.abort();
+        }
+        table.latest.clear();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RequestTable> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

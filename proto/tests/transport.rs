@@ -1,0 +1,517 @@
+//! The transports end to end: a small test `Server` behind real Unix and TCP
+//! listeners, driven by the real `Client` (and by raw sockets where the test
+//! needs to send what a well-behaved client never would).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crabtalk_proto::client::ClientError;
+use crabtalk_proto::codec::{FrameReader, MAX_FRAME_LEN, encode_frame};
+use crabtalk_proto::home::{Home, PortFile};
+use crabtalk_proto::msg::*;
+use crabtalk_proto::transport::{BindError, TcpListener, UdsListener};
+use crabtalk_proto::{Client, Server};
+use futures::stream::{self, Stream, StreamExt};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
+
+/// Generous bound for anything a test waits on; never a fixed sleep.
+async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(Duration::from_secs(20), future).await {
+        Ok(value) => value,
+        Err(_) => panic!("timed out waiting for {what}"),
+    }
+}
+
+/// The test server. `StreamMsg.content` is a small script:
+/// - `count:N` streams N chunks, then `StreamEnd`;
+/// - `gate:NAME` streams one chunk, waits until the test opens gate NAME,
+///   then ends;
+/// - `forever` streams one chunk and then nothing, and reports on `dropped`
+///   when the server drops the stream.
+#[derive(Default)]
+struct TestServer {
+    gates: Mutex<HashMap<String, Arc<Notify>>>,
+    dropped: Mutex<Option<mpsc::UnboundedSender<()>>>,
+}
+
+impl TestServer {
+    fn gate(&self, name: &str) -> Arc<Notify> {
+        self.gates
+            .lock()
+            .unwrap()
+            .entry(name.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    fn watch_drops(&self) -> mpsc::UnboundedReceiver<()> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        *self.dropped.lock().unwrap() = Some(sender);
+        receiver
+    }
+}
+
+/// Reports when dropped.
+struct DropSignal(Option<mpsc::UnboundedSender<()>>);
+
+impl Drop for DropSignal {
+    fn drop(&mut self) {
+        if let Some(sender) = &self.0 {
+            let _ = sender.send(());
+        }
+    }
+}
+
+fn chunk(content: impl Into<String>) -> Result<StreamEvent, ErrorMsg> {
+    Ok(StreamChunk {
+        content: content.into(),
+    }
+    .into())
+}
+
+fn end(agent: &str) -> Result<StreamEvent, ErrorMsg> {
+    Ok(StreamEnd {
+        agent: agent.into(),
+        ..Default::default()
+    }
+    .into())
+}
+
+impl Server for TestServer {
+    async fn list_agents(&self, _: ListAgentsMsg) -> Result<AgentList, ErrorMsg> {
+        Ok(AgentList {
+            agents: vec![AgentInfo {
+                name: "crab".into(),
+                ..Default::default()
+            }],
+        })
+    }
+
+    async fn get_agent(&self, request: GetAgentMsg) -> Result<AgentInfo, ErrorMsg> {
+        Err(ErrorMsg::not_found(format!(
+            "agent {:?} not found",
+            request.name
+        )))
+    }
+
+    fn stream(
+        &self,
+        request: StreamMsg,
+    ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send {
+        let agent = request.agent.clone();
+        let script = request.content;
+        if let Some(n) = script.strip_prefix("count:") {
+            let n: usize = n.parse().unwrap();
+            let chunks = (0..n).map(|i| chunk(i.to_string()));
+            return stream::iter(chunks)
+                .chain(stream::iter([end(&agent)]))
+                .boxed();
+        }
+        if let Some(name) = script.strip_prefix("gate:") {
+            let gate = self.gate(name);
+            let name = name.to_owned();
+            let rest = stream::once(async move {
+                gate.notified().await;
+                end(&agent)
+            });
+            return stream::iter([chunk(name)]).chain(rest).boxed();
+        }
+        let signal = DropSignal(self.dropped.lock().unwrap().clone());
+        stream::iter([chunk("first")])
+            .chain(stream::pending())
+            .map(move |event| {
+                let _ = &signal;
+                event
+            })
+            .boxed()
+    }
+}
+
+struct Running {
+    server: Arc<TestServer>,
+    shutdown: CancellationToken,
+    served: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+    home: Home,
+}
+
+async fn serve_uds() -> (Running, Client) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path());
+    let listener = UdsListener::bind(home.socket_path()).await.unwrap();
+    let server = Arc::new(TestServer::default());
+    let shutdown = CancellationToken::new();
+    let served = tokio::spawn(listener.serve(server.clone(), shutdown.clone()));
+    let client = Client::connect(&home).await.unwrap();
+    (
+        Running {
+            server,
+            shutdown,
+            served,
+            _dir: dir,
+            home,
+        },
+        client,
+    )
+}
+
+async fn serve_tcp(token: Option<&str>, addr: &str) -> (Running, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind(addr.parse().unwrap(), token)
+        .await
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = Arc::new(TestServer::default());
+    let shutdown = CancellationToken::new();
+    let served = tokio::spawn(listener.serve(server.clone(), shutdown.clone()));
+    let home = Home::new(dir.path());
+    (
+        Running {
+            server,
+            shutdown,
+            served,
+            _dir: dir,
+            home,
+        },
+        format!("127.0.0.1:{port}"),
+    )
+}
+
+async fn stream_texts(client: &Client, script: &str) -> (Vec<String>, bool) {
+    let request = StreamMsg {
+        agent: "crab".into(),
+        content: script.into(),
+        ..Default::default()
+    };
+    let mut events = client.stream(request).await.unwrap();
+    let mut texts = Vec::new();
+    let mut ended = false;
+    while let Some(event) = events.next().await {
+        match event.unwrap().event.unwrap() {
+            stream_event::Event::Chunk(chunk) => texts.push(chunk.content),
+            stream_event::Event::End(_) => ended = true,
+            other => panic!("unexpected event {other:?}"),
+        }
+    }
+    (texts, ended)
+}
+
+#[tokio::test]
+async fn ping_and_unary_calls_over_uds() {
+    let (running, client) = serve_uds().await;
+    let pong = within("ping", client.ping()).await.unwrap();
+    assert_eq!(pong.protocol, crabtalk_proto::PROTOCOL);
+    let agents = within("list_agents", client.list_agents(ListAgentsMsg {}))
+        .await
+        .unwrap();
+    assert_eq!(agents.agents[0].name, "crab");
+    let missing = client
+        .get_agent(GetAgentMsg {
+            name: "nobody".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), Some(404), "{missing}");
+    // Operations the test server does not provide answer 501.
+    let err = client.get_stats(GetStats {}).await.unwrap_err();
+    assert_eq!(err.code(), Some(501), "{err}");
+    drop(running);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_socket_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let (running, _client) = serve_uds().await;
+    let mode = std::fs::metadata(running.home.socket_path())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+#[tokio::test]
+async fn ping_over_tcp() {
+    let (_running, addr) = serve_tcp(None, "127.0.0.1:0").await;
+    let client = Client::connect_tcp(&addr, None).await.unwrap();
+    within("ping", client.ping()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_long_stream_arrives_whole_and_ends_at_stream_end() {
+    let (running, client) = serve_uds().await;
+    let (texts, ended) = within("uds stream", stream_texts(&client, "count:10000")).await;
+    assert!(ended);
+    assert_eq!(texts.len(), 10_000);
+    assert!(
+        texts
+            .iter()
+            .enumerate()
+            .all(|(i, text)| *text == i.to_string())
+    );
+
+    let (_tcp, addr) = serve_tcp(None, "127.0.0.1:0").await;
+    let tcp = Client::connect_tcp(&addr, None).await.unwrap();
+    let (texts, ended) = within("tcp stream", stream_texts(&tcp, "count:10000")).await;
+    assert!(ended);
+    assert_eq!(texts.len(), 10_000);
+    drop(running);
+}
+
+#[tokio::test]
+async fn two_streams_and_a_ping_share_one_connection() {
+    let (running, client) = serve_uds().await;
+    let open = |script: &str| {
+        client.stream(StreamMsg {
+            agent: "crab".into(),
+            content: script.into(),
+            ..Default::default()
+        })
+    };
+    let mut a = open("gate:a").await.unwrap();
+    let mut b = open("gate:b").await.unwrap();
+    assert_ne!(a.request_id(), b.request_id());
+
+    // Both streams are open and waiting on their gates; a ping still gets
+    // through, and each stream sees only its own events.
+    let first_a = within("a's first event", a.next()).await.unwrap().unwrap();
+    let first_b = within("b's first event", b.next()).await.unwrap().unwrap();
+    within("ping while streams are open", client.ping())
+        .await
+        .unwrap();
+    let text = |event: StreamEvent| match event.event {
+        Some(stream_event::Event::Chunk(chunk)) => chunk.content,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(text(first_a), "a");
+    assert_eq!(text(first_b), "b");
+
+    // Open b's gate first: b ends while a is still open.
+    running.server.gate("b").notify_one();
+    let end_b = within("b's end", b.next()).await.unwrap().unwrap();
+    assert!(end_b.is_end());
+    assert!(
+        b.next().await.is_none(),
+        "a finished stream yields nothing more"
+    );
+    running.server.gate("a").notify_one();
+    let end_a = within("a's end", a.next()).await.unwrap().unwrap();
+    assert!(end_a.is_end());
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn client_disconnect_mid_stream_frees_the_server_task() {
+    let (running, _client) = serve_uds().await;
+    let mut dropped = running.server.watch_drops();
+    // A raw connection that starts a stream and then simply goes away,
+    // without Cancel.
+    let stream = tokio::net::UnixStream::connect(running.home.socket_path())
+        .await
+        .unwrap();
+    let (read, mut write) = stream.into_split();
+    let request = ClientMessage::from(client_message::Msg::Stream(StreamMsg {
+        agent: "crab".into(),
+        content: "forever".into(),
+        ..Default::default()
+    }))
+    .with_request_id(1);
+    let mut frame = Vec::new();
+    encode_frame(&request, &mut frame).unwrap();
+    write.write_all(&frame).await.unwrap();
+    let mut reader = FrameReader::new(read);
+    let first: ServerMessage = within("first event", reader.read()).await.unwrap();
+    assert_eq!(first.request_id, 1);
+    drop(reader);
+    drop(write);
+    within("the server to drop the stream", dropped.recv())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn dropping_a_stream_cancels_it_and_the_connection_stays_usable() {
+    let (running, client) = serve_uds().await;
+    let mut dropped = running.server.watch_drops();
+    let mut events = client
+        .stream(StreamMsg {
+            agent: "crab".into(),
+            content: "forever".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    within("first event", events.next()).await.unwrap().unwrap();
+    drop(events);
+    within("the server to drop the cancelled stream", dropped.recv())
+        .await
+        .unwrap();
+    within("ping after cancel", client.ping()).await.unwrap();
+}
+
+#[tokio::test]
+async fn shutdown_closes_listeners_and_connections() {
+    let (running, client) = serve_uds().await;
+    let mut events = client
+        .stream(StreamMsg {
+            agent: "crab".into(),
+            content: "forever".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    within("first event", events.next()).await.unwrap().unwrap();
+
+    running.shutdown.cancel();
+    within("serve to return", running.served).await.unwrap();
+    let err = within("the open stream to end", events.next())
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Closed { .. }), "{err}");
+    assert!(
+        !running.home.socket_path().exists(),
+        "the socket file is removed"
+    );
+    let err = Client::connect(&running.home)
+        .await
+        .err()
+        .expect("nothing listens any more");
+    assert!(matches!(err, ClientError::NotRunning { .. }), "{err}");
+    assert!(err.to_string().contains("crabup daemon start"), "{err}");
+}
+
+#[tokio::test]
+async fn a_non_loopback_listener_requires_a_token() {
+    let err = TcpListener::bind("0.0.0.0:0".parse().unwrap(), None)
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, BindError::TokenRequired { .. }), "{err}");
+    let err = TcpListener::bind("0.0.0.0:0".parse().unwrap(), Some(""))
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, BindError::TokenRequired { .. }), "{err}");
+
+    let (_running, addr) = serve_tcp(Some("s3cret"), "0.0.0.0:0").await;
+    // No Hello: the first request is refused with 401.
+    let client = Client::connect_tcp(&addr, None).await.unwrap();
+    let err = within("refusal", client.ping()).await.unwrap_err();
+    assert_eq!(err.code(), Some(401), "{err}");
+    // A wrong token is refused at connect.
+    let err = Client::connect_tcp(&addr, Some("guess"))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.code(), Some(401), "{err}");
+    // The right token works.
+    let client = Client::connect_tcp(&addr, Some("s3cret")).await.unwrap();
+    within("ping with token", client.ping()).await.unwrap();
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_second_listener_refuses_a_live_socket_and_replaces_a_stale_one() {
+    let (running, _client) = serve_uds().await;
+    let path = running.home.socket_path();
+    let err = UdsListener::bind(&path).await.err().unwrap();
+    assert!(matches!(err, BindError::AlreadyRunning { .. }), "{err}");
+
+    // A socket file nobody listens on is stale and gets replaced.
+    let dir = tempfile::tempdir().unwrap();
+    let stale = dir.path().join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    assert!(stale.exists());
+    let listener = UdsListener::bind(&stale).await.unwrap();
+    drop(listener);
+    assert!(!stale.exists());
+
+    // Something that is not a socket is never removed.
+    let file = dir.path().join("file.sock");
+    std::fs::write(&file, b"keep me").unwrap();
+    let err = UdsListener::bind(&file).await.err().unwrap();
+    assert!(matches!(err, BindError::NotASocket { .. }), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"keep me");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn an_unknown_variant_on_the_wire_answers_400_with_its_request_id() {
+    let (running, _client) = serve_uds().await;
+    let stream = tokio::net::UnixStream::connect(running.home.socket_path())
+        .await
+        .unwrap();
+    let (read, mut write) = stream.into_split();
+    // Field 99 (unknown to this server), then request_id = 42.
+    let mut payload = vec![0x9a, 0x06, 0];
+    payload.extend_from_slice(&[0xc0, 0x0c, 42]); // field 200, varint: 42
+    let mut frame = (payload.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&payload);
+    write.write_all(&frame).await.unwrap();
+    let reply: ServerMessage = within("reply", FrameReader::new(read).read())
+        .await
+        .unwrap();
+    assert_eq!(reply.request_id, 42);
+    assert!(matches!(
+        reply.msg,
+        Some(server_message::Msg::Error(ErrorMsg { code: 400, .. }))
+    ));
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn an_oversize_frame_is_answered_413_and_the_connection_closed() {
+    let (running, _client) = serve_uds().await;
+    let stream = tokio::net::UnixStream::connect(running.home.socket_path())
+        .await
+        .unwrap();
+    let (read, mut write) = stream.into_split();
+    write
+        .write_all(&((MAX_FRAME_LEN + 1) as u32).to_be_bytes())
+        .await
+        .unwrap();
+    let mut reader = FrameReader::new(read);
+    let reply: ServerMessage = within("reply", reader.read()).await.unwrap();
+    assert!(matches!(
+        reply.msg,
+        Some(server_message::Msg::Error(ErrorMsg { code: 413, .. }))
+    ));
+    let after = within("close", reader.read::<ServerMessage>()).await;
+    assert!(after.is_err(), "the connection is closed after 413");
+}
+
+#[tokio::test]
+async fn connect_by_home_falls_back_to_the_port_file() {
+    let (running, addr) = serve_tcp(None, "127.0.0.1:0").await;
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    PortFile::for_this_process(port)
+        .write(&running.home.daemon_port_file())
+        .unwrap();
+    let client = Client::connect(&running.home).await.unwrap();
+    within("ping via port file", client.ping()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_request_over_the_frame_limit_fails_locally() {
+    let (_running, client) = serve_uds().await;
+    let huge = "x".repeat(MAX_FRAME_LEN + 1);
+    let err = client
+        .send(SendMsg {
+            agent: "crab".into(),
+            content: huge,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::TooLarge { .. }), "{err}");
+    within("ping after a refused request", client.ping())
+        .await
+        .unwrap();
+    let mut encoded = Vec::new();
+    assert!(encode_frame(&Ping::default(), &mut encoded).is_ok());
+}
