@@ -186,13 +186,13 @@ impl Server for DaemonServer {
             .filter(|c| request.agent.is_empty() || c.key.agent == request.agent)
             .filter(|c| request.sender.is_empty() || c.key.sender == request.sender)
             .map(|c| {
-                let summary = c.summary();
+                let meta = c.latest_meta().unwrap_or_default();
                 ActiveConversationInfo {
                     agent: c.key.agent.clone(),
                     sender: c.key.sender.clone(),
-                    message_count: summary.message_count,
+                    message_count: meta.message_count,
                     alive_secs: c.alive().as_secs(),
-                    title: summary.title,
+                    title: meta.title,
                 }
             })
             .collect();
@@ -213,7 +213,15 @@ impl Server for DaemonServer {
         let conversations = stored
             .into_iter()
             .map(|stored| {
-                let meta = stored.meta;
+                // A conversation in memory knows more than its file, whose
+                // update may still be on its way.
+                let key = self.runtime.key(&stored.meta.agent, &stored.meta.sender);
+                let meta = self
+                    .runtime
+                    .conversations
+                    .get(&key)
+                    .and_then(|conversation| conversation.latest_meta())
+                    .unwrap_or(stored.meta);
                 let created = chrono::DateTime::parse_from_rfc3339(&meta.created_at).ok();
                 ConversationInfo {
                     alive_secs: created.map_or(0, |created| {
@@ -254,15 +262,7 @@ impl Server for DaemonServer {
     async fn delete_conversation(&self, request: DeleteConversationMsg) -> Result<Pong, ErrorMsg> {
         let storage = self.runtime.conversations.storage();
         let files = storage.resolve(&request.file_path).map_err(handle_error)?;
-        let busy = self
-            .runtime
-            .conversations
-            .remove_where(|key| storage.files(&key.agent, &key.sender) == files);
-        if !busy.is_empty() {
-            return Err(ErrorMsg::conflict(
-                "the conversation is busy (a turn or a question is pending); kill it first",
-            ));
-        }
+        self.runtime.release_conversation(&files).await?;
         storage
             .delete(&files)
             .map_err(|err| ErrorMsg::internal(format!("cannot delete the conversation: {err}")))?;
@@ -304,14 +304,15 @@ impl Server for DaemonServer {
     }
 
     async fn delete_agent(&self, request: DeleteAgentMsg) -> Result<Pong, ErrorMsg> {
-        self.runtime.delete_agent(&request.name)?;
+        self.runtime.delete_agent(&request.name).await?;
         Ok(pong())
     }
 
     async fn rename_agent(&self, request: RenameAgentMsg) -> Result<AgentInfo, ErrorMsg> {
         let agent = self
             .runtime
-            .rename_agent(&request.old_name, &request.new_name)?;
+            .rename_agent(&request.old_name, &request.new_name)
+            .await?;
         Ok(Self::agent_info(&agent))
     }
 

@@ -7,8 +7,8 @@
 //! history is loaded from disk the first time a turn needs it.
 //!
 //! Beside the history, and usable without waiting for the turn: the running
-//! turn's control (kill, steer), the questions waiting for an answer, and a
-//! small summary for listings.
+//! turn's control (kill, steer), the questions waiting for an answer, and the
+//! latest metadata for listings.
 //!
 //! [`Conversations`] keeps at most a configured number of them in RAM; idle
 //! ones (no turn, no question, nobody holding them) are evicted, least
@@ -122,13 +122,6 @@ struct PendingAsk {
     reply: oneshot::Sender<String>,
 }
 
-/// What listings show without taking the turn lock.
-#[derive(Debug, Clone, Default)]
-pub struct Summary {
-    pub title: String,
-    pub message_count: u64,
-}
-
 /// One conversation.
 pub struct Conversation {
     pub key: ConversationKey,
@@ -138,7 +131,8 @@ pub struct Conversation {
     asks: Mutex<VecDeque<PendingAsk>>,
     created: Instant,
     last_used: Mutex<Instant>,
-    summary: Mutex<Summary>,
+    /// The latest metadata, for listings (the file may lag behind).
+    latest_meta: Mutex<Option<Meta>>,
     pending_meta: Mutex<Option<Meta>>,
     writing_meta: AtomicBool,
 }
@@ -169,7 +163,7 @@ impl Conversation {
             asks: Mutex::new(VecDeque::new()),
             created: Instant::now(),
             last_used: Mutex::new(Instant::now()),
-            summary: Mutex::new(Summary::default()),
+            latest_meta: Mutex::new(None),
             pending_meta: Mutex::new(None),
             writing_meta: AtomicBool::new(false),
         }
@@ -223,7 +217,7 @@ impl Conversation {
             .message_count
             .max(history.messages.len() as u64);
         history.loaded = true;
-        self.set_summary(&history.meta);
+        *self.latest_meta.lock() = Some(history.meta.clone());
         Ok(())
     }
 
@@ -231,16 +225,10 @@ impl Conversation {
         *self.last_used.lock() = Instant::now();
     }
 
-    fn set_summary(&self, meta: &Meta) {
-        *self.summary.lock() = Summary {
-            title: meta.title.clone(),
-            message_count: meta.message_count,
-        };
-    }
-
-    /// Title and message count, without waiting for a running turn.
-    pub fn summary(&self) -> Summary {
-        self.summary.lock().clone()
+    /// The latest metadata, without waiting for a running turn; `None`
+    /// until the conversation was loaded.
+    pub fn latest_meta(&self) -> Option<Meta> {
+        self.latest_meta.lock().clone()
     }
 
     /// How long this conversation has been in memory.
@@ -252,7 +240,7 @@ impl Conversation {
     /// the background (coalesced, so a burst of turns writes it once or
     /// twice, and never on the turn's own time).
     pub fn save_meta(self: &Arc<Self>, meta: &Meta) {
-        self.set_summary(meta);
+        *self.latest_meta.lock() = Some(meta.clone());
         *self.pending_meta.lock() = Some(meta.clone());
         if self.writing_meta.swap(true, Ordering::AcqRel) {
             return;
@@ -372,7 +360,23 @@ impl Conversation {
 
     /// Whether nothing but the registry holds or uses this conversation.
     fn is_idle(self: &Arc<Self>) -> bool {
-        Arc::strong_count(self) == 1 && self.run.lock().is_none() && self.asks.lock().is_empty()
+        Arc::strong_count(self) == 1 && !self.is_busy()
+    }
+
+    /// Whether a turn runs, a question waits, or the history is locked.
+    fn is_busy(&self) -> bool {
+        self.run.lock().is_some()
+            || !self.asks.lock().is_empty()
+            || self.history.try_lock().is_err()
+    }
+
+    /// Waits (briefly) until nothing else holds this conversation: a turn
+    /// that just ended and a metadata write finish within moments.
+    pub async fn settled(self: Arc<Self>) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Arc::strong_count(&self) > 1 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     }
 }
 
@@ -501,26 +505,26 @@ impl Conversations {
         before - map.len()
     }
 
-    /// Removes the conversations whose key matches, if they are idle;
-    /// returns the keys that are busy.
-    pub fn remove_where(
+    /// Takes the conversations whose key matches out of memory, unless one
+    /// of them is busy (a turn runs or a question waits): then nothing is
+    /// taken and the busy keys are returned. Await [`Conversation::settled`]
+    /// on what was taken before touching its files.
+    pub fn take_where(
         &self,
         mut matches: impl FnMut(&ConversationKey) -> bool,
-    ) -> Vec<ConversationKey> {
+    ) -> Result<Vec<Arc<Conversation>>, Vec<ConversationKey>> {
         let mut map = self.map.lock();
-        let mut busy = Vec::new();
-        map.retain(|key, conversation| {
-            if !matches(key) {
-                return true;
-            }
-            if conversation.is_idle() {
-                false
-            } else {
-                busy.push(key.clone());
-                true
-            }
-        });
-        busy
+        let matching: Vec<ConversationKey> =
+            map.keys().filter(|key| matches(key)).cloned().collect();
+        let busy: Vec<ConversationKey> = matching
+            .iter()
+            .filter(|key| map[*key].is_busy())
+            .cloned()
+            .collect();
+        if !busy.is_empty() {
+            return Err(busy);
+        }
+        Ok(matching.iter().filter_map(|key| map.remove(key)).collect())
     }
 
     /// Cancels every running turn (at shutdown).

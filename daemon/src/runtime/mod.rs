@@ -301,7 +301,7 @@ impl Runtime {
     }
 
     /// Deletes an agent's definition (its stored conversations stay on disk).
-    pub fn delete_agent(&self, name: &str) -> Result<(), ErrorMsg> {
+    pub async fn delete_agent(&self, name: &str) -> Result<(), ErrorMsg> {
         let snapshot = self.snapshot();
         snapshot.agent(name).map_err(ErrorMsg::not_found)?;
         if name == snapshot.config.default_agent {
@@ -309,7 +309,7 @@ impl Runtime {
                 "{name:?} is the default agent; set another default_agent in config.toml first"
             )));
         }
-        self.release_conversations(name)?;
+        self.release_conversations(name).await?;
         self.agent_store
             .delete(name)
             .map_err(|err| ErrorMsg::internal(format!("cannot delete agent {name:?}: {err}")))?;
@@ -318,7 +318,7 @@ impl Runtime {
     }
 
     /// Renames an agent and moves its conversations.
-    pub fn rename_agent(&self, old: &str, new: &str) -> Result<Arc<AgentDef>, ErrorMsg> {
+    pub async fn rename_agent(&self, old: &str, new: &str) -> Result<Arc<AgentDef>, ErrorMsg> {
         validate_agent_name(new).map_err(ErrorMsg::bad_request)?;
         let snapshot = self.snapshot();
         snapshot.agent(old).map_err(ErrorMsg::not_found)?;
@@ -336,7 +336,7 @@ impl Runtime {
                 "{old:?} is the default agent; change default_agent in config.toml before renaming it"
             )));
         }
-        self.release_conversations(old)?;
+        self.release_conversations(old).await?;
         let internal =
             |err: std::io::Error| ErrorMsg::internal(format!("cannot rename agent {old:?}: {err}"));
         self.agent_store.rename(old, new).map_err(internal)?;
@@ -348,17 +348,49 @@ impl Runtime {
         self.snapshot().agent(new).map_err(ErrorMsg::internal)
     }
 
-    /// Drops `agent`'s conversations from memory; refuses if one is busy.
-    fn release_conversations(&self, agent: &str) -> Result<(), ErrorMsg> {
-        let busy = self.conversations.remove_where(|key| key.agent == agent);
-        if busy.is_empty() {
-            return Ok(());
+    /// Takes `agent`'s conversations out of memory and waits until nothing
+    /// holds them; refuses if one is busy.
+    async fn release_conversations(&self, agent: &str) -> Result<(), ErrorMsg> {
+        match self.conversations.take_where(|key| key.agent == agent) {
+            Ok(taken) => {
+                futures::future::join_all(
+                    taken.into_iter().map(|conversation| conversation.settled()),
+                )
+                .await;
+                Ok(())
+            }
+            Err(busy) => {
+                let senders: Vec<&str> = busy.iter().map(|key| key.sender.as_str()).collect();
+                Err(ErrorMsg::conflict(format!(
+                    "agent {agent:?} is busy (conversations with {}); kill or finish them first",
+                    senders.join(", ")
+                )))
+            }
         }
-        let senders: Vec<&str> = busy.iter().map(|key| key.sender.as_str()).collect();
-        Err(ErrorMsg::conflict(format!(
-            "agent {agent:?} is busy (conversations with {}); kill or finish them first",
-            senders.join(", ")
-        )))
+    }
+
+    /// Takes one stored conversation out of memory (if it is there and not
+    /// busy) and waits until nothing holds it.
+    pub async fn release_conversation(
+        &self,
+        files: &crate::storage::ConversationFiles,
+    ) -> Result<(), ErrorMsg> {
+        let storage = self.conversations.storage().clone();
+        match self
+            .conversations
+            .take_where(|key| storage.files(&key.agent, &key.sender) == *files)
+        {
+            Ok(taken) => {
+                futures::future::join_all(
+                    taken.into_iter().map(|conversation| conversation.settled()),
+                )
+                .await;
+                Ok(())
+            }
+            Err(_) => Err(ErrorMsg::conflict(
+                "the conversation is busy (a turn or a question is pending); kill it first",
+            )),
+        }
     }
 
     /// Re-reads the agents into a new snapshot; returns `name` if it exists.
