@@ -133,8 +133,7 @@ pub struct Conversation {
     last_used: Mutex<Instant>,
     /// The latest metadata, for listings (the file may lag behind).
     latest_meta: Mutex<Option<Meta>>,
-    pending_meta: Mutex<Option<Meta>>,
-    writing_meta: AtomicBool,
+    meta_writer: Arc<MetaWriter>,
 }
 
 /// Why `ReplyToAsk` found nothing to answer.
@@ -149,6 +148,7 @@ pub enum AnswerError {
 impl Conversation {
     fn new(key: ConversationKey, files: ConversationFiles) -> Self {
         let log = SessionLog::new(files.log.clone());
+        let meta_path = files.meta.clone();
         Self {
             key,
             files,
@@ -164,8 +164,11 @@ impl Conversation {
             created: Instant::now(),
             last_used: Mutex::new(Instant::now()),
             latest_meta: Mutex::new(None),
-            pending_meta: Mutex::new(None),
-            writing_meta: AtomicBool::new(false),
+            meta_writer: Arc::new(MetaWriter {
+                path: meta_path,
+                pending: Mutex::new(None),
+                writing: AtomicBool::new(false),
+            }),
         }
     }
 
@@ -239,38 +242,9 @@ impl Conversation {
     /// Records a turn's end: the listing summary now, the metadata file in
     /// the background (coalesced, so a burst of turns writes it once or
     /// twice, and never on the turn's own time).
-    pub fn save_meta(self: &Arc<Self>, meta: &Meta) {
+    pub fn save_meta(&self, meta: &Meta) {
         *self.latest_meta.lock() = Some(meta.clone());
-        *self.pending_meta.lock() = Some(meta.clone());
-        if self.writing_meta.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let conversation = self.clone();
-        tokio::task::spawn_blocking(move || {
-            loop {
-                let next = conversation.pending_meta.lock().take();
-                match next {
-                    Some(meta) => {
-                        if let Err(err) = meta.save(&conversation.files.meta) {
-                            tracing::warn!(
-                                "cannot save {}: {err}",
-                                conversation.files.meta.display()
-                            );
-                        }
-                    }
-                    None => {
-                        conversation.writing_meta.store(false, Ordering::Release);
-                        // A save scheduled after the take but before the
-                        // store would otherwise be lost.
-                        if conversation.pending_meta.lock().is_none()
-                            || conversation.writing_meta.swap(true, Ordering::AcqRel)
-                        {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
+        self.meta_writer.schedule(meta.clone());
     }
 
     /// Marks a turn as running; the guard clears it.
@@ -374,9 +348,55 @@ impl Conversation {
     /// that just ended and a metadata write finish within moments.
     pub async fn settled(self: Arc<Self>) {
         let deadline = Instant::now() + Duration::from_secs(5);
-        while Arc::strong_count(&self) > 1 && Instant::now() < deadline {
+        while (Arc::strong_count(&self) > 1 || self.meta_writer.is_writing())
+            && Instant::now() < deadline
+        {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
+    }
+}
+
+/// Writes a conversation's metadata file in the background, coalescing
+/// bursts: while one write runs, only the newest pending metadata is kept.
+struct MetaWriter {
+    path: std::path::PathBuf,
+    pending: Mutex<Option<Meta>>,
+    writing: AtomicBool,
+}
+
+impl MetaWriter {
+    fn schedule(self: &Arc<Self>, meta: Meta) {
+        *self.pending.lock() = Some(meta);
+        if self.writing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let writer = self.clone();
+        tokio::task::spawn_blocking(move || writer.drain());
+    }
+
+    fn drain(&self) {
+        loop {
+            let next = self.pending.lock().take();
+            match next {
+                Some(meta) => {
+                    if let Err(err) = meta.save(&self.path) {
+                        tracing::warn!("cannot save {}: {err}", self.path.display());
+                    }
+                }
+                None => {
+                    self.writing.store(false, Ordering::Release);
+                    // Metadata scheduled after the take but before the store
+                    // would otherwise wait for the next turn.
+                    if self.pending.lock().is_none() || self.writing.swap(true, Ordering::AcqRel) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn is_writing(&self) -> bool {
+        self.writing.load(Ordering::Acquire)
     }
 }
 
@@ -493,6 +513,16 @@ impl Conversations {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Evicts idle conversations beyond the cap (least recently used first);
+    /// called when a turn lets go of its conversation.
+    pub fn trim(&self) {
+        let mut map = self.map.lock();
+        if map.len() > self.max_in_memory {
+            let excess = map.len() - self.max_in_memory;
+            evict_lru(&mut map, excess);
+        }
     }
 
     /// Drops idle conversations unused for longer than `idle`.
