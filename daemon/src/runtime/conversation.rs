@@ -66,18 +66,15 @@ impl History {
         Ok(())
     }
 
-    /// The messages a model should see: the compaction summary (if any),
-    /// then everything since.
-    pub fn working_messages(&self) -> Vec<Message> {
-        let mut messages = Vec::with_capacity(self.messages.len() + 1);
-        if let Some(marker) = &self.marker {
-            messages.push(Message::user(format!(
+    /// What the model is told in place of the history before the last
+    /// compaction.
+    pub fn summary_message(&self) -> Option<Message> {
+        self.marker.as_ref().map(|marker| {
+            Message::user(format!(
                 "Summary of the earlier part of this conversation:\n\n{}",
                 marker.compact
-            )));
-        }
-        messages.extend(self.messages.iter().cloned());
-        messages
+            ))
+        })
     }
 
     /// Gives every tool call of the last assistant message that has no
@@ -167,7 +164,8 @@ impl Conversation {
             meta_writer: Arc::new(MetaWriter {
                 path: meta_path,
                 pending: Mutex::new(None),
-                writing: AtomicBool::new(false),
+                scheduled: AtomicBool::new(false),
+                saving: Mutex::new(()),
             }),
         }
     }
@@ -239,9 +237,9 @@ impl Conversation {
         self.created.elapsed()
     }
 
-    /// Records a turn's end: the listing summary now, the metadata file in
-    /// the background (coalesced, so a burst of turns writes it once or
-    /// twice, and never on the turn's own time).
+    /// Records a turn's end: the listing metadata now, the metadata file in
+    /// the background (debounced, so a burst of turns writes it once, and
+    /// never on the turn's own time).
     pub fn save_meta(&self, meta: &Meta) {
         *self.latest_meta.lock() = Some(meta.clone());
         self.meta_writer.schedule(meta.clone());
@@ -348,55 +346,58 @@ impl Conversation {
     /// that just ended and a metadata write finish within moments.
     pub async fn settled(self: Arc<Self>) {
         let deadline = Instant::now() + Duration::from_secs(5);
-        while (Arc::strong_count(&self) > 1 || self.meta_writer.is_writing())
-            && Instant::now() < deadline
-        {
+        while Arc::strong_count(&self) > 1 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
+        let writer = self.meta_writer.clone();
+        let _ = tokio::task::spawn_blocking(move || writer.flush()).await;
+    }
+
+    /// Writes pending metadata now (at shutdown).
+    pub fn flush_meta(&self) {
+        self.meta_writer.flush();
     }
 }
 
-/// Writes a conversation's metadata file in the background, coalescing
-/// bursts: while one write runs, only the newest pending metadata is kept.
+/// How long metadata changes are gathered before the file is rewritten.
+/// The sidecar is a cache of what the log says (counts, times); rewriting
+/// it after every turn would cost two fsyncs and a rename per turn.
+const META_DEBOUNCE: Duration = Duration::from_secs(1);
+
+/// Writes a conversation's metadata file in the background: changes within
+/// [`META_DEBOUNCE`] are written once, and [`MetaWriter::flush`] writes
+/// whatever is pending at once (before files move, at shutdown).
 struct MetaWriter {
     path: std::path::PathBuf,
     pending: Mutex<Option<Meta>>,
-    writing: AtomicBool,
+    scheduled: AtomicBool,
+    /// Serialises saves, so an older snapshot never overwrites a newer one.
+    saving: Mutex<()>,
 }
 
 impl MetaWriter {
     fn schedule(self: &Arc<Self>, meta: Meta) {
         *self.pending.lock() = Some(meta);
-        if self.writing.swap(true, Ordering::AcqRel) {
+        if self.scheduled.swap(true, Ordering::AcqRel) {
             return;
         }
         let writer = self.clone();
-        tokio::task::spawn_blocking(move || writer.drain());
+        tokio::spawn(async move {
+            tokio::time::sleep(META_DEBOUNCE).await;
+            writer.scheduled.store(false, Ordering::Release);
+            let _ = tokio::task::spawn_blocking(move || writer.flush()).await;
+        });
     }
 
-    fn drain(&self) {
-        loop {
-            let next = self.pending.lock().take();
-            match next {
-                Some(meta) => {
-                    if let Err(err) = meta.save(&self.path) {
-                        tracing::warn!("cannot save {}: {err}", self.path.display());
-                    }
-                }
-                None => {
-                    self.writing.store(false, Ordering::Release);
-                    // Metadata scheduled after the take but before the store
-                    // would otherwise wait for the next turn.
-                    if self.pending.lock().is_none() || self.writing.swap(true, Ordering::AcqRel) {
-                        return;
-                    }
-                }
-            }
+    /// Writes the pending metadata now, if there is any.
+    fn flush(&self) {
+        let _saving = self.saving.lock();
+        let Some(meta) = self.pending.lock().take() else {
+            return;
+        };
+        if let Err(err) = meta.save(&self.path) {
+            tracing::warn!("cannot save {}: {err}", self.path.display());
         }
-    }
-
-    fn is_writing(&self) -> bool {
-        self.writing.load(Ordering::Acquire)
     }
 }
 

@@ -425,6 +425,9 @@ impl Runtime {
         {
             tracing::warn!("some turns did not finish within {grace:?} of shutdown");
         }
+        for conversation in self.conversations.all() {
+            conversation.flush_meta();
+        }
     }
 }
 

@@ -72,6 +72,7 @@ struct Script {
     queue: Mutex<VecDeque<Reply>>,
     default: Mutex<Reply>,
     requests: Mutex<Vec<Value>>,
+    recording: std::sync::atomic::AtomicBool,
     gate: Notify,
     arrived: Notify,
 }
@@ -98,6 +99,7 @@ impl ScriptedLlm {
             queue: Mutex::new(VecDeque::new()),
             default: Mutex::new(Reply::text("(no scripted reply)")),
             requests: Mutex::new(Vec::new()),
+            recording: std::sync::atomic::AtomicBool::new(true),
             gate: Notify::new(),
             arrived: Notify::new(),
         });
@@ -110,6 +112,11 @@ impl ScriptedLlm {
             .await
             .expect("bind the scripted LLM");
         let addr = listener.local_addr().expect("scripted LLM address");
+        // Without TCP_NODELAY each small SSE write waits for the client's
+        // delayed ACK (40 ms), which no real provider does to its clients.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
@@ -133,6 +140,13 @@ impl ScriptedLlm {
     /// The reply used when the queue is empty.
     pub fn set_default(&self, reply: Reply) {
         *self.script.default.lock().unwrap() = reply;
+    }
+
+    /// Stops keeping request bodies (for load tests).
+    pub fn stop_recording(&self) {
+        self.script
+            .recording
+            .store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Lets one [`Reply::Gated`] answer.
@@ -161,7 +175,9 @@ impl ScriptedLlm {
 }
 
 fn next_reply(script: &Script, body: &Value) -> Reply {
-    script.requests.lock().unwrap().push(body.clone());
+    if script.recording.load(std::sync::atomic::Ordering::Relaxed) {
+        script.requests.lock().unwrap().push(body.clone());
+    }
     script.arrived.notify_waiters();
     script
         .queue
