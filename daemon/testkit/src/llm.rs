@@ -95,6 +95,13 @@ pub const USAGE: (u32, u32) = (21, 7);
 
 impl ScriptedLlm {
     pub async fn start() -> Self {
+        Self::start_at("127.0.0.1:0")
+            .await
+            .expect("bind the scripted LLM")
+    }
+
+    /// Starts on a given address; `None` if it cannot be bound.
+    pub async fn start_at(addr: &str) -> Option<Self> {
         let script = Arc::new(Script {
             queue: Mutex::new(VecDeque::new()),
             default: Mutex::new(Reply::text("(no scripted reply)")),
@@ -108,9 +115,7 @@ impl ScriptedLlm {
             .route("/v1/messages", post(anthropic))
             .route("/v1/models", get(models))
             .with_state(script.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the scripted LLM");
+        let listener = tokio::net::TcpListener::bind(addr).await.ok()?;
         let addr = listener.local_addr().expect("scripted LLM address");
         // Without TCP_NODELAY each small SSE write waits for the client's
         // delayed ACK (40 ms), which no real provider does to its clients.
@@ -120,11 +125,11 @@ impl ScriptedLlm {
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Self {
+        Some(Self {
             addr,
             script,
             server,
-        }
+        })
     }
 
     /// `http://127.0.0.1:<port>/v1`.
