@@ -6,6 +6,7 @@
 //! - [`lock`]: one daemon per home.
 //! - [`process`]: startup, listeners, signals, shutdown.
 
+pub mod bus;
 pub mod cli;
 pub mod config;
 pub mod lock;
@@ -13,5 +14,6 @@ pub mod process;
 pub mod provider;
 pub mod runtime;
 pub mod server;
+pub mod skills;
 pub mod storage;
 pub mod tools;

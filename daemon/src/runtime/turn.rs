@@ -50,6 +50,8 @@ pub struct TurnRequest {
     pub created_by: String,
     /// Where the turn's `StreamEvent`s go, if anyone listens.
     pub client: Option<mpsc::UnboundedSender<StreamEvent>>,
+    /// How many event firings led to this turn (0 for a client's turn).
+    pub hops: u32,
 }
 
 /// How a turn ended.
@@ -261,7 +263,7 @@ impl Steps<'_> {
         } else {
             tools.specs_for(self.speaker)
         };
-        let hook_prompts = tools.system_prompts(self.speaker);
+        let hook_prompts = tools.system_prompts(self.speaker, &self.snapshot.agents);
         let instructions = instructions::block(&self.runtime.home, self.cwd);
         let max_iterations = self.speaker.config.max_iterations.max(1);
         let tool_choice = self
