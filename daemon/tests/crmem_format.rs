@@ -71,7 +71,7 @@ const TWO_ENTRIES: [u8; 125] = [
     2, 0, 0, 0,                                 // 115 content_len 2
     0xc3, 0xa9,                                 // 119 "é"
     0, 0, 0, 0,                                 // 121 alias_count 0
-];                                              // 125 end
+]; // 125 end
 
 /// The same memory after `Remove { name: "deploy" }`: next_id stays 3.
 #[rustfmt::skip]
@@ -185,7 +185,10 @@ fn opening_the_fixture_and_checkpointing_rewrites_it_unchanged() {
     let path = dir.path().join("crab.crmem");
     std::fs::write(&path, TWO_ENTRIES).unwrap();
     let memory = Memory::open(&path).unwrap();
-    assert_eq!(memory.list().cloned().collect::<Vec<_>>(), expected_entries());
+    assert_eq!(
+        memory.list().cloned().collect::<Vec<_>>(),
+        expected_entries()
+    );
     assert_eq!(memory.get("ship").unwrap().id, 1);
     std::fs::remove_file(&path).unwrap();
     memory.checkpoint().unwrap();
@@ -221,7 +224,12 @@ fn any_flag_bit_is_rejected() {
 #[test]
 fn non_zero_reserved_bytes_are_rejected() {
     let err = decode_err(&patched(12, &[0, 0, 7, 0]));
-    assert_eq!(err, FormatError::Reserved { found: [0, 0, 7, 0] });
+    assert_eq!(
+        err,
+        FormatError::Reserved {
+            found: [0, 0, 7, 0]
+        }
+    );
 }
 
 #[test]
