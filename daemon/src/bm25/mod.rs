@@ -238,6 +238,54 @@ impl<K: Copy + Ord + Hash> Index<K> {
     }
 }
 
+impl Index<u32> {
+    /// [`search`](Index::search) for dense `u32` keys (slots handed out
+    /// from 0): partial scores are summed in a reusable per-thread array
+    /// instead of a hash map, several times faster when query terms have
+    /// long posting lists. Same results, same order.
+    pub fn search_dense(
+        &self,
+        query: &str,
+        limit: usize,
+        mut weight: impl FnMut(u32) -> Option<f64>,
+    ) -> Vec<Scored<u32>> {
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<(Vec<f64>, Vec<u32>)> =
+                const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+        }
+        if limit == 0 || self.docs.is_empty() {
+            return Vec::new();
+        }
+        SCRATCH.with(|scratch| {
+            let (scores, touched) = &mut *scratch.borrow_mut();
+            self.accumulate(query, |doc, score| {
+                let at = doc as usize;
+                if at >= scores.len() {
+                    scores.resize(at + 1, 0.0);
+                }
+                // Partial scores are always > 0: 0 means "not seen yet".
+                if scores[at] == 0.0 {
+                    touched.push(doc);
+                }
+                scores[at] += score;
+            });
+            let mut ranked = Vec::with_capacity(touched.len().min(4096));
+            for &doc in touched.iter() {
+                let score = std::mem::take(&mut scores[doc as usize]);
+                if let Some(w) = weight(doc) {
+                    ranked.push(Scored {
+                        doc,
+                        score: score * w,
+                    });
+                }
+            }
+            touched.clear();
+            top(&mut ranked, limit);
+            ranked
+        })
+    }
+}
+
 /// The term-frequency part of BM25 for one posting.
 fn saturation(tf: u32, len: u32, avgdl: f64) -> f64 {
     let tf = f64::from(tf);
@@ -399,6 +447,29 @@ mod tests {
         assert_eq!(boosted[0].doc, 3);
         let filtered = index.search("apple", 10, |doc| (doc != 1).then_some(1.0));
         assert_eq!(filtered.iter().map(|s| s.doc).collect::<Vec<_>>(), [2, 3]);
+    }
+
+    #[test]
+    fn dense_search_matches_hashed_search() {
+        let mut index: Index<u32> = Index::new();
+        let words = ["a", "b", "c", "d", "e"];
+        for doc in 0..300u32 {
+            let text: Vec<&str> = (0..(doc % 7 + 1))
+                .map(|i| words[((doc * 31 + i * 17) % 5) as usize])
+                .collect();
+            index.insert(doc, &text.join(" "));
+        }
+        index.remove(10);
+        for query in ["a", "b c", "e e d", "zzz", "a b c d e"] {
+            for limit in [1, 5, 50, 1000] {
+                let weight = |doc: u32| (doc % 11 != 0).then_some(1.0 + f64::from(doc % 3));
+                assert_eq!(
+                    index.search(query, limit, weight),
+                    index.search_dense(query, limit, weight),
+                    "{query} {limit}"
+                );
+            }
+        }
     }
 
     #[test]

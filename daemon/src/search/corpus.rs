@@ -184,7 +184,7 @@ impl Corpus {
         let Some(agent) = self.agents.get(agent) else {
             return Vec::new();
         };
-        let scored = agent.index.search(query, limit, |slot| {
+        let scored = agent.index.search_dense(query, limit, |slot| {
             let doc = agent.docs[slot as usize];
             if doc.conv == DEAD {
                 return None;
