@@ -109,17 +109,21 @@ impl<K: Copy + Ord + Hash> Index<K> {
     /// A document without terms is still counted (it has length 0).
     pub fn insert(&mut self, doc: K, text: &str) {
         self.remove(doc);
-        let mut counts: HashMap<u32, u32, FastHash> = HashMap::default();
-        let mut len: u32 = 0;
-        tokenizer::for_each_token(text, |term, _| {
-            let id = self.term_id(term);
-            *counts.entry(id).or_insert(0) += 1;
-            len = len.saturating_add(1);
-        });
-        let mut terms: Vec<u32> = counts.keys().copied().collect();
-        terms.sort_unstable();
-        for &term in &terms {
-            let tf = counts[&term];
+        // Term ids in text order, then sorted: runs of equal ids are the
+        // term frequencies (cheaper than a map for a message's few dozen
+        // terms).
+        let mut ids: Vec<u32> = Vec::new();
+        tokenizer::for_each_token(text, |term, _| ids.push(self.term_id(term)));
+        let len = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+        ids.sort_unstable();
+        let mut terms: Vec<u32> = Vec::with_capacity(ids.len());
+        let mut at = 0;
+        while at < ids.len() {
+            let term = ids[at];
+            let run = ids[at..].iter().take_while(|&&id| id == term).count();
+            at += run;
+            terms.push(term);
+            let tf = u32::try_from(run).unwrap_or(u32::MAX);
             let list = &mut self.postings[term as usize];
             // Keys usually arrive in increasing order: append is the fast path.
             match list.last() {
