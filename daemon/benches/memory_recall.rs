@@ -29,7 +29,7 @@ fn build(zipf: &Zipf, dir: &std::path::Path) -> Memory {
                 .map(|a| format!("alias-{i}-{a}"))
                 .collect(),
             created_at: 1_776_000_000 + i as u64,
-            kind: if i % 5 == 0 {
+            kind: if i.is_multiple_of(5) {
                 EntryKind::Archive
             } else {
                 EntryKind::Note

@@ -94,7 +94,11 @@ fn build(zipf: &Zipf, messages: usize) -> (SessionIndex, Store) {
         let id = conv_id(c);
         let conv = ConversationRef {
             agent: "crab",
-            sender: if c % 3 == 0 { "tg:alice" } else { "user" },
+            sender: if c.is_multiple_of(3) {
+                "tg:alice"
+            } else {
+                "user"
+            },
             conversation: &id,
         };
         for i in 0..PER_CONVERSATION {
@@ -110,10 +114,10 @@ fn build(zipf: &Zipf, messages: usize) -> (SessionIndex, Store) {
             store.text.push_str(&text);
             store.offsets.push(store.text.len() as u32);
         }
-        if c % 2 == 0 {
+        if c.is_multiple_of(2) {
             index.set_title(conv, &zipf.text(&mut rng, 3, 8));
         }
-        if c % 10 == 0 {
+        if c.is_multiple_of(10) {
             index.set_summary(conv, Some(&zipf.text(&mut rng, 30, 100)));
         }
     }
@@ -137,7 +141,7 @@ fn measure_search(zipf: &Zipf, index: &SessionIndex, store: &Store, messages: us
         for (n, q) in queries.iter().enumerate() {
             let query = SearchQuery {
                 agent: "crab",
-                sender: (n % 4 == 0).then_some("tg:alice"),
+                sender: n.is_multiple_of(4).then_some("tg:alice"),
                 query: q,
                 context_before: 4,
                 context_after: 4,

@@ -129,10 +129,10 @@ fn run_and_kill(path: &Path, round: u32, target: u64, delay: Duration, seed: u64
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
-            if let Some(n) = line.strip_prefix("ack ") {
-                if tx.send(n.trim().parse::<u64>().unwrap()).is_err() {
-                    break;
-                }
+            if let Some(n) = line.strip_prefix("ack ")
+                && tx.send(n.trim().parse::<u64>().unwrap()).is_err()
+            {
+                break;
             }
         }
     });

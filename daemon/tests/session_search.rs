@@ -11,10 +11,13 @@ use crabtalkd::search::{
     RebuildError, Role, SearchQuery, SessionHit, SessionIndex, SourceMessage,
 };
 
+/// Messages by (agent, conversation).
+type LogMap = HashMap<(String, String), Vec<SourceMessage>>;
+
 /// Conversation logs in RAM: the daemon's storage, as the index sees it.
 #[derive(Default, Clone)]
 struct Logs {
-    convs: Arc<Mutex<HashMap<(String, String), Vec<SourceMessage>>>>,
+    convs: Arc<Mutex<LogMap>>,
 }
 
 impl Logs {

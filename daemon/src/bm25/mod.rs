@@ -466,7 +466,8 @@ mod tests {
         index.remove(10);
         for query in ["a", "b c", "e e d", "zzz", "a b c d e"] {
             for limit in [1, 5, 50, 1000] {
-                let weight = |doc: u32| (doc % 11 != 0).then_some(1.0 + f64::from(doc % 3));
+                let weight =
+                    |doc: u32| (!doc.is_multiple_of(11)).then_some(1.0 + f64::from(doc % 3));
                 assert_eq!(
                     index.search(query, limit, weight),
                     index.search_dense(query, limit, weight),
