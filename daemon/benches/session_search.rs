@@ -184,6 +184,44 @@ fn measure_append(zipf: &Zipf, index: &SessionIndex, messages: usize) {
     );
 }
 
+/// The CPU part of a cold rebuild: every stored message fed to a
+/// [`Rebuild`](crabtalkd::search::Rebuild) (no lock held), then swapped in.
+/// Reading and parsing the logs from disk comes on top.
+fn measure_rebuild(index: &SessionIndex, store: &Store, messages: usize) {
+    let started = Instant::now();
+    let mut rebuild = index.start_rebuild();
+    for c in 0..messages / PER_CONVERSATION {
+        let id = conv_id(c);
+        let conv = ConversationRef {
+            agent: "crab",
+            sender: if c.is_multiple_of(3) {
+                "tg:alice"
+            } else {
+                "user"
+            },
+            conversation: &id,
+        };
+        for i in 0..PER_CONVERSATION {
+            let r = role(i);
+            let tool = matches!(r, Role::ToolCall | Role::ToolResult).then_some("bash");
+            rebuild.add_message(
+                conv,
+                i as u32,
+                r,
+                store.message(c * PER_CONVERSATION + i),
+                tool,
+            );
+        }
+    }
+    let stats = rebuild.finish().unwrap();
+    let elapsed = started.elapsed();
+    println!(
+        "session_rebuild/{messages}: {elapsed:?} ({:.2} µs/message, {} messages) from RAM, CPU only",
+        elapsed.as_secs_f64() * 1e6 / stats.messages as f64,
+        stats.messages
+    );
+}
+
 fn main() {
     let zipf = Zipf::new();
     let sizes: Vec<usize> = std::env::var("SESSION_BENCH_SIZES")
@@ -212,6 +250,7 @@ fn main() {
                 black_box(index.search(&query, &store).unwrap())
             })
         });
+        measure_rebuild(&index, &store, messages);
     }
     criterion.final_summary();
 }
