@@ -363,7 +363,10 @@ impl Hasher for FxHasher {
     }
     #[inline]
     fn finish(&self) -> u64 {
-        self.hash
+        // The multiply leaves the best-mixed bits at the top; the hash table
+        // picks buckets with the low bits. Rotate them down (as rustc-hash 2
+        // does), or similar strings pile up in the same buckets.
+        self.hash.rotate_left(26)
     }
 }
 

@@ -70,7 +70,15 @@ pub fn for_each_token(text: &str, mut emit: impl FnMut(&str, Range<usize>)) {
             continue;
         }
         prev_cjk = None;
-        if ch.is_alphanumeric() {
+        if ch.is_ascii() {
+            // Most text is ASCII: skip the Unicode tables.
+            if ch.is_ascii_alphanumeric() {
+                word_start.get_or_insert(at);
+                word.push(ch.to_ascii_lowercase());
+            } else if let Some(start) = word_start.take() {
+                emit_word(&mut word, start..at, &mut emit);
+            }
+        } else if ch.is_alphanumeric() {
             word_start.get_or_insert(at);
             word.extend(ch.to_lowercase());
         } else if let Some(start) = word_start.take() {
