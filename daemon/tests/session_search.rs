@@ -507,3 +507,174 @@ fn a_newer_rebuild_supersedes_and_an_abandoned_one_stops_logging() {
     index.add_message(conv("crab", "u", "c"), 0, Role::User, "kept", None);
     assert_eq!(index.stats().messages, 1);
 }
+
+// ---- rebuild equivalence, for random histories ----
+
+mod rebuild_property {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const WORDS: [&str; 4] = ["red", "green", "blue", "cyan"];
+
+    #[derive(Debug, Clone)]
+    enum Event {
+        Message(u8, u32, String),
+        Title(u8, String),
+        Summary(u8, Option<String>),
+        Remove(u8),
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        proptest::collection::vec(proptest::sample::select(&WORDS[..]), 1..4)
+            .prop_map(|w| w.join(" "))
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        prop_oneof![
+            6 => (0u8..4, 0u32..3, text()).prop_map(|(c, i, t)| Event::Message(c, i, t)),
+            1 => (0u8..4, text()).prop_map(|(c, t)| Event::Title(c, t)),
+            1 => (0u8..4, proptest::option::of(text())).prop_map(|(c, t)| Event::Summary(c, t)),
+            1 => (0u8..4).prop_map(Event::Remove),
+        ]
+    }
+
+    fn ids(c: u8) -> (String, &'static str) {
+        (format!("c{c}"), if c % 2 == 0 { "even" } else { "odd" })
+    }
+
+    fn apply_live(index: &SessionIndex, event: &Event) {
+        match event {
+            Event::Message(c, i, t) => {
+                let (id, sender) = ids(*c);
+                index.add_message(conv("crab", sender, &id), *i, Role::User, t, None);
+            }
+            Event::Title(c, t) => {
+                let (id, sender) = ids(*c);
+                index.set_title(conv("crab", sender, &id), t);
+            }
+            Event::Summary(c, t) => {
+                let (id, sender) = ids(*c);
+                index.set_summary(conv("crab", sender, &id), t.as_deref());
+            }
+            Event::Remove(c) => {
+                index.remove_conversation("crab", &ids(*c).0);
+            }
+        }
+    }
+
+    /// What storage holds: per conversation, messages, title, summary.
+    type Stored = BTreeMap<u8, (BTreeMap<u32, String>, Option<String>, Option<String>)>;
+
+    fn store(stored: &mut Stored, event: &Event) {
+        match event {
+            Event::Message(c, i, t) => {
+                stored.entry(*c).or_default().0.insert(*i, t.clone());
+            }
+            Event::Title(c, t) => stored.entry(*c).or_default().1 = Some(t.clone()),
+            Event::Summary(c, t) => stored.entry(*c).or_default().2 = t.clone(),
+            Event::Remove(c) => {
+                stored.remove(c);
+            }
+        }
+    }
+
+    /// Hits as comparable rows, ignoring slot order among equal scores.
+    fn rows(index: &SessionIndex, word: &str) -> Vec<(String, Option<u32>, String, f64)> {
+        let mut rows: Vec<_> = index
+            .search(
+                &SearchQuery {
+                    agent: "crab",
+                    sender: None,
+                    query: word,
+                    context_before: 0,
+                    context_after: 0,
+                    limit: 20,
+                },
+                &Everything,
+            )
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.conversation, h.msg_idx, format!("{:?}", h.field), h.score))
+            .collect();
+        rows.sort_by(|a, b| (&a.0, a.1, &a.2).cmp(&(&b.0, b.1, &b.2)));
+        rows
+    }
+
+    /// A source that has every message (the windows are not under test).
+    struct Everything;
+
+    impl MessageSource for Everything {
+        fn read(&self, _: &str, _: &str, range: Range<u32>) -> std::io::Result<Vec<SourceMessage>> {
+            Ok(range
+                .map(|msg_idx| SourceMessage {
+                    msg_idx,
+                    role: Role::User,
+                    text: String::new(),
+                    tool_name: None,
+                })
+                .collect())
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Whenever during a rebuild storage is read, and whatever live
+        /// changes come before and after that read, the swapped-in index
+        /// answers exactly like an index that saw every change live.
+        #[test]
+        fn a_rebuild_equals_the_live_index(
+            before in proptest::collection::vec(event(), 0..20),
+            during in proptest::collection::vec(event(), 0..20),
+            read_at in 0usize..20,
+        ) {
+            let read_at = read_at.min(during.len());
+            let reference = SessionIndex::new();
+            for e in before.iter().chain(&during) {
+                apply_live(&reference, e);
+            }
+
+            let subject = SessionIndex::new();
+            let mut stored = Stored::new();
+            for e in &before {
+                apply_live(&subject, e);
+                store(&mut stored, e);
+            }
+            let mut rebuild = subject.start_rebuild();
+            for e in &during[..read_at] {
+                apply_live(&subject, e);
+                store(&mut stored, e);
+            }
+            // The rebuild reads storage as it is now.
+            for (c, (messages, title, summary)) in &stored {
+                let (id, sender) = ids(*c);
+                let conv = conv("crab", sender, &id);
+                for (i, t) in messages {
+                    rebuild.add_message(conv, *i, Role::User, t, None);
+                }
+                if let Some(t) = title {
+                    rebuild.set_title(conv, t);
+                }
+                rebuild.set_summary(conv, summary.as_deref());
+            }
+            for e in &during[read_at..] {
+                apply_live(&subject, e);
+            }
+            rebuild.finish().unwrap();
+
+            prop_assert_eq!(subject.stats(), reference.stats());
+            for word in WORDS {
+                let got = rows(&subject, word);
+                let want = rows(&reference, word);
+                prop_assert_eq!(got.len(), want.len(), "{}", word);
+                for (g, w) in got.iter().zip(&want) {
+                    prop_assert_eq!((&g.0, g.1, &g.2), (&w.0, w.1, &w.2));
+                    prop_assert!((g.3 - w.3).abs() < 1e-9, "{:?} vs {:?}", g, w);
+                }
+            }
+        }
+    }
+}
