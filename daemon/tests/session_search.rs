@@ -542,7 +542,10 @@ mod rebuild_property {
     }
 
     fn ids(c: u8) -> (String, &'static str) {
-        (format!("c{c}"), if c.is_multiple_of(2) { "even" } else { "odd" })
+        (
+            format!("c{c}"),
+            if c.is_multiple_of(2) { "even" } else { "odd" },
+        )
     }
 
     fn apply_live(index: &SessionIndex, event: &Event) {
