@@ -533,16 +533,26 @@ async fn a_tool_outside_the_agents_scope_is_refused_at_dispatch() {
         refused.output
     );
     assert!(!turn.kinds().contains(&"ask_user"), "the tool never ran");
-        let requests = llm.requests();
+    let requests = llm.requests();
     let offered: Vec<&str> = requests[0]["tools"]
         .as_array()
         .unwrap()
         .iter()
         .map(|tool| tool["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(offered, ["read", "delegate"], "only what the scope allows (delegation is never scoped)");
-    let system = llm.requests()[0]["messages"][0]["content"].as_str().unwrap().to_owned();
-    assert!(system.contains("<scope>\ntools: read, delegate\n"), "{system}");
+    assert_eq!(
+        offered,
+        ["read", "delegate"],
+        "only what the scope allows (delegation is never scoped)"
+    );
+    let system = llm.requests()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        system.contains("<scope>\ntools: read, delegate\n"),
+        "{system}"
+    );
 }
 
 #[tokio::test]

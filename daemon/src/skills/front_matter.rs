@@ -32,7 +32,7 @@ impl FrontMatter {
         };
         let mut front = Self::default();
         let mut list_key: Option<String> = None;
-                // The body starts after the line that closes the front matter; count
+        // The body starts after the line that closes the front matter; count
         // from the end of the opening `---` line.
         let opening = rest.find('\n').map_or(rest.len(), |newline| newline + 1);
         let mut offset = text.len() - rest.len() + opening;
