@@ -213,16 +213,19 @@ pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
     conversation.save_meta(&history.meta);
     drop(history);
     drop(run);
-    sink.emit(StreamEnd {
-        agent: speaker.name.clone(),
-        error: outcome
-            .error
-            .as_ref()
-            .map(|failure| failure.message.clone())
-            .unwrap_or_default(),
-        model: outcome.model.clone(),
-        usage: Some(outcome.usage),
-    });
+    sink.finish(
+        StreamEnd {
+            agent: speaker.name.clone(),
+            error: outcome
+                .error
+                .as_ref()
+                .map(|failure| failure.message.clone())
+                .unwrap_or_default(),
+            model: outcome.model.clone(),
+            usage: Some(outcome.usage),
+        },
+        &outcome.final_text,
+    );
     outcome
 }
 
