@@ -94,6 +94,15 @@ async fn foreground_delegation_returns_every_result() {
     );
     assert!(result.is_error, "a failed task marks the whole result");
 
+    // The delegating agent was told whom it can delegate to.
+    let crab_system = llm.requests()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        crab_system.contains("<agents>") && crab_system.contains("- worker: "),
+        "{crab_system}"
+    );
     // The worker ran in a conversation of its own, with the built-in prompt.
     let worker_request = &llm.requests()[1];
     assert_eq!(first_user_message(worker_request), "compute the answer");
