@@ -78,6 +78,12 @@ async fn foreground_delegation_returns_every_result() {
         ]),
         false,
     )]));
+    // The worker checks where it runs, then answers.
+    llm.push(Reply::tools(vec![ToolCall::new(
+        "w1",
+        "bash",
+        json!({"command": "pwd"}),
+    )]));
     llm.push(Reply::text("forty-two"));
     llm.push(Reply::text("The worker says forty-two."));
     let turn = Turn::run(&client, message("crab", "user", "ask the worker")).await;
@@ -103,7 +109,13 @@ async fn foreground_delegation_returns_every_result() {
         crab_system.contains("<agents>") && crab_system.contains("- worker: "),
         "{crab_system}"
     );
-    // The worker ran in a conversation of its own, with the built-in prompt.
+    // The worker ran in its task's working directory...
+    let worker_tools = llm.requests()[2].to_string();
+    assert!(
+        worker_tools.contains(&scratch.path().display().to_string()),
+        "{worker_tools}"
+    );
+    // ...in a conversation of its own, with the built-in prompt.
     let worker_request = &llm.requests()[1];
     assert_eq!(first_user_message(worker_request), "compute the answer");
     assert!(
