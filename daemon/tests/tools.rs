@@ -208,7 +208,7 @@ async fn bash_is_refused_to_gateway_senders_unless_allowed_and_honours_deny_and_
     for (name, config) in [
         (
             "open",
-            r#"{"bash": {"allow_gateway": true, "deny": ["rm"]}}"#,
+            r#"{"bash": {"allow_gateway": true, "deny": ["rm"], "env": {"GREETING": "hola"}}}"#,
         ),
         ("nobash", r#"{"bash": {"disabled": true}}"#),
     ] {
@@ -227,12 +227,20 @@ async fn bash_is_refused_to_gateway_senders_unless_allowed_and_honours_deny_and_
         &llm,
         &client,
         request.clone(),
-        vec![bash("g", "echo hi"), bash("d", "ls && /bin/rm -rf x")],
+        vec![
+            bash("g", "echo $GREETING"),
+            bash("d", "ls && /bin/rm -rf x"),
+        ],
     )
     .await;
     assert!(
         !results[0].is_error,
         "allowed for gateways: {}",
+        results[0].output
+    );
+    assert!(
+        results[0].output.contains("hola"),
+        "env additions reach the command: {}",
         results[0].output
     );
     assert!(
