@@ -26,19 +26,6 @@ fn delegate(id: &str, tasks: Value, background: bool) -> ToolCall {
     )
 }
 
-fn tool_results(turn: &Turn) -> Vec<ToolResultEvent> {
-    turn.events
-        .iter()
-        .filter_map(|e| {
-            if let Event::ToolResult(r) = e {
-                Some(r.clone())
-            } else {
-                None
-            }
-        })
-        .collect()
-}
-
 /// The first user message of a recorded request.
 fn first_user_message(request: &Value) -> String {
     request["messages"]
@@ -88,7 +75,7 @@ async fn foreground_delegation_returns_every_result() {
     llm.push(Reply::text("The worker says forty-two."));
     let turn = Turn::run(&client, message("crab", "user", "ask the worker")).await;
     assert_eq!(turn.text(), "The worker says forty-two.");
-    let result = &tool_results(&turn)[0];
+    let result = &turn.tool_results()[0];
     let entries: Value = serde_json::from_str(&result.output).unwrap();
     assert_eq!(entries[0]["agent"], "worker");
     assert_eq!(entries[0]["result"], "forty-two");
@@ -151,7 +138,7 @@ async fn background_delegation_answers_at_once_and_reports_through_done_events()
     )]));
     llm.set_default(Reply::text("finished"));
     let turn = Turn::run(&client, message("crab", "user", "start research")).await;
-    let reply: Value = serde_json::from_str(&tool_results(&turn)[0].output).unwrap();
+    let reply: Value = serde_json::from_str(&turn.tool_results()[0].output).unwrap();
     assert_eq!(reply["background"], true);
     let task_id = reply["tasks"][0]["id"].as_str().unwrap().to_owned();
     assert!(task_id.starts_with("delegate:"), "{task_id}");
@@ -175,7 +162,7 @@ async fn delegation_depth_and_fan_out_are_limited() {
     )]));
     llm.push(Reply::text("ok"));
     let turn = Turn::run(&client, message("crab", "user", "go wide")).await;
-    let refused = &tool_results(&turn)[0];
+    let refused = &turn.tool_results()[0];
     assert!(
         refused.is_error && refused.output.contains("3 tasks"),
         "{}",
@@ -196,7 +183,7 @@ async fn delegation_depth_and_fan_out_are_limited() {
     llm.push(Reply::text("could not delegate"));
     llm.push(Reply::text("done"));
     let turn = Turn::run(&client, message("crab", "user", "go deep")).await;
-    let entries: Value = serde_json::from_str(&tool_results(&turn)[0].output).unwrap();
+    let entries: Value = serde_json::from_str(&turn.tool_results()[0].output).unwrap();
     assert_eq!(entries[0]["result"], "could not delegate");
     let worker_request = &llm.requests()[4];
     let refusal = worker_request["messages"]

@@ -28,14 +28,7 @@ async fn call_tools(
     llm.push(Reply::text("done"));
     let turn = Turn::run(client, request).await;
     assert!(turn.end().error.is_empty(), "{}", turn.end().error);
-    let results: Vec<ToolResultEvent> = turn
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            Event::ToolResult(result) => Some(result.clone()),
-            _ => None,
-        })
-        .collect();
+    let results = turn.tool_results();
     ids.iter()
         .map(|id| {
             results
