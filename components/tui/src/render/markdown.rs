@@ -406,12 +406,11 @@ impl Renderer {
         let (first, rest) = self.prefixes();
         let mut header = first;
         header.push(Span::new("┌─", frame()));
-        if !code.language.is_empty() {
+        let room = self.width.saturating_sub(header.width() + 1);
+        if !code.language.is_empty() && room > 0 {
+            let language = crate::text::truncate(&code.language, room).into_owned();
             header.push(Span::new(" ", frame()));
-            header.push(Span::new(
-                code.language,
-                Style::PLAIN.fg(Color::Grey).bold(),
-            ));
+            header.push(Span::new(language, Style::PLAIN.fg(Color::Grey).bold()));
         }
         self.lines.push(header);
         let mut bar = rest.clone();

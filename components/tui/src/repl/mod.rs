@@ -334,7 +334,7 @@ impl Repl {
         match command {
             Command::Help => {
                 let help = commands::help_text();
-                let lines: Vec<Line> = help.lines().map(|line| Line::plain_text(line)).collect();
+                let lines: Vec<Line> = help.lines().map(Line::plain_text).collect();
                 let width = self.width();
                 let lines: Vec<Line> = lines
                     .iter()

@@ -197,30 +197,39 @@ impl<'a> Builder<'a> {
         let spaces: usize = self.spaces.iter().map(|(s, _)| display_width(s)).sum();
         if self.used + spaces + word.width <= self.room {
             self.put_spaces();
-            for (cluster, style) in word.clusters {
-                let width = grapheme_width(&cluster);
-                self.put(cluster, style, width);
-            }
+            self.put_word(word);
             return;
         }
-        if word.width <= self.room && self.used > 0 {
-            self.new_line(false);
-            self.word(word);
+        if word.width <= self.room {
+            // Fits on a line of its own: the spaces before it go.
+            if self.used > 0 {
+                self.new_line(false);
+            } else {
+                self.spaces.clear();
+            }
+            self.put_word(word);
             return;
         }
         // Wider than a line: fill what is left, then break between clusters.
-        if self.used > 0 && self.used + spaces < self.room {
+        if self.used + spaces < self.room {
             self.put_spaces();
         } else if self.used > 0 {
             self.new_line(false);
         } else {
-            self.put_spaces();
+            self.spaces.clear();
         }
         for (cluster, style) in word.clusters {
             let width = grapheme_width(&cluster);
             if self.used > 0 && self.used + width > self.room {
                 self.new_line(false);
             }
+            self.put(cluster, style, width);
+        }
+    }
+
+    fn put_word(&mut self, word: Word) {
+        for (cluster, style) in word.clusters {
+            let width = grapheme_width(&cluster);
             self.put(cluster, style, width);
         }
     }
