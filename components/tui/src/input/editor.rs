@@ -312,6 +312,24 @@ impl Editor {
             .map_or(line_end, |(index, _)| line_start + index);
     }
 
+    /// Like [`Editor::render`], in at most `max_rows` rows: a window over
+    /// the input that keeps the cursor in view (an input taller than the
+    /// screen must not overflow the live region).
+    pub fn render_window(
+        &self,
+        prompt: &str,
+        width: usize,
+        max_rows: usize,
+    ) -> (Vec<Line>, (usize, usize)) {
+        let (rows, (row, column)) = self.render(prompt, width);
+        let max = max_rows.max(1);
+        if rows.len() <= max {
+            return (rows, (row, column));
+        }
+        let start = (row + 1).saturating_sub(max).min(rows.len() - max);
+        (rows[start..start + max].to_vec(), (row - start, column))
+    }
+
     /// The rows to draw at `width` and where the cursor goes (row, column).
     pub fn render(&self, prompt: &str, width: usize) -> (Vec<Line>, (usize, usize)) {
         let prompt_style = Style::PLAIN.bold().fg(Color::Cyan);
@@ -489,5 +507,18 @@ mod tests {
         assert_eq!(cursor, (2, 8));
         editor.cursor = 0;
         assert_eq!(editor.render("› ", 8).1, (0, 2));
+    }
+
+    #[test]
+    fn a_tall_input_is_shown_through_a_window_around_the_cursor() {
+        let mut editor = Editor::new();
+        editor.insert("1\n2\n3\n4\n5");
+        let (rows, cursor) = editor.render_window("› ", 20, 2);
+        assert_eq!(plain_lines(&rows), "  4\n  5\n");
+        assert_eq!(cursor, (1, 3));
+        editor.cursor = 0;
+        let (rows, cursor) = editor.render_window("› ", 20, 2);
+        assert_eq!(plain_lines(&rows), "› 1\n  2\n");
+        assert_eq!(cursor, (0, 2));
     }
 }

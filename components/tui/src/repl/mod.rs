@@ -174,8 +174,10 @@ impl Repl {
     }
 
     fn draw_prompt(&mut self, notice: Option<&str>) {
-        let width = self.width();
-        let (mut rows, cursor) = self.editor.render(PROMPT, width);
+        let layout = self.terminal.layout();
+        let (mut rows, cursor) = self
+            .editor
+            .render_window(PROMPT, layout.width, layout.max_live);
         if let Some(notice) = notice {
             rows.push(Line::styled(notice, Style::PLAIN.dim()));
         }

@@ -380,3 +380,37 @@ async fn search_and_compact_say_what_is_not_there_yet() {
     tui.line("/nonsense");
     tui.wait_for("unknown command /nonsense").await;
 }
+
+#[tokio::test]
+async fn slash_sessions_and_events_show_the_daemon_s_conversations() {
+    let (llm, daemon) = daemon().await;
+    llm.set_default(Reply::text("seen by the watcher"));
+    let mut tui = Tui::start(daemon.path(), &[], 40, 100).await;
+    tui.line("remember this");
+    tui.wait_for("seen by the watcher").await;
+    tui.wait_for_prompt().await;
+    tui.line("/sessions");
+    tui.wait_for("│ crab ← │ tester │").await;
+
+    tui.line("/events");
+    tui.wait_for("watching events").await;
+    // Another client's turns show up in the tail (the subscription starts
+    // a moment after the footer: keep turns coming until one is seen).
+    let client = daemon.client().await;
+    let watched = async {
+        loop {
+            let turn = crabtalk_testkit::turn::message("crab", "someone", "hi");
+            crabtalk_testkit::turn::Turn::run(&client, turn).await;
+            if tui
+                .contents()
+                .contains("crab/someone  text      seen by the watcher")
+            {
+                return;
+            }
+        }
+    };
+    crabtalk_testkit::within("another conversation's events", watched).await;
+    tui.send(ESC);
+    tui.wait_for("stopped watching events").await;
+    tui.wait_for_prompt().await;
+}
