@@ -182,9 +182,13 @@ async fn print_mode_over_tcp_and_ask_user_gets_an_explicit_cancel() {
         json!({"questions": [{"question": "Sure?", "options": [{"label": "yes"}]}]}),
     )]));
     llm.push(Reply::text("Going ahead without you."));
-    let port = PortFile::read(&daemon.home().daemon_port_file())
-        .unwrap()
-        .port;
+    // The daemon answers on its socket a moment before it writes the port.
+    let port_file = daemon.home().daemon_port_file();
+    crabtalk_testkit::eventually("the daemon's port file", || {
+        PortFile::read(&port_file).is_ok()
+    })
+    .await;
+    let port = PortFile::read(&port_file).unwrap().port;
     let elsewhere = tempfile::tempdir().unwrap();
     let output = run(
         elsewhere.path(),
