@@ -295,6 +295,17 @@ async fn slash_agent_switches_agents_and_lists_them_when_unknown() {
     );
     let messages = history(&client, "ranger").await;
     assert_eq!(messages[0].content, "who are you?");
+
+    // /guest brings crab into ranger's conversation for one message.
+    llm.push(Reply::text("Crab, visiting."));
+    tui.line("/guest crab what do you think?");
+    tui.wait_for("Crab, visiting.").await;
+    let request = llm.requests().last().unwrap().clone();
+    assert!(
+        system_prompt(&request).contains("You are crab, joining this conversation as a guest"),
+        "{}",
+        system_prompt(&request)
+    );
 }
 
 #[tokio::test]
@@ -413,4 +424,12 @@ async fn slash_sessions_and_events_show_the_daemon_s_conversations() {
     tui.send(ESC);
     tui.wait_for("stopped watching events").await;
     tui.wait_for_prompt().await;
+}
+
+#[tokio::test]
+async fn without_a_daemon_the_chat_says_how_to_start_one() {
+    let empty = tempfile::tempdir().unwrap();
+    let mut tui = Tui::spawn(empty.path(), empty.path(), &[], 20, 80);
+    assert_eq!(tui.wait_exit().await, 3);
+    tui.wait_for("crabup daemon start").await;
 }
