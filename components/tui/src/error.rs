@@ -1,0 +1,85 @@
+//! Errors a person can act on, and the exit status each one means.
+
+use crabtalk_proto::client::ClientError;
+use crabtalk_proto::msg::ErrorMsg;
+
+/// The exit status for a reply or turn that failed.
+pub const EXIT_FAILED: u8 = 1;
+/// The exit status for bad usage (clap uses it too).
+pub const EXIT_USAGE: u8 = 2;
+/// The exit status when the daemon cannot be reached.
+pub const EXIT_UNREACHABLE: u8 = 3;
+/// The exit status after Ctrl-C.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Why the TUI could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    /// Nothing answers where the daemon should be (the message carries the
+    /// `crabup daemon start` hint).
+    #[error("{0}")]
+    NotRunning(ClientError),
+    #[error(
+        "cannot reach crabtalkd at {addr}: {source}. Is it running there? Start it with `crabup daemon start` (or `crabtalkd run`)"
+    )]
+    Unreachable { addr: String, source: ClientError },
+    #[error("{}", unknown_agent(.name, .agents))]
+    UnknownAgent { name: String, agents: Vec<String> },
+    #[error("the turn failed: {0}")]
+    TurnFailed(String),
+    #[error("{0}")]
+    Usage(String),
+    #[error("interrupted")]
+    Interrupted,
+    #[error(transparent)]
+    Client(ClientError),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+}
+
+fn unknown_agent(name: &str, agents: &[String]) -> String {
+    if agents.is_empty() {
+        return format!("there is no agent {name:?}, and the daemon has no agents");
+    }
+    format!(
+        "there is no agent {name:?}; the agents are: {}. Pick one with --agent NAME (or /agent NAME)",
+        agents.join(", ")
+    )
+}
+
+impl TuiError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::NotRunning(_) | Self::Unreachable { .. } => EXIT_UNREACHABLE,
+            Self::Usage(_) => EXIT_USAGE,
+            Self::Interrupted => EXIT_INTERRUPTED,
+            Self::Client(ClientError::Closed { .. }) => EXIT_UNREACHABLE,
+            _ => EXIT_FAILED,
+        }
+    }
+
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// Whether the daemon answered "not implemented" (an operation whose
+    /// subsystem is not built yet).
+    pub fn is_not_implemented(&self) -> bool {
+        matches!(self, Self::Client(err) if err.code() == Some(ErrorMsg::NOT_IMPLEMENTED))
+    }
+}
+
+impl From<ClientError> for TuiError {
+    fn from(err: ClientError) -> Self {
+        match err {
+            ClientError::NotRunning { .. } => Self::NotRunning(err),
+            err => Self::Client(err),
+        }
+    }
+}

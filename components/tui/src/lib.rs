@@ -1,0 +1,114 @@
+//! `crabtalk-tui`: the terminal client of crabtalk.
+//!
+//! People chat with their agents in a REPL ([`repl`]); scripts send one
+//! prompt and read the reply ([`script`]), or follow the daemon's events.
+//! Everything goes through the `crabtalk-proto` client; nothing here knows
+//! the daemon's insides.
+//!
+//! The crate keeps what is drawn apart from the terminal that draws it, so
+//! tests reach all of it:
+//!
+//! - [`text`]: display width, sanitising, styled lines and wrapping — cut
+//!   on grapheme boundaries, measured in columns (CJK and emoji are two);
+//! - [`render`]: Markdown, streamed Markdown, tool calls and whole turns as
+//!   lines;
+//! - [`input`]: the line editor, its history file and completion;
+//! - [`ask`]: `ask_user` questions as a keyboard form;
+//! - [`commands`]: the slash commands;
+//! - [`events`] and [`json`]: event streams as lines or JSON for scripts;
+//! - [`session`]: the connection and the conversation it addresses;
+//! - [`repl`] and [`script`]: the interactive and the scripted front ends.
+//!
+//! ```no_run
+//! use clap::Parser;
+//! # async fn example() {
+//! let cli = crabtalk_tui::cli::Cli::parse_from(["crabtalk-tui", "-p", "hello"]);
+//! let status = crabtalk_tui::run(cli).await;
+//! # }
+//! ```
+
+pub mod ask;
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod events;
+pub mod input;
+pub mod json;
+pub mod render;
+pub mod repl;
+pub mod script;
+pub mod session;
+pub mod text;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use crabtalk_proto::home::Home;
+
+use self::cli::{Cli, Command};
+use self::error::TuiError;
+use self::input::history::History;
+use self::script::PrintFormat;
+use self::session::{Session, SessionOptions, Target};
+
+/// Runs the command line and returns the exit status; errors are printed
+/// to standard error.
+pub async fn run(cli: Cli) -> ExitCode {
+    match dispatch(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(TuiError::Interrupted) => ExitCode::from(error::EXIT_INTERRUPTED),
+        Err(err) => {
+            eprintln!("crabtalk-tui: {err}");
+            ExitCode::from(err.exit_code())
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<(), TuiError> {
+    let format = if cli.json {
+        PrintFormat::Json
+    } else {
+        PrintFormat::Text
+    };
+    let options = SessionOptions {
+        target: Target {
+            tcp: cli.tcp.clone(),
+            token: cli.token.clone(),
+        },
+        agent: cli.agent.clone(),
+        sender: cli.sender.clone(),
+    };
+    if let Some(Command::Events) = cli.command {
+        let session = Session::open(&SessionOptions {
+            agent: None,
+            ..options
+        })
+        .await?;
+        let mut out = std::io::stdout().lock();
+        return script::tail_events(&session, cli.agent, format, &mut out).await;
+    }
+    if let Some(prompt) = &cli.prompt {
+        // Read the prompt before connecting: a bad prompt is a usage error
+        // whether or not the daemon runs.
+        let prompt = script::read_prompt(prompt, &mut std::io::stdin().lock())?;
+        let session = Session::open(&options).await?;
+        let mut out = std::io::stdout().lock();
+        return script::print_turn(&session, &prompt, format, &mut out).await;
+    }
+    if cli.json {
+        return Err(TuiError::Usage(
+            "--json works with -p PROMPT or `events`".into(),
+        ));
+    }
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(TuiError::Usage(
+            "the chat needs a terminal; in scripts use -p \"PROMPT\" (or -p - to read the prompt from standard input)".into(),
+        ));
+    }
+    let session = Session::open(&options).await?;
+    let history = match Home::from_env() {
+        Ok(home) => History::load(History::path_in(&home)),
+        Err(_) => History::in_memory(),
+    };
+    repl::run(session, history).await
+}
