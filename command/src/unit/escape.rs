@@ -14,7 +14,9 @@
 //! - systemd: every value is subject to specifier expansion, so `%` becomes
 //!   `%%`. `ExecStart=` words and `Environment=` assignments are written in
 //!   double quotes with C escapes (`\\`, `\"`, `\n`, `\xNN`); `ExecStart=`
-//!   also expands `$VAR`, so `$` becomes `$$` there (and only there). Path
+//!   also expands `$VAR` in arguments, so `$` becomes `$$` there (and only
+//!   there); its program path cannot hold quotes, backslashes or control
+//!   characters at all, so those are refused. Path
 //!   settings (`WorkingDirectory=`, `StandardOutput=append:`,
 //!   `EnvironmentFile=`) take the rest of the line verbatim, with no quoting,
 //!   so they must be absolute and free of control characters, and must not
@@ -109,7 +111,25 @@ pub fn systemd_path(value: &str) -> Result<Escaped, Refusal> {
     Ok(Escaped(value.replace('%', "%%")))
 }
 
-/// One word of an `ExecStart=` command line, quoted.
+/// The program of an `ExecStart=` command line, quoted. systemd expands
+/// specifiers in it but not `$VAR`, and refuses quotes, backslashes and
+/// control characters in an executable's path.
+pub fn systemd_exec_program(value: &str) -> Result<Escaped, Refusal> {
+    if let Some(c) = value
+        .chars()
+        .find(|&c| c == '"' || c == '\\' || c == '\'' || c.is_control())
+    {
+        return Err(format!(
+            "systemd refuses {c:?} in the path of the program it runs"
+        ));
+    }
+    if !value.starts_with('/') {
+        return Err("systemd needs an absolute path".into());
+    }
+    Ok(Escaped(format!("\"{}\"", value.replace('%', "%%"))))
+}
+
+/// One argument of an `ExecStart=` command line, quoted.
 pub fn systemd_exec_word(value: &str) -> Escaped {
     let mut out = String::from("\"");
     push_c_escaped(&mut out, value, true);
@@ -204,6 +224,13 @@ mod tests {
             "\"a \\\"b\\\" \\\\c %%h $$X\\nz\""
         );
         assert_eq!(systemd_exec_word("\u{1}").as_str(), "\"\\x01\"");
+        assert_eq!(
+            systemd_exec_program("/a b/50%/$X").unwrap().as_str(),
+            "\"/a b/50%%/$X\""
+        );
+        for bad in ["/a\"b", "/a\\b", "/a'b", "/a\nb", "rel"] {
+            assert!(systemd_exec_program(bad).is_err(), "{bad:?} accepted");
+        }
     }
 
     #[test]

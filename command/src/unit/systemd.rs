@@ -27,20 +27,12 @@ struct SystemdUnit {
 
 pub(super) fn render(spec: &UnitSpec) -> Result<String, RenderError> {
     let program = path_text(FORMAT, "program", &spec.program)?;
-    if !program.starts_with('/') {
-        return Err(RenderError {
-            format: FORMAT,
-            field: "program",
-            value: program.to_owned(),
-            reason: "systemd needs an absolute path".into(),
-        });
+    let mut exec_start =
+        field(FORMAT, "program", program, escape::systemd_exec_program)?.to_string();
+    for arg in spec.service.args() {
+        exec_start.push(' ');
+        exec_start.push_str(escape::systemd_exec_word(arg).as_str());
     }
-    let exec_start = spec
-        .command_line()
-        .iter()
-        .map(|word| escape::systemd_exec_word(word).to_string())
-        .collect::<Vec<_>>()
-        .join(" ");
     let home = path_text(FORMAT, "home", &spec.home)?;
     let unit = SystemdUnit {
         header: field(FORMAT, "header", HEADER, escape::systemd_text)?,
