@@ -48,8 +48,7 @@ pub const LAUNCHD_THROTTLE_SECS: u32 = 10;
 pub const CONFIG_EXIT_CODE: u8 = 78;
 
 /// The comment at the top of every rendered unit.
-const HEADER: &str =
-    "Written by crabup (crabtalk-command). Changes here are overwritten; see `crabup <name> unit`.";
+const HEADER: &str = "Written by crabup (crabtalk-command); edits are overwritten. Preview it with: crabup SERVICE unit";
 
 /// A unit file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
