@@ -1,0 +1,99 @@
+//! The `crabtalkd` command line. Defined in the library so that other crates
+//! (crabup's unit tests) can check a rendered command line against it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const ABOUT: &str = "The crabtalk daemon: keeps your agents' conversations, talks to the \
+language models, runs tools, and streams every step of a turn to its clients.";
+
+const AFTER_HELP: &str = "\
+HOME DIRECTORY
+  Everything crabtalkd reads and writes lives under $CRABTALK_HOME
+  (default: ~/.crabtalk):
+
+    config.toml             providers and models, default agent, [transport], [env]
+    agents/<name>.toml      agent definitions; agents/<name>.md holds the prompt
+    Crab.md                 instructions for every agent (project Crab.md files
+                            found from the working directory upward are added)
+    sessions/               one append-only log per conversation
+    memory/<agent>.crmem    each agent's memory
+    skills/<name>/SKILL.md  skills
+    run/                    crabtalk.sock (mode 0600), crabtalk.port, crabtalk.lock
+    logs/                   daemon.log when run as a service
+
+  With no provider configured the daemon still starts; the first turn explains
+  what to set. OPENAI_API_KEY, ANTHROPIC_API_KEY and a local Ollama on
+  127.0.0.1:11434 are picked up automatically.
+
+  Run it as a service with `crabup daemon start`, or in the foreground with
+  `crabtalkd run`.";
+
+/// `crabtalkd [-v...] <command>`
+#[derive(Debug, Parser)]
+#[command(name = "crabtalkd", version, about = ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// More logging: -v for debug, -vv for trace (RUST_LOG overrides).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    /// The home directory (default: $CRABTALK_HOME, else ~/.crabtalk).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the daemon in the foreground (what service units call).
+    Run(RunArgs),
+    /// Ask the running daemon to re-read its configuration and agents.
+    Reload,
+}
+
+#[derive(Debug, Args, Default)]
+pub struct RunArgs {}
+
+impl Cli {
+    /// The tracing filter for the verbosity flags.
+    pub fn log_filter(&self) -> &'static str {
+        match self.verbose {
+            0 => "info",
+            1 => "debug",
+            _ => "trace",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_takes_global_flags_before_and_after() {
+        let cli = Cli::try_parse_from(["crabtalkd", "-vv", "run"]).unwrap();
+        assert_eq!(cli.verbose, 2);
+        assert!(matches!(cli.command, Command::Run(_)));
+        let cli = Cli::try_parse_from(["crabtalkd", "run", "-v", "--home", "/tmp/h"]).unwrap();
+        assert_eq!(cli.verbose, 1);
+        assert_eq!(cli.home.as_deref(), Some(std::path::Path::new("/tmp/h")));
+    }
+
+    #[test]
+    fn help_explains_the_home_directory() {
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("CRABTALK_HOME"));
+        assert!(help.contains("config.toml"));
+        assert!(help.contains("crabtalk.sock"));
+    }
+}

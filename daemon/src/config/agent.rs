@@ -1,0 +1,425 @@
+//! Agents: `agents/<name>.toml` (an [`AgentConfig`]) plus `agents/<name>.md`
+//! (the system prompt).
+//!
+//! Agent names become file names, so they are restricted to letters, digits,
+//! `-`, `_` and `.` (not first), at most 64 characters; two names that differ
+//! only in case are refused so a case-insensitive filesystem cannot merge
+//! them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::REDACTED;
+use super::load::{ConfigError, parse_toml};
+
+/// The prompt of the default agent when it is first created.
+pub const DEFAULT_PROMPT: &str = "\
+You are Crab, an assistant that lives in the crabtalk daemon on the user's own machine.
+
+Be direct and concrete. Prefer doing over describing: when a tool can answer a
+question or finish a task, use it, then say briefly what you did and what you
+found. When something is ambiguous and a wrong guess would be costly, ask
+(the ask_user tool shows the user a question and waits for the answer).
+
+Keep answers short unless the user asks for depth. Use Markdown: the user's
+client renders it. Never invent file contents, command output or facts you did
+not check; say what you do not know.
+";
+
+/// An agent's configuration (`agents/<name>.toml`; JSON on the wire).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentConfig {
+    pub description: String,
+    /// The model; the daemon's active model when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// LLM calls per turn, at most.
+    pub max_iterations: u32,
+    /// Ask the model to think (reasoning effort "medium") where it can.
+    pub thinking: bool,
+    /// `auto`, `none`, `required`, or a tool name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<String>,
+    /// Skills this agent may use; empty means all.
+    pub skills: Vec<String>,
+    /// Tools this agent may call; empty means all.
+    pub tools: Vec<String>,
+    /// MCP servers this agent owns.
+    pub mcps: Vec<McpServerConfig>,
+    pub bash: BashSettings,
+    pub memory: MemorySettings,
+    /// Tool outputs longer than this are cut when a conversation is
+    /// summarised for compaction.
+    pub compact_tool_max_len: u32,
+    #[serde(flatten, skip_serializing)]
+    pub unknown: BTreeMap<String, toml::Value>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            description: String::new(),
+            model: None,
+            max_iterations: 16,
+            thinking: false,
+            tool_choice: None,
+            skills: Vec::new(),
+            tools: Vec::new(),
+            mcps: Vec::new(),
+            bash: BashSettings::default(),
+            memory: MemorySettings::default(),
+            compact_tool_max_len: 2000,
+            unknown: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[bash]` of an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BashSettings {
+    pub disabled: bool,
+    /// Commands refused (matched against each word of the command line).
+    pub deny: Vec<String>,
+    /// Let gateway senders (`tg:…` and the like) use bash.
+    pub allow_gateway: bool,
+    pub timeout_secs: u64,
+    #[serde(flatten, skip_serializing)]
+    pub unknown: BTreeMap<String, toml::Value>,
+}
+
+impl Default for BashSettings {
+    fn default() -> Self {
+        Self {
+            disabled: false,
+            deny: Vec::new(),
+            allow_gateway: false,
+            timeout_secs: 120,
+            unknown: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[memory]` of an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemorySettings {
+    pub enabled: bool,
+    #[serde(flatten, skip_serializing)]
+    pub unknown: BTreeMap<String, toml::Value>,
+}
+
+impl Default for MemorySettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            unknown: BTreeMap::new(),
+        }
+    }
+}
+
+/// An MCP server an agent declares by value (RFC 0193): a command to spawn,
+/// or a URL to connect to.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct McpServerConfig {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// A bearer token for `url`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
+    pub auto_restart: bool,
+}
+
+impl AgentConfig {
+    /// Every unknown key, as a dotted path.
+    pub fn unknown_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.unknown.keys().cloned().collect();
+        keys.extend(self.bash.unknown.keys().map(|key| format!("bash.{key}")));
+        keys.extend(
+            self.memory
+                .unknown
+                .keys()
+                .map(|key| format!("memory.{key}")),
+        );
+        keys
+    }
+
+    /// This config with MCP env values and auth replaced by `<redacted>`.
+    pub fn redacted(&self) -> Self {
+        let mut copy = self.clone();
+        for mcp in &mut copy.mcps {
+            for value in mcp.env.values_mut() {
+                *value = REDACTED.into();
+            }
+            if mcp.auth.is_some() {
+                mcp.auth = Some(REDACTED.into());
+            }
+        }
+        copy
+    }
+}
+
+/// A named agent with its prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentDef {
+    pub name: String,
+    pub config: AgentConfig,
+    pub prompt: String,
+}
+
+/// Checks an agent name; the error says what is allowed.
+pub fn validate_agent_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid agent name {name:?}: use 1-64 letters, digits, '-', '_' or '.', not starting with '.'"
+        ))
+    }
+}
+
+/// The `agents/` folder.
+#[derive(Debug, Clone)]
+pub struct AgentStore {
+    dir: PathBuf,
+}
+
+/// The agents found on disk, and what was wrong with the others.
+#[derive(Debug, Default)]
+pub struct LoadedAgents {
+    pub agents: Vec<AgentDef>,
+    pub warnings: Vec<String>,
+    pub errors: Vec<ConfigError>,
+}
+
+impl AgentStore {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn toml_path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.toml"))
+    }
+
+    fn prompt_path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.md"))
+    }
+
+    /// Reads every `*.toml` in the folder, sorted by name. A broken file is
+    /// reported and skipped; the others still load.
+    pub fn load_all(&self) -> LoadedAgents {
+        let mut loaded = LoadedAgents::default();
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return loaded,
+            Err(source) => {
+                loaded.errors.push(ConfigError::Io {
+                    path: self.dir.clone(),
+                    source,
+                });
+                return loaded;
+            }
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(|entry| entry.ok())
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                name.strip_suffix(".toml").map(str::to_owned)
+            })
+            .filter(|name| validate_agent_name(name).is_ok())
+            .collect();
+        names.sort();
+        for name in names {
+            match self.load(&name) {
+                Ok(Some((agent, warnings))) => {
+                    loaded.agents.push(agent);
+                    loaded.warnings.extend(warnings);
+                }
+                Ok(None) => {}
+                Err(err) => loaded.errors.push(err),
+            }
+        }
+        loaded
+    }
+
+    /// Reads one agent; `None` when it does not exist.
+    pub fn load(&self, name: &str) -> Result<Option<(AgentDef, Vec<String>)>, ConfigError> {
+        let path = self.toml_path(name);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(ConfigError::Io { path, source }),
+        };
+        let config: AgentConfig = parse_toml(&path, &text)?;
+        let warnings = config
+            .unknown_keys()
+            .into_iter()
+            .map(|key| format!("{}: unknown key `{key}` ignored", path.display()))
+            .collect();
+        let prompt = match std::fs::read_to_string(self.prompt_path(name)) {
+            Ok(prompt) => prompt,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => {
+                return Err(ConfigError::Io {
+                    path: self.prompt_path(name),
+                    source,
+                });
+            }
+        };
+        Ok(Some((
+            AgentDef {
+                name: name.to_owned(),
+                config,
+                prompt,
+            },
+            warnings,
+        )))
+    }
+
+    /// Writes an agent's files atomically (prompt first, then config, so a
+    /// crash in between leaves the old config with the new prompt at worst).
+    pub fn save(&self, agent: &AgentDef) -> std::io::Result<()> {
+        let text = toml::to_string_pretty(&agent.config).map_err(std::io::Error::other)?;
+        crabtalk_proto::home::write_atomic(
+            &self.prompt_path(&agent.name),
+            agent.prompt.as_bytes(),
+        )?;
+        crabtalk_proto::home::write_atomic(&self.toml_path(&agent.name), text.as_bytes())
+    }
+
+    /// Removes an agent's files (config first, so a half-removed agent is
+    /// simply gone).
+    pub fn delete(&self, name: &str) -> std::io::Result<()> {
+        remove_if_present(&self.toml_path(name))?;
+        remove_if_present(&self.prompt_path(name))
+    }
+
+    /// Renames an agent's files.
+    pub fn rename(&self, old: &str, new: &str) -> std::io::Result<()> {
+        if self.prompt_path(old).exists() {
+            std::fs::rename(self.prompt_path(old), self.prompt_path(new))?;
+        }
+        std::fs::rename(self.toml_path(old), self.toml_path(new))
+    }
+
+    /// Creates the default agent with the built-in prompt if it is missing.
+    pub fn ensure(&self, name: &str) -> std::io::Result<bool> {
+        if self.toml_path(name).exists() {
+            return Ok(false);
+        }
+        let agent = AgentDef {
+            name: name.to_owned(),
+            config: AgentConfig {
+                description: "The default assistant.".into(),
+                ..AgentConfig::default()
+            },
+            prompt: DEFAULT_PROMPT.into(),
+        };
+        self.save(&agent)?;
+        Ok(true)
+    }
+}
+
+fn remove_if_present(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_names_are_safe_file_names() {
+        for good in ["crab", "Research-Bot_2", "v1.2"] {
+            assert!(validate_agent_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", ".hidden", "a/b", "../x", "a b", "é", &"x".repeat(65)] {
+            assert!(validate_agent_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn save_load_rename_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = AgentStore::new(dir.path().join("agents"));
+        assert!(store.ensure("crab").unwrap());
+        assert!(!store.ensure("crab").unwrap());
+        let (crab, _) = store.load("crab").unwrap().unwrap();
+        assert_eq!(crab.prompt, DEFAULT_PROMPT);
+        assert_eq!(crab.config.max_iterations, 16);
+
+        let mut other = crab.clone();
+        other.name = "scout".into();
+        other.config.tools = vec!["read".into()];
+        store.save(&other).unwrap();
+        store.rename("scout", "ranger").unwrap();
+        let loaded = store.load_all();
+        let names: Vec<_> = loaded.agents.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["crab", "ranger"]);
+        assert_eq!(loaded.agents[1].config.tools, ["read"]);
+        store.delete("ranger").unwrap();
+        assert!(store.load("ranger").unwrap().is_none());
+    }
+
+    #[test]
+    fn a_broken_agent_is_reported_and_the_rest_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = AgentStore::new(dir.path());
+        store.ensure("crab").unwrap();
+        std::fs::write(
+            dir.path().join("broken.toml"),
+            "max_iterations = \"many\"\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("odd.toml"), "colour = \"red\"\n").unwrap();
+        let loaded = store.load_all();
+        assert_eq!(loaded.agents.len(), 2);
+        assert_eq!(loaded.errors.len(), 1);
+        assert!(
+            loaded.errors[0].to_string().contains("broken.toml:1:"),
+            "{}",
+            loaded.errors[0]
+        );
+        assert!(loaded.warnings[0].contains("`colour`"));
+    }
+
+    #[test]
+    fn mcp_secrets_are_redacted() {
+        let config = AgentConfig {
+            mcps: vec![McpServerConfig {
+                name: "gh".into(),
+                env: [("TOKEN".to_owned(), "secret".to_owned())].into(),
+                auth: Some("bearer".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let json = serde_json::to_string(&config.redacted()).unwrap();
+        assert!(
+            !json.contains("secret") && !json.contains("bearer"),
+            "{json}"
+        );
+    }
+}

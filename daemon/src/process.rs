@@ -1,0 +1,156 @@
+//! The daemon process: take the home's lock, load the runtime, listen, and
+//! shut down cleanly.
+//!
+//! Startup does no network I/O beyond a quick look for a local Ollama:
+//! model lists are fetched in the background, so the socket accepts
+//! connections within milliseconds. Shutdown (SIGINT, SIGTERM) refuses new
+//! turns, cancels running ones so they persist what they have, stops the
+//! listeners, and removes the socket and port file; the lock goes with the
+//! process.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use crabtalk_proto::home::{Home, PortFile};
+use crabtalk_proto::transport::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::lock::InstanceLock;
+use crate::provider::detect_environment;
+use crate::runtime::Runtime;
+use crate::server::{DaemonServer, VERSION};
+
+/// How long running turns get to wind down at shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How often idle conversations are looked for.
+const EVICTION_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Runs the daemon for `home` until `shutdown` fires.
+pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> {
+    prepare_home(&home)?;
+    let _lock = InstanceLock::acquire(&home.lock_file())?;
+    let environment = detect_environment().await;
+    let runtime = Runtime::start(home.clone(), environment)?;
+    let server = Arc::new(DaemonServer::new(runtime.clone()));
+    let config = runtime.snapshot().config.clone();
+    let serving = CancellationToken::new();
+    let mut listeners = Vec::new();
+
+    #[cfg(unix)]
+    {
+        let uds = crabtalk_proto::transport::UdsListener::bind(home.socket_path()).await?;
+        tracing::info!("listening on {}", uds.path().display());
+        listeners.push(tokio::spawn(uds.serve(server.clone(), serving.clone())));
+    }
+    let mut port_file = None;
+    if config.transport.tcp != "off" {
+        let addr: SocketAddr = config.transport.tcp.parse().context("[transport] tcp")?;
+        let tcp = TcpListener::bind(addr, Some(&config.transport.token)).await?;
+        let bound = tcp.local_addr()?;
+        let file = PortFile::for_this_process(bound.port());
+        file.write(&home.daemon_port_file())
+            .with_context(|| format!("writing {}", home.daemon_port_file().display()))?;
+        port_file = Some(file);
+        tracing::info!("listening on {bound}");
+        listeners.push(tokio::spawn(tcp.serve(server.clone(), serving.clone())));
+    }
+    tracing::info!("crabtalkd {VERSION} ready (home {})", home.root().display());
+
+    let sweeper = tokio::spawn(evict_idle_conversations(
+        runtime.clone(),
+        config.conversations.idle_evict_secs,
+    ));
+    shutdown.cancelled().await;
+    tracing::info!("shutting down");
+    runtime.shutdown(SHUTDOWN_GRACE).await;
+    serving.cancel();
+    for listener in listeners {
+        if tokio::time::timeout(SHUTDOWN_GRACE, listener)
+            .await
+            .is_err()
+        {
+            tracing::warn!("a listener did not close within {SHUTDOWN_GRACE:?}");
+        }
+    }
+    sweeper.abort();
+    if let Some(ours) = port_file {
+        remove_port_file_if_ours(&home, &ours);
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Creates the home's folders (`run/` private).
+fn prepare_home(home: &Home) -> anyhow::Result<()> {
+    for dir in [
+        home.root().to_owned(),
+        home.agents_dir(),
+        home.sessions_dir(),
+        home.logs_dir(),
+    ] {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let run = home.run_dir();
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(&run)
+        .with_context(|| format!("creating {}", run.display()))?;
+    Ok(())
+}
+
+fn remove_port_file_if_ours(home: &Home, ours: &PortFile) {
+    let path = home.daemon_port_file();
+    if PortFile::read(&path).is_ok_and(|found| found.pid == ours.pid) {
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
+async fn evict_idle_conversations(runtime: Arc<Runtime>, idle_secs: u64) {
+    let idle = Duration::from_secs(idle_secs);
+    let mut ticks = tokio::time::interval(EVICTION_INTERVAL);
+    loop {
+        ticks.tick().await;
+        let evicted = runtime.conversations.evict_idle(idle);
+        if evicted > 0 {
+            tracing::debug!("evicted {evicted} idle conversations");
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = match signal(SignalKind::terminate()) {
+            Ok(terminate) => terminate,
+            Err(err) => {
+                tracing::warn!("cannot listen for SIGTERM: {err}");
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// `crabtalkd reload`: asks the running daemon of `home` to reload.
+pub async fn reload(home: &Home) -> anyhow::Result<()> {
+    let client = crabtalk_proto::Client::connect(home).await?;
+    client.reload(crabtalk_proto::msg::ReloadMsg {}).await?;
+    println!("reloaded");
+    Ok(())
+}

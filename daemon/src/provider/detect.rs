@@ -1,0 +1,77 @@
+//! What the environment offers when `config.toml` lists no provider.
+
+use std::time::Duration;
+
+use super::Environment;
+use crate::config::ProviderEntry;
+
+/// Where a local Ollama listens.
+const OLLAMA: &str = "127.0.0.1:11434";
+
+/// Looks for provider keys in the environment and a local Ollama. The
+/// Ollama probe is a TCP connect with a short timeout.
+pub async fn detect_environment() -> Environment {
+    let key = |name: &str| std::env::var(name).ok().filter(|key| !key.is_empty());
+    let ollama = tokio::time::timeout(
+        Duration::from_millis(300),
+        tokio::net::TcpStream::connect(OLLAMA),
+    )
+    .await
+    .ok()
+    .and_then(Result::ok)
+    .map(|_| format!("http://{OLLAMA}/v1"));
+    Environment {
+        openai_api_key: key("OPENAI_API_KEY"),
+        anthropic_api_key: key("ANTHROPIC_API_KEY"),
+        ollama,
+    }
+}
+
+/// Provider entries for what `environment` offers; models are discovered.
+pub(super) fn entries(environment: &Environment) -> Vec<ProviderEntry> {
+    let mut entries = Vec::new();
+    if let Some(key) = &environment.openai_api_key {
+        entries.push(ProviderEntry {
+            kind: "openai".into(),
+            api_key: Some(key.clone()),
+            ..Default::default()
+        });
+    }
+    if let Some(key) = &environment.anthropic_api_key {
+        entries.push(ProviderEntry {
+            kind: "anthropic".into(),
+            api_key: Some(key.clone()),
+            ..Default::default()
+        });
+    }
+    if let Some(url) = &environment.ollama {
+        entries.push(ProviderEntry {
+            kind: "ollama".into(),
+            base_url: Some(url.clone()),
+            ..Default::default()
+        });
+    }
+    entries
+}
+
+/// What to tell a person who has no usable provider.
+pub(super) fn setup_hint(problems: &[String]) -> String {
+    let mut hint = String::from(
+        "no language model is configured. Add a provider to config.toml in your crabtalk home, for example:\n\n\
+         [[providers]]\n\
+         kind = \"openai\"                # or \"anthropic\", \"google\", \"ollama\", \"openai-compatible\"\n\
+         api_key_env = \"OPENAI_API_KEY\"\n\
+         models = [\"gpt-4o\"]\n\n\
+         or export OPENAI_API_KEY or ANTHROPIC_API_KEY, or start Ollama on 127.0.0.1:11434, \
+         then restart the daemon or run `crabtalkd reload`.",
+    );
+    if !problems.is_empty() {
+        hint.push_str("\n\nWhat was wrong with the configured providers:\n");
+        for problem in problems {
+            hint.push_str("- ");
+            hint.push_str(problem);
+            hint.push('\n');
+        }
+    }
+    hint
+}

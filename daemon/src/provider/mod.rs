@@ -1,0 +1,514 @@
+//! Language models, through `crabllm-provider`.
+//!
+//! [`ModelRegistry`] maps every model name to the provider that serves it,
+//! built from `[[providers]]` in `config.toml` (or, when there are none, from
+//! what the environment offers: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, a
+//! local Ollama). Providers that list no models have them discovered in the
+//! background, so startup never waits on the network.
+//!
+//! Calls go through [`retry`]: non-streaming calls retry transient failures
+//! with exponential backoff and full jitter; streams retry only until their
+//! first chunk, and fail with a clear error when they stall longer than the
+//! idle timeout.
+
+mod detect;
+pub mod retry;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crabllm_core::{
+    ChatCompletionRequest, ChatCompletionResponse, Provider, ProviderConfig, ProviderKind,
+};
+use crabllm_provider::{HttpClient, RemoteProvider};
+use parking_lot::RwLock;
+
+pub use self::retry::{ChunkStream, RetryPolicy};
+use crate::config::{DaemonConfig, LlmSettings, ProviderEntry};
+
+/// How long background model discovery may take per provider.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a model call failed, in words a person can act on.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LlmError {
+    #[error("{0}")]
+    NotConfigured(String),
+    #[error("model {model:?} is not served by any configured provider; known models: {known}")]
+    UnknownModel { model: String, known: String },
+    #[error("{provider} failed: {message}")]
+    Provider {
+        provider: String,
+        status: Option<u16>,
+        message: String,
+    },
+    #[error(
+        "the model stream stalled: nothing arrived for {secs} s ([llm] stream_idle_timeout_secs in config.toml)"
+    )]
+    Idle { secs: u64 },
+}
+
+impl LlmError {
+    /// The protocol error code for this failure.
+    pub fn code(&self) -> u32 {
+        match self {
+            Self::NotConfigured(_) => 503,
+            Self::UnknownModel { .. } => 404,
+            Self::Provider {
+                status: Some(429), ..
+            } => 429,
+            Self::Provider {
+                status: Some(400..=499),
+                ..
+            } => 400,
+            Self::Provider { .. } | Self::Idle { .. } => 503,
+        }
+    }
+
+    fn from_provider(provider: &str, err: &crabllm_core::Error) -> Self {
+        let status = match err {
+            crabllm_core::Error::Provider { status, .. } => Some(*status),
+            _ => None,
+        };
+        let message = match status {
+            Some(status) => format!("HTTP {status}: {}", err.message()),
+            None => err.message(),
+        };
+        Self::Provider {
+            provider: provider.to_owned(),
+            status,
+            message,
+        }
+    }
+}
+
+/// One configured provider.
+#[derive(Clone)]
+struct ProviderSlot {
+    label: String,
+    provider: Arc<RemoteProvider>,
+}
+
+/// Model name → provider, plus the active (default) model.
+pub struct ModelRegistry {
+    routes: RwLock<BTreeMap<String, ProviderSlot>>,
+    /// Providers in config order, with whether their models are still being
+    /// discovered.
+    providers: Vec<(ProviderSlot, bool)>,
+    active: RwLock<Option<String>>,
+    configured_default: Option<String>,
+    policy: RetryPolicy,
+    /// Why nothing is available, when nothing is.
+    setup_problem: RwLock<Option<String>>,
+    /// Problems with individual providers (bad entries, failed discovery).
+    problems: RwLock<Vec<String>>,
+}
+
+/// What was found in the environment when `config.toml` lists no provider.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    pub openai_api_key: Option<String>,
+    pub anthropic_api_key: Option<String>,
+    /// Base URL of a local Ollama, if one answers.
+    pub ollama: Option<String>,
+}
+
+impl ModelRegistry {
+    /// Builds the registry from `config`. When `config` lists no provider,
+    /// `environment` supplies them.
+    pub fn new(config: &DaemonConfig, environment: &Environment) -> Self {
+        let client = crabllm_provider::make_client();
+        let mut entries: Vec<ProviderEntry> = config.providers.clone();
+        let detected = entries.is_empty();
+        if detected {
+            entries = detect::entries(environment);
+        }
+        let mut problems = Vec::new();
+        let mut providers = Vec::new();
+        let mut routes = BTreeMap::new();
+        for entry in &entries {
+            match build_provider(entry, &client) {
+                Ok(provider) => {
+                    let slot = ProviderSlot {
+                        label: entry.label().to_owned(),
+                        provider: Arc::new(provider),
+                    };
+                    let models = entry.models.clone().unwrap_or_default();
+                    for model in &models {
+                        if let Some(existing) = routes.get(model) {
+                            let existing: &ProviderSlot = existing;
+                            problems.push(format!(
+                                "model {model:?} is listed by both {} and {}; {} serves it",
+                                existing.label, slot.label, existing.label
+                            ));
+                            continue;
+                        }
+                        routes.insert(model.clone(), slot.clone());
+                    }
+                    providers.push((slot, entry.models.is_none()));
+                }
+                Err(problem) => problems.push(problem),
+            }
+        }
+        for problem in &problems {
+            tracing::warn!("{problem}");
+        }
+        let setup_problem = providers.is_empty().then(|| detect::setup_hint(&problems));
+        let configured_default = config.default_model.clone();
+        let active = configured_default.clone().or_else(|| {
+            let first = providers.first().map(|(slot, _)| slot.label.clone())?;
+            entries
+                .iter()
+                .find(|entry| entry.label() == first)
+                .and_then(|entry| entry.models.as_ref()?.first().cloned())
+        });
+        if detected && !providers.is_empty() {
+            let labels: Vec<_> = providers
+                .iter()
+                .map(|(slot, _)| slot.label.as_str())
+                .collect();
+            tracing::info!(
+                "no [[providers]] in config.toml; using what the environment offers: {}",
+                labels.join(", ")
+            );
+        }
+        Self {
+            routes: RwLock::new(routes),
+            providers,
+            active: RwLock::new(active),
+            configured_default,
+            policy: RetryPolicy::from(&config.llm),
+            setup_problem: RwLock::new(setup_problem),
+            problems: RwLock::new(problems),
+        }
+    }
+
+    /// Fetches the model lists of providers that were configured without
+    /// one. Runs in the background; each provider is bounded by a timeout.
+    pub async fn discover(self: Arc<Self>) {
+        let pending: Vec<ProviderSlot> = self
+            .providers
+            .iter()
+            .filter(|(_, discover)| *discover)
+            .map(|(slot, _)| slot.clone())
+            .collect();
+        let lookups = pending.into_iter().map(|slot| async move {
+            let listed = tokio::time::timeout(DISCOVERY_TIMEOUT, slot.provider.models()).await;
+            (slot, listed)
+        });
+        for (slot, listed) in futures::future::join_all(lookups).await {
+            match listed {
+                Ok(Ok(list)) => {
+                    let mut names: Vec<String> = list.data.into_iter().map(|model| model.id).collect();
+                    names.sort();
+                    tracing::info!("{}: {} models discovered", slot.label, names.len());
+                    let mut routes = self.routes.write();
+                    for name in &names {
+                        routes.entry(name.clone()).or_insert_with(|| slot.clone());
+                    }
+                    drop(routes);
+                    let mut active = self.active.write();
+                    if active.is_none() {
+                        *active = names.first().cloned();
+                    }
+                }
+                Ok(Err(err)) => self.problem(format!(
+                    "{}: could not list its models ({}); list them in config.toml with models = [...]",
+                    slot.label,
+                    err.message()
+                )),
+                Err(_) => self.problem(format!(
+                    "{}: listing its models timed out; list them in config.toml with models = [...]",
+                    slot.label
+                )),
+            }
+        }
+    }
+
+    fn problem(&self, problem: String) {
+        tracing::warn!("{problem}");
+        self.problems.write().push(problem);
+    }
+
+    /// Every known model, sorted, with the active one marked.
+    pub fn models(&self) -> Vec<(String, bool)> {
+        let active = self.active.read().clone();
+        self.routes
+            .read()
+            .keys()
+            .map(|name| (name.clone(), Some(name) == active.as_ref()))
+            .collect()
+    }
+
+    /// The model used when an agent names none.
+    pub fn active_model(&self) -> Option<String> {
+        self.active.read().clone()
+    }
+
+    /// Switches the active model; it must be known.
+    pub fn set_active(&self, model: &str) -> Result<(), LlmError> {
+        if !self.routes.read().contains_key(model) {
+            return Err(self.unknown(model));
+        }
+        *self.active.write() = Some(model.to_owned());
+        Ok(())
+    }
+
+    /// Problems worth showing a person (bad entries, failed discovery).
+    pub fn problems(&self) -> Vec<String> {
+        self.problems.read().clone()
+    }
+
+    /// The model to use for `requested` (or the active model), and its
+    /// provider.
+    pub fn resolve(
+        &self,
+        requested: Option<&str>,
+    ) -> Result<(String, Arc<RemoteProvider>, String), LlmError> {
+        if let Some(problem) = self.setup_problem.read().clone() {
+            return Err(LlmError::NotConfigured(problem));
+        }
+        let model = match requested.filter(|model| !model.is_empty()) {
+            Some(model) => model.to_owned(),
+            None => match self
+                .active
+                .read()
+                .clone()
+                .or_else(|| self.configured_default.clone())
+            {
+                Some(model) => model,
+                None => {
+                    let still_discovering =
+                        self.providers.iter().any(|(_, discovering)| *discovering);
+                    let hint = if still_discovering {
+                        "no model is known yet: the providers' model lists are still being fetched or failed; set default_model in config.toml"
+                    } else {
+                        "no model is configured: set default_model, or models = [...] on a provider, in config.toml"
+                    };
+                    return Err(LlmError::NotConfigured(hint.into()));
+                }
+            },
+        };
+        let slot = self.routes.read().get(&model).cloned();
+        let slot = slot.ok_or_else(|| self.unknown(&model))?;
+        Ok((model, slot.provider, slot.label))
+    }
+
+    fn unknown(&self, model: &str) -> LlmError {
+        let names: Vec<String> = self.routes.read().keys().cloned().collect();
+        let known = if names.is_empty() {
+            "none yet".to_owned()
+        } else {
+            names.join(", ")
+        };
+        LlmError::UnknownModel {
+            model: model.to_owned(),
+            known,
+        }
+    }
+
+    /// Opens a streamed completion for `request.model`, retrying until the
+    /// first chunk.
+    pub async fn stream(
+        &self,
+        mut request: ChatCompletionRequest,
+    ) -> Result<(ChunkStream, String), LlmError> {
+        let (model, provider, label) = self.resolve(Some(&request.model))?;
+        request.model = model;
+        request.stream = Some(true);
+        request.stream_options = Some(crabllm_core::StreamOptions {
+            include_usage: true,
+        });
+        let stream = retry::open_stream(&self.policy, provider.as_ref(), &request)
+            .await
+            .map_err(|err| match err {
+                retry::StreamOpenError::Provider(err) => LlmError::from_provider(&label, &err),
+                retry::StreamOpenError::Idle(secs) => LlmError::Idle { secs },
+            })?;
+        Ok((stream.with_label(label), request.model))
+    }
+
+    /// A whole (non-streamed) completion, retrying transient failures.
+    pub async fn complete(
+        &self,
+        mut request: ChatCompletionRequest,
+    ) -> Result<ChatCompletionResponse, LlmError> {
+        let (model, provider, label) = self.resolve(Some(&request.model))?;
+        request.model = model;
+        request.stream = None;
+        retry::with_retries(&self.policy, || provider.chat_completion(&request))
+            .await
+            .map_err(|err| LlmError::from_provider(&label, &err))
+    }
+}
+
+/// Turns a config entry into a crabllm provider, or says what is wrong.
+fn build_provider(entry: &ProviderEntry, client: &HttpClient) -> Result<RemoteProvider, String> {
+    let label = entry.label();
+    let kind = match entry.kind.as_str() {
+        "openai-compatible" | "openai_compatible" => {
+            if entry.base_url.as_deref().is_none_or(str::is_empty) {
+                return Err(format!(
+                    "provider {label}: kind \"openai-compatible\" needs base_url = \"http://host:port/v1\""
+                ));
+            }
+            ProviderKind::Openai
+        }
+        "bedrock" => {
+            return Err(format!(
+                "provider {label}: kind \"bedrock\" is not supported by this build's provider library; use an OpenAI-compatible gateway in front of Bedrock (kind = \"openai-compatible\")"
+            ));
+        }
+        other => ProviderKind::from(other.to_owned()),
+    };
+    let api_key = match (&entry.api_key, &entry.api_key_env) {
+        (Some(key), _) => Some(key.clone()),
+        (None, Some(var)) => match std::env::var(var) {
+            Ok(key) if !key.is_empty() => Some(key),
+            _ => {
+                return Err(format!(
+                    "provider {label}: api_key_env = {var:?}, but ${var} is not set"
+                ));
+            }
+        },
+        (None, None) => None,
+    };
+    let config = ProviderConfig {
+        kind: Some(kind),
+        api_key,
+        base_url: entry.base_url.clone(),
+        // The crabllm validator wants a model; discovery fills the real list.
+        models: entry
+            .models
+            .clone()
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| vec!["(discovered)".into()]),
+        api_version: entry.api_version.clone(),
+        ..Default::default()
+    };
+    crabllm_provider::validate_provider(label, &config)
+        .map_err(|err| format!("provider {label}: {}", err.message()))?;
+    Ok(RemoteProvider::new(label, &config, client.clone()))
+}
+
+impl From<&LlmSettings> for RetryPolicy {
+    fn from(settings: &LlmSettings) -> Self {
+        Self {
+            max_retries: settings.max_retries,
+            base_backoff: Duration::from_millis(settings.retry_backoff_ms),
+            idle_timeout: Duration::from_secs(settings.stream_idle_timeout_secs.max(1)),
+        }
+    }
+}
+
+pub use detect::detect_environment;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> DaemonConfig {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn nothing_configured_explains_what_to_set() {
+        let registry = ModelRegistry::new(&DaemonConfig::default(), &Environment::default());
+        let err = registry.resolve(None).unwrap_err();
+        assert_eq!(err.code(), 503);
+        let message = err.to_string();
+        assert!(message.contains("[[providers]]"), "{message}");
+        assert!(message.contains("OPENAI_API_KEY"), "{message}");
+    }
+
+    #[test]
+    fn listed_models_route_and_the_first_is_active() {
+        let registry = ModelRegistry::new(
+            &config(
+                r#"
+                [[providers]]
+                kind = "openai-compatible"
+                base_url = "http://127.0.0.1:1/v1"
+                models = ["small", "large"]
+                [[providers]]
+                name = "claude"
+                kind = "anthropic"
+                api_key = "k"
+                models = ["sonnet", "small"]
+                "#,
+            ),
+            &Environment::default(),
+        );
+        assert_eq!(registry.active_model().as_deref(), Some("small"));
+        let models: Vec<_> = registry
+            .models()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(models, ["large", "small", "sonnet"]);
+        let (_, _, label) = registry.resolve(Some("sonnet")).unwrap();
+        assert_eq!(label, "claude");
+        assert!(registry.problems()[0].contains("listed by both"));
+        let err = registry.resolve(Some("gpt-9")).unwrap_err();
+        assert_eq!(err.code(), 404);
+        assert!(err.to_string().contains("large, small, sonnet"), "{err}");
+        registry.set_active("sonnet").unwrap();
+        assert_eq!(registry.resolve(None).unwrap().0, "sonnet");
+        assert!(registry.set_active("nope").is_err());
+    }
+
+    #[test]
+    fn bad_entries_are_explained() {
+        let registry = ModelRegistry::new(
+            &config(
+                r#"
+                [[providers]]
+                kind = "openai-compatible"
+                models = ["m"]
+                [[providers]]
+                kind = "bedrock"
+                [[providers]]
+                kind = "anthropic"
+                api_key_env = "CRABTALK_TEST_SURELY_UNSET_VAR"
+                models = ["x"]
+                "#,
+            ),
+            &Environment::default(),
+        );
+        let problems = registry.problems().join("\n");
+        assert!(problems.contains("needs base_url"), "{problems}");
+        assert!(problems.contains("bedrock"), "{problems}");
+        assert!(
+            problems.contains("CRABTALK_TEST_SURELY_UNSET_VAR"),
+            "{problems}"
+        );
+        let err = registry.resolve(None).unwrap_err().to_string();
+        assert!(
+            err.contains("needs base_url"),
+            "the setup hint repeats what was wrong: {err}"
+        );
+    }
+
+    #[test]
+    fn the_environment_fills_in_when_nothing_is_configured() {
+        let environment = Environment {
+            openai_api_key: Some("sk".into()),
+            anthropic_api_key: Some("ak".into()),
+            ollama: Some("http://127.0.0.1:11434/v1".into()),
+        };
+        let registry = ModelRegistry::new(&DaemonConfig::default(), &environment);
+        let labels: Vec<_> = registry
+            .providers
+            .iter()
+            .map(|(slot, _)| slot.label.clone())
+            .collect();
+        assert_eq!(labels, ["openai", "anthropic", "ollama"]);
+        assert!(
+            registry
+                .providers
+                .iter()
+                .all(|(_, discovering)| *discovering)
+        );
+    }
+}

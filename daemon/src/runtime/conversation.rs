@@ -1,0 +1,667 @@
+//! A conversation in memory, and the set of them.
+//!
+//! A [`Conversation`] is identified by `(agent, sender)`. Its history lives
+//! behind an async mutex that a turn holds from start to end, so turns on
+//! one conversation run one after another in arrival order (tokio's mutex is
+//! fair), while turns on different conversations run concurrently. The
+//! history is loaded from disk the first time a turn needs it.
+//!
+//! Beside the history, and usable without waiting for the turn: the running
+//! turn's control (kill, steer), the questions waiting for an answer, and the
+//! latest metadata for listings.
+//!
+//! [`Conversations`] keeps at most a configured number of them in RAM; idle
+//! ones (no turn, no question, nobody holding them) are evicted, least
+//! recently used first, and reloaded on demand.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tokio::sync::{MutexGuard, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::storage::{
+    CompactMarker, ConversationFiles, Entry, Message, Meta, Role, SessionLog, Storage, now_rfc3339,
+};
+
+/// `(agent, sender)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConversationKey {
+    pub agent: String,
+    pub sender: String,
+}
+
+/// The history of a conversation, held by the running turn.
+pub struct History {
+    loaded: bool,
+    /// Messages since the last compact marker.
+    pub messages: Vec<Message>,
+    pub marker: Option<CompactMarker>,
+    pub meta: Meta,
+    log: SessionLog,
+}
+
+impl History {
+    /// Appends a message to the log, then to memory.
+    pub fn append(&mut self, message: Message) -> io::Result<()> {
+        self.log.append(&Entry::Message(message.clone()))?;
+        self.messages.push(message);
+        self.meta.message_count += 1;
+        self.meta.updated_at = now_rfc3339();
+        Ok(())
+    }
+
+    /// Appends a compact marker: the history continues from its summary.
+    pub fn append_marker(&mut self, marker: CompactMarker) -> io::Result<()> {
+        self.log.append(&Entry::Compact(marker.clone()))?;
+        self.messages.clear();
+        self.meta.summary = Some(marker.compact.clone());
+        self.meta.compactions += 1;
+        self.meta.updated_at = now_rfc3339();
+        self.marker = Some(marker);
+        Ok(())
+    }
+
+    /// The messages a model should see: the compaction summary (if any),
+    /// then everything since.
+    pub fn working_messages(&self) -> Vec<Message> {
+        let mut messages = Vec::with_capacity(self.messages.len() + 1);
+        if let Some(marker) = &self.marker {
+            messages.push(Message::user(format!(
+                "Summary of the earlier part of this conversation:\n\n{}",
+                marker.compact
+            )));
+        }
+        messages.extend(self.messages.iter().cloned());
+        messages
+    }
+
+    /// Gives every tool call of the last assistant message that has no
+    /// result a result saying why (a cancelled turn must leave a history
+    /// every provider accepts).
+    pub fn close_dangling_calls(&mut self, reason: &str) -> io::Result<()> {
+        let Some(position) = self
+            .messages
+            .iter()
+            .rposition(|m| m.role == Role::Assistant)
+        else {
+            return Ok(());
+        };
+        let answered: Vec<String> = self.messages[position + 1..]
+            .iter()
+            .filter_map(|m| m.tool_call_id.clone())
+            .collect();
+        let missing: Vec<_> = self.messages[position]
+            .tool_calls
+            .iter()
+            .filter(|call| !answered.contains(&call.id))
+            .cloned()
+            .collect();
+        for call in missing {
+            self.append(Message::tool_result(&call, reason, true))?;
+        }
+        Ok(())
+    }
+}
+
+/// The running turn of a conversation.
+struct RunControl {
+    run_id: u64,
+    cancel: CancellationToken,
+    reason: Option<String>,
+    steers: Vec<String>,
+}
+
+/// A question waiting for the user.
+struct PendingAsk {
+    call_id: String,
+    reply: oneshot::Sender<String>,
+}
+
+/// One conversation.
+pub struct Conversation {
+    pub key: ConversationKey,
+    pub files: ConversationFiles,
+    history: tokio::sync::Mutex<History>,
+    run: Mutex<Option<RunControl>>,
+    asks: Mutex<VecDeque<PendingAsk>>,
+    created: Instant,
+    last_used: Mutex<Instant>,
+    /// The latest metadata, for listings (the file may lag behind).
+    latest_meta: Mutex<Option<Meta>>,
+    pending_meta: Mutex<Option<Meta>>,
+    writing_meta: AtomicBool,
+}
+
+/// Why `ReplyToAsk` found nothing to answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    #[error("no question is waiting on this conversation")]
+    NothingPending,
+    #[error("no question with call id {0:?} is waiting on this conversation")]
+    UnknownCall(String),
+}
+
+impl Conversation {
+    fn new(key: ConversationKey, files: ConversationFiles) -> Self {
+        let log = SessionLog::new(files.log.clone());
+        Self {
+            key,
+            files,
+            history: tokio::sync::Mutex::new(History {
+                loaded: false,
+                messages: Vec::new(),
+                marker: None,
+                meta: Meta::default(),
+                log,
+            }),
+            run: Mutex::new(None),
+            asks: Mutex::new(VecDeque::new()),
+            created: Instant::now(),
+            last_used: Mutex::new(Instant::now()),
+            latest_meta: Mutex::new(None),
+            pending_meta: Mutex::new(None),
+            writing_meta: AtomicBool::new(false),
+        }
+    }
+
+    /// Waits for the turn lock and returns the loaded history. The first
+    /// lock loads it from disk (creating the conversation's files if new).
+    pub async fn lock_history(&self, created_by: &str) -> io::Result<MutexGuard<'_, History>> {
+        let mut history = self.history.lock().await;
+        self.touch();
+        if !history.loaded {
+            self.load(&mut history, created_by)?;
+        }
+        Ok(history)
+    }
+
+    fn load(&self, history: &mut History, created_by: &str) -> io::Result<()> {
+        let loaded = history.log.load()?;
+        for problem in &loaded.problems {
+            tracing::warn!("{problem}");
+        }
+        let meta = match Meta::load(&self.files.meta) {
+            Ok(Some(meta)) => meta,
+            Ok(None) => {
+                let now = now_rfc3339();
+                let meta = Meta {
+                    agent: self.key.agent.clone(),
+                    sender: self.key.sender.clone(),
+                    created_by: created_by.to_owned(),
+                    created_at: now.clone(),
+                    updated_at: now,
+                    ..Meta::default()
+                };
+                meta.save(&self.files.meta)?;
+                meta
+            }
+            Err(err) => {
+                tracing::warn!("{err}; rebuilding the conversation's metadata");
+                Meta {
+                    agent: self.key.agent.clone(),
+                    sender: self.key.sender.clone(),
+                    ..Meta::default()
+                }
+            }
+        };
+        history.messages = loaded.messages;
+        history.marker = loaded.marker;
+        history.meta = meta;
+        history.meta.message_count = history
+            .meta
+            .message_count
+            .max(history.messages.len() as u64);
+        history.loaded = true;
+        *self.latest_meta.lock() = Some(history.meta.clone());
+        Ok(())
+    }
+
+    fn touch(&self) {
+        *self.last_used.lock() = Instant::now();
+    }
+
+    /// The latest metadata, without waiting for a running turn; `None`
+    /// until the conversation was loaded.
+    pub fn latest_meta(&self) -> Option<Meta> {
+        self.latest_meta.lock().clone()
+    }
+
+    /// How long this conversation has been in memory.
+    pub fn alive(&self) -> Duration {
+        self.created.elapsed()
+    }
+
+    /// Records a turn's end: the listing summary now, the metadata file in
+    /// the background (coalesced, so a burst of turns writes it once or
+    /// twice, and never on the turn's own time).
+    pub fn save_meta(self: &Arc<Self>, meta: &Meta) {
+        *self.latest_meta.lock() = Some(meta.clone());
+        *self.pending_meta.lock() = Some(meta.clone());
+        if self.writing_meta.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let conversation = self.clone();
+        tokio::task::spawn_blocking(move || {
+            loop {
+                let next = conversation.pending_meta.lock().take();
+                match next {
+                    Some(meta) => {
+                        if let Err(err) = meta.save(&conversation.files.meta) {
+                            tracing::warn!(
+                                "cannot save {}: {err}",
+                                conversation.files.meta.display()
+                            );
+                        }
+                    }
+                    None => {
+                        conversation.writing_meta.store(false, Ordering::Release);
+                        // A save scheduled after the take but before the
+                        // store would otherwise be lost.
+                        if conversation.pending_meta.lock().is_none()
+                            || conversation.writing_meta.swap(true, Ordering::AcqRel)
+                        {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// Marks a turn as running; the guard clears it.
+    pub fn begin_run(self: &Arc<Self>, run_id: u64) -> RunGuard {
+        let cancel = CancellationToken::new();
+        *self.run.lock() = Some(RunControl {
+            run_id,
+            cancel: cancel.clone(),
+            reason: None,
+            steers: Vec::new(),
+        });
+        RunGuard {
+            conversation: self.clone(),
+            run_id,
+            cancel,
+        }
+    }
+
+    /// Cancels the running turn, if any; returns whether there was one.
+    pub fn kill(&self, reason: &str) -> bool {
+        let mut run = self.run.lock();
+        match run.as_mut() {
+            Some(control) => {
+                control.reason.get_or_insert_with(|| reason.to_owned());
+                control.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Queues a user message for the running turn's next model call.
+    pub fn steer(&self, content: &str) -> bool {
+        match self.run.lock().as_mut() {
+            Some(control) => {
+                control.steers.push(content.to_owned());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes the queued steering messages.
+    pub fn take_steers(&self) -> Vec<String> {
+        self.run
+            .lock()
+            .as_mut()
+            .map(|control| std::mem::take(&mut control.steers))
+            .unwrap_or_default()
+    }
+
+    /// The running turn's id, if a turn is running.
+    pub fn running(&self) -> Option<u64> {
+        self.run.lock().as_ref().map(|control| control.run_id)
+    }
+
+    /// Registers a question; the ticket waits for its answer and withdraws
+    /// the question when dropped.
+    pub fn register_ask(self: &Arc<Self>, call_id: &str) -> AskTicket {
+        let (reply, answer) = oneshot::channel();
+        self.asks.lock().push_back(PendingAsk {
+            call_id: call_id.to_owned(),
+            reply,
+        });
+        AskTicket {
+            conversation: self.clone(),
+            call_id: call_id.to_owned(),
+            answer: Some(answer),
+        }
+    }
+
+    /// Answers the question `call_id`, or the oldest one.
+    pub fn answer(&self, call_id: Option<&str>, content: &str) -> Result<(), AnswerError> {
+        let mut asks = self.asks.lock();
+        let position = match call_id.filter(|id| !id.is_empty()) {
+            Some(id) => asks
+                .iter()
+                .position(|ask| ask.call_id == id)
+                .ok_or_else(|| AnswerError::UnknownCall(id.to_owned()))?,
+            None if asks.is_empty() => return Err(AnswerError::NothingPending),
+            None => 0,
+        };
+        let ask = asks.remove(position).expect("position is in range");
+        let _ = ask.reply.send(content.to_owned());
+        Ok(())
+    }
+
+    /// Whether nothing but the registry holds or uses this conversation.
+    fn is_idle(self: &Arc<Self>) -> bool {
+        Arc::strong_count(self) == 1 && !self.is_busy()
+    }
+
+    /// Whether a turn runs, a question waits, or the history is locked.
+    fn is_busy(&self) -> bool {
+        self.run.lock().is_some()
+            || !self.asks.lock().is_empty()
+            || self.history.try_lock().is_err()
+    }
+
+    /// Waits (briefly) until nothing else holds this conversation: a turn
+    /// that just ended and a metadata write finish within moments.
+    pub async fn settled(self: Arc<Self>) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Arc::strong_count(&self) > 1 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+}
+
+/// Clears the running-turn marker when the turn ends.
+pub struct RunGuard {
+    conversation: Arc<Conversation>,
+    run_id: u64,
+    cancel: CancellationToken,
+}
+
+impl RunGuard {
+    /// Resolves when the turn is cancelled.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await
+    }
+
+    /// Why the turn was cancelled.
+    pub fn reason(&self) -> String {
+        self.conversation
+            .run
+            .lock()
+            .as_ref()
+            .and_then(|control| control.reason.clone())
+            .unwrap_or_else(|| "cancelled".into())
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        let mut run = self.conversation.run.lock();
+        if run
+            .as_ref()
+            .is_some_and(|control| control.run_id == self.run_id)
+        {
+            *run = None;
+        }
+    }
+}
+
+/// A question waiting for its answer.
+pub struct AskTicket {
+    conversation: Arc<Conversation>,
+    call_id: String,
+    answer: Option<oneshot::Receiver<String>>,
+}
+
+impl AskTicket {
+    /// The answer, or `None` if the question was withdrawn.
+    pub async fn answer(mut self) -> Option<String> {
+        self.answer.take()?.await.ok()
+    }
+}
+
+impl Drop for AskTicket {
+    fn drop(&mut self) {
+        self.conversation
+            .asks
+            .lock()
+            .retain(|ask| ask.call_id != self.call_id);
+    }
+}
+
+/// The conversations held in memory.
+pub struct Conversations {
+    map: Mutex<HashMap<ConversationKey, Arc<Conversation>>>,
+    storage: Storage,
+    max_in_memory: usize,
+}
+
+impl Conversations {
+    pub fn new(storage: Storage, max_in_memory: usize) -> Self {
+        Self {
+            map: Mutex::new(HashMap::new()),
+            storage,
+            max_in_memory: max_in_memory.max(1),
+        }
+    }
+
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// The conversation `key`, created in memory on first reference (its
+    /// files are created by its first turn).
+    pub fn get_or_create(&self, key: &ConversationKey) -> Arc<Conversation> {
+        let mut map = self.map.lock();
+        if let Some(conversation) = map.get(key) {
+            return conversation.clone();
+        }
+        if map.len() >= self.max_in_memory {
+            let excess = map.len() + 1 - self.max_in_memory;
+            evict_lru(&mut map, excess);
+        }
+        let files = self.storage.files(&key.agent, &key.sender);
+        let conversation = Arc::new(Conversation::new(key.clone(), files));
+        map.insert(key.clone(), conversation.clone());
+        conversation
+    }
+
+    pub fn get(&self, key: &ConversationKey) -> Option<Arc<Conversation>> {
+        self.map.lock().get(key).cloned()
+    }
+
+    /// Every conversation in memory, sorted by key.
+    pub fn all(&self) -> Vec<Arc<Conversation>> {
+        let mut all: Vec<_> = self.map.lock().values().cloned().collect();
+        all.sort_by(|a, b| a.key.cmp(&b.key));
+        all
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Drops idle conversations unused for longer than `idle`.
+    pub fn evict_idle(&self, idle: Duration) -> usize {
+        let mut map = self.map.lock();
+        let before = map.len();
+        map.retain(|_, conversation| {
+            !(conversation.is_idle() && conversation.last_used.lock().elapsed() >= idle)
+        });
+        before - map.len()
+    }
+
+    /// Takes the conversations whose key matches out of memory, unless one
+    /// of them is busy (a turn runs or a question waits): then nothing is
+    /// taken and the busy keys are returned. Await [`Conversation::settled`]
+    /// on what was taken before touching its files.
+    pub fn take_where(
+        &self,
+        mut matches: impl FnMut(&ConversationKey) -> bool,
+    ) -> Result<Vec<Arc<Conversation>>, Vec<ConversationKey>> {
+        let mut map = self.map.lock();
+        let matching: Vec<ConversationKey> =
+            map.keys().filter(|key| matches(key)).cloned().collect();
+        let busy: Vec<ConversationKey> = matching
+            .iter()
+            .filter(|key| map[*key].is_busy())
+            .cloned()
+            .collect();
+        if !busy.is_empty() {
+            return Err(busy);
+        }
+        Ok(matching.iter().filter_map(|key| map.remove(key)).collect())
+    }
+
+    /// Cancels every running turn (at shutdown).
+    pub fn kill_all(&self, reason: &str) {
+        for conversation in self.all() {
+            conversation.kill(reason);
+        }
+    }
+}
+
+/// Evicts up to `count` idle conversations, least recently used first.
+fn evict_lru(map: &mut HashMap<ConversationKey, Arc<Conversation>>, count: usize) {
+    let mut idle: Vec<(Instant, ConversationKey)> = map
+        .iter()
+        .filter(|(_, conversation)| conversation.is_idle())
+        .map(|(key, conversation)| (*conversation.last_used.lock(), key.clone()))
+        .collect();
+    idle.sort();
+    for (_, key) in idle.into_iter().take(count) {
+        map.remove(&key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(sender: &str) -> ConversationKey {
+        ConversationKey {
+            agent: "crab".into(),
+            sender: sender.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn history_survives_a_reload_from_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let conversations = Conversations::new(Storage::new(dir.path()), 8);
+        let conversation = conversations.get_or_create(&key("user"));
+        {
+            let mut history = conversation.lock_history("user").await.unwrap();
+            history.append(Message::user("hello")).unwrap();
+            history.append(Message::assistant("hi")).unwrap();
+        }
+        let fresh = Arc::new(Conversation::new(
+            key("user"),
+            Storage::new(dir.path()).files("crab", "user"),
+        ));
+        let history = fresh.lock_history("user").await.unwrap();
+        assert_eq!(history.messages.len(), 2);
+        assert_eq!(history.meta.sender, "user");
+        assert_eq!(history.meta.message_count, 2);
+    }
+
+    #[tokio::test]
+    async fn asks_are_answered_by_id_or_oldest_first_and_withdrawn_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let conversations = Conversations::new(Storage::new(dir.path()), 8);
+        let conversation = conversations.get_or_create(&key("user"));
+        assert!(matches!(
+            conversation.answer(None, "x"),
+            Err(AnswerError::NothingPending)
+        ));
+        let first = conversation.register_ask("c1");
+        let second = conversation.register_ask("c2");
+        conversation.answer(Some("c2"), "two").unwrap();
+        conversation.answer(None, "one").unwrap();
+        assert_eq!(first.answer().await.as_deref(), Some("one"));
+        assert_eq!(second.answer().await.as_deref(), Some("two"));
+        let withdrawn = conversation.register_ask("c3");
+        drop(withdrawn);
+        assert!(matches!(
+            conversation.answer(Some("c3"), "x"),
+            Err(AnswerError::UnknownCall(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn idle_conversations_are_evicted_least_recently_used_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let conversations = Conversations::new(Storage::new(dir.path()), 2);
+        let busy = conversations.get_or_create(&key("busy"));
+        let _run = busy.begin_run(1);
+        conversations.get_or_create(&key("a"));
+        conversations.get_or_create(&key("b"));
+        // "busy" is held and running, so "a" (the older idle one) went.
+        let senders: Vec<String> = conversations
+            .all()
+            .into_iter()
+            .map(|c| c.key.sender.clone())
+            .collect();
+        assert_eq!(senders, ["b", "busy"]);
+        assert_eq!(conversations.evict_idle(Duration::ZERO), 1);
+        assert_eq!(conversations.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn kill_cancels_the_run_and_records_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let conversations = Conversations::new(Storage::new(dir.path()), 2);
+        let conversation = conversations.get_or_create(&key("user"));
+        assert!(!conversation.kill("nobody"));
+        let run = conversation.begin_run(5);
+        assert!(conversation.steer("faster"));
+        assert_eq!(conversation.take_steers(), ["faster"]);
+        assert!(conversation.kill("stopped by the user"));
+        run.cancelled().await;
+        assert_eq!(run.reason(), "stopped by the user");
+        drop(run);
+        assert_eq!(conversation.running(), None);
+        assert!(!conversation.steer("late"));
+    }
+
+    #[tokio::test]
+    async fn dangling_tool_calls_get_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let conversations = Conversations::new(Storage::new(dir.path()), 2);
+        let conversation = conversations.get_or_create(&key("user"));
+        let mut history = conversation.lock_history("user").await.unwrap();
+        let mut assistant = Message::assistant("");
+        for id in ["a", "b"] {
+            assistant.tool_calls.push(crate::storage::ToolCallRecord {
+                id: id.into(),
+                name: "ask_user".into(),
+                arguments: "{}".into(),
+            });
+        }
+        let answered = assistant.tool_calls[0].clone();
+        history.append(assistant).unwrap();
+        history
+            .append(Message::tool_result(&answered, "done", false))
+            .unwrap();
+        history.close_dangling_calls("cancelled").unwrap();
+        let last = history.messages.last().unwrap();
+        assert_eq!(last.tool_call_id.as_deref(), Some("b"));
+        assert!(last.is_error);
+        history.close_dangling_calls("cancelled").unwrap();
+        assert_eq!(history.messages.len(), 3, "nothing more to close");
+    }
+}

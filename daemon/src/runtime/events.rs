@@ -1,0 +1,237 @@
+//! Where a turn's events go: to the client that asked for the turn (as
+//! `StreamEvent`s) and to every subscriber of `SubscribeEvents` (as
+//! `AgentEventMsg`s).
+//!
+//! Subscribers share one bounded broadcast buffer. A subscriber that falls
+//! behind loses the oldest events, and is told so by an `EVENTS_DROPPED`
+//! event; it never makes a turn wait and never grows the daemon's memory.
+
+use std::sync::Arc;
+
+use crabtalk_proto::msg::{
+    AgentEventKind, AgentEventMsg, ErrorMsg, StreamEvent, ToolCallInfo, stream_event::Event,
+};
+use futures::Stream;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::storage::now_rfc3339;
+
+/// Events buffered for subscribers before the slowest starts losing some.
+pub const SUBSCRIBER_BUFFER: usize = 4096;
+
+/// The fan-out to `SubscribeEvents` subscribers.
+pub struct EventHub {
+    sender: broadcast::Sender<AgentEventMsg>,
+}
+
+impl EventHub {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            sender: broadcast::channel(capacity).0,
+        }
+    }
+
+    /// A subscription: every agent event from now on.
+    pub fn subscribe(
+        &self,
+    ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send + 'static {
+        let receiver = self.sender.subscribe();
+        futures::stream::unfold(receiver, |mut receiver| async move {
+            let event = match receiver.recv().await {
+                Ok(event) => event,
+                Err(broadcast::error::RecvError::Lagged(missed)) => AgentEventMsg {
+                    kind: AgentEventKind::EventsDropped as i32,
+                    content: format!(
+                        "{missed} events were dropped because this subscriber fell behind"
+                    ),
+                    timestamp: now_rfc3339(),
+                    ..Default::default()
+                },
+                Err(broadcast::error::RecvError::Closed) => return None,
+            };
+            Some((Ok(event), receiver))
+        })
+    }
+
+    fn publish(&self, event: AgentEventMsg) {
+        // No subscribers is fine.
+        let _ = self.sender.send(event);
+    }
+}
+
+/// The event outlet of one turn.
+#[derive(Clone)]
+pub struct TurnSink {
+    client: Option<mpsc::UnboundedSender<StreamEvent>>,
+    hub: Arc<EventHub>,
+    /// The agent speaking (the guest, on a guest turn).
+    agent: String,
+    sender: String,
+    run_id: u64,
+}
+
+impl TurnSink {
+    pub fn new(
+        client: Option<mpsc::UnboundedSender<StreamEvent>>,
+        hub: Arc<EventHub>,
+        agent: &str,
+        sender: &str,
+        run_id: u64,
+    ) -> Self {
+        Self {
+            client,
+            hub,
+            agent: agent.to_owned(),
+            sender: sender.to_owned(),
+            run_id,
+        }
+    }
+
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    pub fn run_id(&self) -> u64 {
+        self.run_id
+    }
+
+    /// Sends an event to the client (if it is still there) and to the
+    /// subscribers.
+    pub fn emit(&self, event: impl Into<StreamEvent>) {
+        let event = event.into();
+        if let Some(agent_event) = self.agent_event(&event) {
+            self.hub.publish(agent_event);
+        }
+        if let Some(client) = &self.client {
+            // A client that went away does not stop the turn.
+            let _ = client.send(event);
+        }
+    }
+
+    /// The subscriber form of a stream event, if it has one.
+    fn agent_event(&self, event: &StreamEvent) -> Option<AgentEventMsg> {
+        let mut out = AgentEventMsg {
+            agent: self.agent.clone(),
+            sender: self.sender.clone(),
+            timestamp: now_rfc3339(),
+            run_id: self.run_id,
+            ..Default::default()
+        };
+        let kind = match event.event.as_ref()? {
+            Event::Chunk(chunk) => {
+                out.content = chunk.content.clone();
+                AgentEventKind::TextDelta
+            }
+            Event::Thinking(thinking) => {
+                out.content = thinking.content.clone();
+                AgentEventKind::ThinkingDelta
+            }
+            Event::ToolStart(start) => {
+                out.tool_calls = start.calls.clone();
+                AgentEventKind::ToolStart
+            }
+            Event::ToolResult(result) => {
+                out.content = result.call_id.clone();
+                out.tool_output = result.output.clone();
+                out.tool_is_error = result.is_error;
+                AgentEventKind::ToolResult
+            }
+            Event::ToolsComplete(_) => AgentEventKind::ToolsComplete,
+            Event::End(end) => {
+                out.error = end.error.clone();
+                out.usage = end.usage;
+                AgentEventKind::Done
+            }
+            Event::TextStart(_) => AgentEventKind::TextStart,
+            Event::TextEnd(_) => AgentEventKind::TextEnd,
+            Event::ThinkingStart(_) => AgentEventKind::ThinkingStart,
+            Event::ThinkingEnd(_) => AgentEventKind::ThinkingEnd,
+            Event::ContextUsage(usage) => {
+                out.usage = usage.usage;
+                AgentEventKind::ContextUsage
+            }
+            Event::AskUser(ask) => {
+                out.content = serde_json::to_string(&questions_json(ask)).unwrap_or_default();
+                AgentEventKind::AskUser
+            }
+            Event::Start(_) | Event::UserSteered(_) => return None,
+        };
+        out.kind = kind as i32;
+        Some(out)
+    }
+}
+
+fn questions_json(ask: &crabtalk_proto::msg::AskUserEvent) -> serde_json::Value {
+    serde_json::json!({
+        "call_id": ask.call_id,
+        "questions": ask.questions.iter().map(|q| serde_json::json!({
+            "question": q.question,
+            "header": q.header,
+            "multi_select": q.multi_select,
+            "options": q.options.iter().map(|o| serde_json::json!({"label": o.label, "description": o.description})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The tool-call list of a `ToolStart` event.
+pub fn tool_call_infos(calls: &[crate::storage::ToolCallRecord]) -> Vec<ToolCallInfo> {
+    calls
+        .iter()
+        .map(|call| ToolCallInfo {
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            id: call.id.clone(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crabtalk_proto::msg::{StreamChunk, StreamEnd};
+    use futures::StreamExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn subscribers_get_agent_events_with_sender_and_run_id() {
+        let hub = Arc::new(EventHub::new(16));
+        let mut events = Box::pin(hub.subscribe());
+        let (client, mut client_rx) = mpsc::unbounded_channel();
+        let sink = TurnSink::new(Some(client), hub.clone(), "crab", "tg:42", 7);
+        sink.emit(StreamChunk {
+            content: "hi".into(),
+        });
+        sink.emit(StreamEnd {
+            agent: "crab".into(),
+            error: "boom".into(),
+            ..Default::default()
+        });
+        let first = events.next().await.unwrap().unwrap();
+        assert_eq!(first.kind, AgentEventKind::TextDelta as i32);
+        assert_eq!(
+            (first.sender.as_str(), first.run_id, first.content.as_str()),
+            ("tg:42", 7, "hi")
+        );
+        let done = events.next().await.unwrap().unwrap();
+        assert_eq!(done.kind, AgentEventKind::Done as i32);
+        assert_eq!(done.error, "boom");
+        assert!(client_rx.recv().await.unwrap().event.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_slow_subscriber_loses_the_oldest_events_and_is_told() {
+        let hub = Arc::new(EventHub::new(4));
+        let mut events = Box::pin(hub.subscribe());
+        let sink = TurnSink::new(None, hub.clone(), "crab", "user", 1);
+        for i in 0..10 {
+            sink.emit(StreamChunk {
+                content: i.to_string(),
+            });
+        }
+        let marker = events.next().await.unwrap().unwrap();
+        assert_eq!(marker.kind, AgentEventKind::EventsDropped as i32);
+        assert!(marker.content.starts_with("6 events"), "{}", marker.content);
+        let rest: Vec<String> = events.take(4).map(|e| e.unwrap().content).collect().await;
+        assert_eq!(rest, ["6", "7", "8", "9"]);
+    }
+}

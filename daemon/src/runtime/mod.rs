@@ -1,0 +1,480 @@
+//! The runtime: agents, conversations and turns.
+//!
+//! It owns the long-lived state — conversations in memory, the event hub —
+//! and a swappable [`Snapshot`] of everything that configuration decides.
+//! It opens no sockets; the server calls it.
+
+pub mod conversation;
+pub mod events;
+pub mod instructions;
+pub mod request;
+pub mod snapshot;
+pub mod turn;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crabtalk_proto::home::Home;
+use crabtalk_proto::msg::ErrorMsg;
+use parking_lot::RwLock;
+use tokio::task::JoinHandle;
+use tokio_util::task::TaskTracker;
+
+use self::conversation::{ConversationKey, Conversations};
+use self::events::{EventHub, SUBSCRIBER_BUFFER};
+pub use self::snapshot::Snapshot;
+use self::turn::TurnPlan;
+pub use self::turn::{TurnFailure, TurnOutcome, TurnRequest};
+use crate::config::agent::{AgentConfig, AgentDef, AgentStore, validate_agent_name};
+use crate::config::{ConfigError, DaemonConfig};
+use crate::provider::{Environment, ModelRegistry};
+use crate::storage::Storage;
+use crate::tools::Tools;
+
+/// The sender used when a client names none.
+pub const DEFAULT_SENDER: &str = "user";
+
+/// Why the runtime could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot create the default agent in {dir}: {source}")]
+    DefaultAgent {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+pub struct Runtime {
+    pub home: Home,
+    agent_store: AgentStore,
+    snapshot: RwLock<Arc<Snapshot>>,
+    pub conversations: Conversations,
+    pub hub: Arc<EventHub>,
+    environment: Environment,
+    next_run: AtomicU64,
+    started: Instant,
+    turns: TaskTracker,
+    closing: AtomicBool,
+}
+
+impl Runtime {
+    /// Loads the configuration and agents of `home` (creating the default
+    /// agent if it is missing). Model discovery starts in the background.
+    pub fn start(home: Home, environment: Environment) -> Result<Arc<Self>, StartError> {
+        let config = load_config(&home)?;
+        let agent_store = AgentStore::new(home.agents_dir());
+        agent_store
+            .ensure(&config.default_agent)
+            .map_err(|source| StartError::DefaultAgent {
+                dir: home.agents_dir(),
+                source,
+            })?;
+        let agents = load_agents(&agent_store);
+        let registry = Arc::new(ModelRegistry::new(&config, &environment));
+        tokio::spawn(registry.clone().discover());
+        let max_in_memory = config.conversations.max_in_memory;
+        let snapshot = Snapshot {
+            config: Arc::new(config),
+            agents,
+            registry,
+            tools: Tools::standard(),
+        };
+        // Run ids grow across restarts: they start from the clock.
+        let first_run = chrono::Utc::now().timestamp_millis().max(1) as u64 * 1000;
+        Ok(Arc::new(Self {
+            conversations: Conversations::new(Storage::new(home.sessions_dir()), max_in_memory),
+            home,
+            agent_store,
+            snapshot: RwLock::new(Arc::new(snapshot)),
+            hub: Arc::new(EventHub::new(SUBSCRIBER_BUFFER)),
+            environment,
+            next_run: AtomicU64::new(first_run),
+            started: Instant::now(),
+            turns: TaskTracker::new(),
+            closing: AtomicBool::new(false),
+        }))
+    }
+
+    /// The snapshot new work runs against.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.read().clone()
+    }
+
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Starts a turn; its events go to `request.client`, its outcome to the
+    /// returned handle. The turn runs to its end even if nobody listens.
+    pub fn start_turn(
+        self: &Arc<Self>,
+        mut request: TurnRequest,
+    ) -> Result<JoinHandle<TurnOutcome>, ErrorMsg> {
+        if self.closing.load(Ordering::Acquire) {
+            return Err(ErrorMsg::unavailable("the daemon is shutting down"));
+        }
+        let snapshot = self.snapshot();
+        if request.agent.is_empty() {
+            request.agent = snapshot.config.default_agent.clone();
+        }
+        if request.sender.is_empty() {
+            request.sender = DEFAULT_SENDER.into();
+        }
+        if request.created_by.is_empty() {
+            request.created_by = request.sender.clone();
+        }
+        if request.content.trim().is_empty() {
+            return Err(ErrorMsg::bad_request("the message is empty"));
+        }
+        let primary = snapshot
+            .agent(&request.agent)
+            .map_err(ErrorMsg::not_found)?;
+        let guest = match request.guest.as_deref().filter(|guest| !guest.is_empty()) {
+            Some(name) => Some(snapshot.agent(name).map_err(ErrorMsg::not_found)?),
+            None => None,
+        };
+        let cwd = match request.cwd.take() {
+            Some(cwd) => validate_cwd(&cwd)?,
+            None => default_cwd(&self.home),
+        };
+        let run_id = self.next_run.fetch_add(1, Ordering::Relaxed);
+        let plan = TurnPlan {
+            request,
+            snapshot,
+            primary,
+            guest,
+            cwd,
+            run_id,
+        };
+        Ok(self.turns.spawn(turn::run(self.clone(), plan)))
+    }
+
+    /// Cancels the turn running on `(agent, sender)`, if any.
+    pub fn kill(&self, agent: &str, sender: &str) -> bool {
+        let key = self.key(agent, sender);
+        self.conversations
+            .get(&key)
+            .is_some_and(|conversation| conversation.kill("cancelled by the user"))
+    }
+
+    /// Injects a user message into the running turn of `(agent, sender)`.
+    pub fn steer(&self, agent: &str, sender: &str, content: &str) -> Result<(), ErrorMsg> {
+        let key = self.key(agent, sender);
+        let steered = self
+            .conversations
+            .get(&key)
+            .is_some_and(|conversation| conversation.steer(content));
+        if steered {
+            Ok(())
+        } else {
+            Err(ErrorMsg::conflict(format!(
+                "no turn is running on {}/{}; send the message as a new turn instead",
+                key.agent, key.sender
+            )))
+        }
+    }
+
+    /// Answers a question waiting on `(agent, sender)`.
+    pub fn answer(
+        &self,
+        agent: &str,
+        sender: &str,
+        call_id: &str,
+        content: &str,
+    ) -> Result<(), ErrorMsg> {
+        let key = self.key(agent, sender);
+        let conversation = self.conversations.get(&key).ok_or_else(|| {
+            ErrorMsg::not_found(format!(
+                "no question is waiting on {}/{}",
+                key.agent, key.sender
+            ))
+        })?;
+        conversation
+            .answer(Some(call_id), content)
+            .map_err(|err| ErrorMsg::not_found(format!("{}/{}: {err}", key.agent, key.sender)))
+    }
+
+    /// `(agent, sender)` with the defaults filled in.
+    pub fn key(&self, agent: &str, sender: &str) -> ConversationKey {
+        let agent = if agent.is_empty() {
+            self.snapshot().config.default_agent.clone()
+        } else {
+            agent.to_owned()
+        };
+        let sender = if sender.is_empty() {
+            DEFAULT_SENDER.to_owned()
+        } else {
+            sender.to_owned()
+        };
+        ConversationKey { agent, sender }
+    }
+
+    /// Re-reads `config.toml` and the agents and swaps them in. In-flight
+    /// turns finish on what they started with; conversations, their
+    /// histories and the event hub carry over. A broken config is refused
+    /// and the running configuration stays.
+    pub fn reload(&self) -> Result<Vec<String>, ErrorMsg> {
+        let loaded = DaemonConfig::load(&self.home.config_file())
+            .map_err(|err| ErrorMsg::bad_request(err.to_string()))?;
+        let config = loaded.value;
+        let mut warnings = loaded.warnings;
+        self.agent_store
+            .ensure(&config.default_agent)
+            .map_err(|err| ErrorMsg::internal(err.to_string()))?;
+        let agents = load_agents(&self.agent_store);
+        let registry = Arc::new(ModelRegistry::new(&config, &self.environment));
+        let previous = self.snapshot();
+        if config.default_model.is_none()
+            && let Some(active) = previous.registry.active_model()
+            && registry.set_active(&active).is_err()
+        {
+            warnings.push(format!("the active model {active} is no longer configured"));
+        }
+        tokio::spawn(registry.clone().discover());
+        *self.snapshot.write() = Arc::new(Snapshot {
+            config: Arc::new(config),
+            agents,
+            registry,
+            tools: previous.tools.clone(),
+        });
+        for warning in &warnings {
+            tracing::warn!("{warning}");
+        }
+        Ok(warnings)
+    }
+
+    /// Creates an agent from a JSON config (empty for the defaults).
+    pub fn create_agent(
+        &self,
+        name: &str,
+        config_json: &str,
+        prompt: &str,
+    ) -> Result<Arc<AgentDef>, ErrorMsg> {
+        validate_agent_name(name).map_err(ErrorMsg::bad_request)?;
+        let snapshot = self.snapshot();
+        if let Some(existing) = snapshot
+            .agents
+            .keys()
+            .find(|existing| existing.eq_ignore_ascii_case(name))
+        {
+            return Err(ErrorMsg::conflict(format!(
+                "an agent named {existing:?} already exists"
+            )));
+        }
+        let config = parse_agent_config(config_json)?.unwrap_or_default();
+        let agent = AgentDef {
+            name: name.to_owned(),
+            config,
+            prompt: prompt.to_owned(),
+        };
+        self.agent_store
+            .save(&agent)
+            .map_err(|err| ErrorMsg::internal(format!("cannot save agent {name:?}: {err}")))?;
+        Ok(self.refresh_agents(&snapshot, name))
+    }
+
+    /// Replaces an agent's config and/or prompt (an empty one is kept).
+    pub fn update_agent(
+        &self,
+        name: &str,
+        config_json: &str,
+        prompt: &str,
+    ) -> Result<Arc<AgentDef>, ErrorMsg> {
+        let snapshot = self.snapshot();
+        let current = snapshot.agent(name).map_err(ErrorMsg::not_found)?;
+        let mut agent = AgentDef::clone(&current);
+        if let Some(config) = parse_agent_config(config_json)? {
+            agent.config = config;
+        }
+        if !prompt.is_empty() {
+            agent.prompt = prompt.to_owned();
+        }
+        self.agent_store
+            .save(&agent)
+            .map_err(|err| ErrorMsg::internal(format!("cannot save agent {name:?}: {err}")))?;
+        Ok(self.refresh_agents(&snapshot, name))
+    }
+
+    /// Deletes an agent's definition (its stored conversations stay on disk).
+    pub async fn delete_agent(&self, name: &str) -> Result<(), ErrorMsg> {
+        let snapshot = self.snapshot();
+        snapshot.agent(name).map_err(ErrorMsg::not_found)?;
+        if name == snapshot.config.default_agent {
+            return Err(ErrorMsg::conflict(format!(
+                "{name:?} is the default agent; set another default_agent in config.toml first"
+            )));
+        }
+        self.release_conversations(name).await?;
+        self.agent_store
+            .delete(name)
+            .map_err(|err| ErrorMsg::internal(format!("cannot delete agent {name:?}: {err}")))?;
+        self.refresh_agents(&snapshot, name);
+        Ok(())
+    }
+
+    /// Renames an agent and moves its conversations.
+    pub async fn rename_agent(&self, old: &str, new: &str) -> Result<Arc<AgentDef>, ErrorMsg> {
+        validate_agent_name(new).map_err(ErrorMsg::bad_request)?;
+        let snapshot = self.snapshot();
+        snapshot.agent(old).map_err(ErrorMsg::not_found)?;
+        if snapshot
+            .agents
+            .keys()
+            .any(|existing| existing != old && existing.eq_ignore_ascii_case(new))
+        {
+            return Err(ErrorMsg::conflict(format!(
+                "an agent named {new:?} already exists"
+            )));
+        }
+        if old == snapshot.config.default_agent {
+            return Err(ErrorMsg::conflict(format!(
+                "{old:?} is the default agent; change default_agent in config.toml before renaming it"
+            )));
+        }
+        self.release_conversations(old).await?;
+        let internal =
+            |err: std::io::Error| ErrorMsg::internal(format!("cannot rename agent {old:?}: {err}"));
+        self.agent_store.rename(old, new).map_err(internal)?;
+        self.conversations
+            .storage()
+            .rename_agent(old, new)
+            .map_err(internal)?;
+        self.refresh_agents(&snapshot, old);
+        self.snapshot().agent(new).map_err(ErrorMsg::internal)
+    }
+
+    /// Takes `agent`'s conversations out of memory and waits until nothing
+    /// holds them; refuses if one is busy.
+    async fn release_conversations(&self, agent: &str) -> Result<(), ErrorMsg> {
+        match self.conversations.take_where(|key| key.agent == agent) {
+            Ok(taken) => {
+                futures::future::join_all(
+                    taken.into_iter().map(|conversation| conversation.settled()),
+                )
+                .await;
+                Ok(())
+            }
+            Err(busy) => {
+                let senders: Vec<&str> = busy.iter().map(|key| key.sender.as_str()).collect();
+                Err(ErrorMsg::conflict(format!(
+                    "agent {agent:?} is busy (conversations with {}); kill or finish them first",
+                    senders.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// Takes one stored conversation out of memory (if it is there and not
+    /// busy) and waits until nothing holds it.
+    pub async fn release_conversation(
+        &self,
+        files: &crate::storage::ConversationFiles,
+    ) -> Result<(), ErrorMsg> {
+        let storage = self.conversations.storage().clone();
+        match self
+            .conversations
+            .take_where(|key| storage.files(&key.agent, &key.sender) == *files)
+        {
+            Ok(taken) => {
+                futures::future::join_all(
+                    taken.into_iter().map(|conversation| conversation.settled()),
+                )
+                .await;
+                Ok(())
+            }
+            Err(_) => Err(ErrorMsg::conflict(
+                "the conversation is busy (a turn or a question is pending); kill it first",
+            )),
+        }
+    }
+
+    /// Re-reads the agents into a new snapshot; returns `name` if it exists.
+    fn refresh_agents(&self, snapshot: &Snapshot, name: &str) -> Arc<AgentDef> {
+        let agents = load_agents(&self.agent_store);
+        let agent = agents.get(name).cloned();
+        *self.snapshot.write() = Arc::new(snapshot.with_agents(agents));
+        agent.unwrap_or_else(|| {
+            Arc::new(AgentDef {
+                name: name.to_owned(),
+                config: AgentConfig::default(),
+                prompt: String::new(),
+            })
+        })
+    }
+
+    /// Cancels every running turn and waits (bounded) for them to persist.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.closing.store(true, Ordering::Release);
+        self.conversations.kill_all("the daemon is shutting down");
+        self.turns.close();
+        if tokio::time::timeout(grace, self.turns.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some turns did not finish within {grace:?} of shutdown");
+        }
+    }
+}
+
+fn load_config(home: &Home) -> Result<DaemonConfig, ConfigError> {
+    let loaded = DaemonConfig::load(&home.config_file())?;
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    Ok(loaded.value)
+}
+
+fn load_agents(store: &AgentStore) -> BTreeMap<String, Arc<AgentDef>> {
+    let loaded = store.load_all();
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    for error in &loaded.errors {
+        tracing::error!("agent skipped: {error}");
+    }
+    loaded
+        .agents
+        .into_iter()
+        .map(|agent| (agent.name.clone(), Arc::new(agent)))
+        .collect()
+}
+
+fn parse_agent_config(json: &str) -> Result<Option<AgentConfig>, ErrorMsg> {
+    if json.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(json).map(Some).map_err(|err| {
+        ErrorMsg::bad_request(format!(
+            "the agent config is not valid AgentConfig JSON: {err}"
+        ))
+    })
+}
+
+fn validate_cwd(cwd: &Path) -> Result<PathBuf, ErrorMsg> {
+    if !cwd.is_absolute() {
+        return Err(ErrorMsg::bad_request(format!(
+            "cwd {} must be an absolute path",
+            cwd.display()
+        )));
+    }
+    if !cwd.is_dir() {
+        return Err(ErrorMsg::bad_request(format!(
+            "cwd {} is not a directory",
+            cwd.display()
+        )));
+    }
+    Ok(cwd.to_owned())
+}
+
+/// A conversation's working directory when the client sends none: the
+/// user's home directory, else the crabtalk home.
+fn default_cwd(home: &Home) -> PathBuf {
+    dirs::home_dir()
+        .filter(|dir| dir.is_dir())
+        .unwrap_or_else(|| home.root().to_owned())
+}

@@ -1,0 +1,425 @@
+//! The daemon's answers to the protocol: [`crabtalk_proto::Server`] over the
+//! [`Runtime`]. This module translates between wire messages and runtime
+//! calls and nothing else; operations that belong to subsystems not built
+//! yet keep the trait's `501` default.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crabtalk_proto::Server;
+use crabtalk_proto::msg::*;
+use futures::stream::{self, BoxStream, Stream, StreamExt};
+use tokio::sync::mpsc;
+
+use crate::config::agent::AgentDef;
+use crate::runtime::{Runtime, TurnOutcome, TurnRequest};
+use crate::storage::{Entry, HandleError, Role, read_entries};
+
+/// The daemon's version, reported in `Pong`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Most history returned by `GetConversationHistory`, in bytes of content;
+/// older messages beyond it are summarised by a count.
+const MAX_HISTORY_BYTES: usize = 8 * 1024 * 1024;
+
+pub struct DaemonServer {
+    runtime: Arc<Runtime>,
+}
+
+impl DaemonServer {
+    pub fn new(runtime: Arc<Runtime>) -> Self {
+        Self { runtime }
+    }
+
+    fn turn(
+        &self,
+        request: TurnRequestParts,
+        client: Option<mpsc::UnboundedSender<StreamEvent>>,
+    ) -> Result<tokio::task::JoinHandle<TurnOutcome>, ErrorMsg> {
+        self.runtime.start_turn(TurnRequest {
+            agent: request.agent,
+            created_by: request.sender.clone().unwrap_or_default(),
+            sender: request.sender.unwrap_or_default(),
+            content: request.content,
+            cwd: request.cwd.filter(|cwd| !cwd.is_empty()).map(PathBuf::from),
+            guest: request.guest,
+            tool_choice: request.tool_choice,
+            client,
+        })
+    }
+
+    fn agent_info(agent: &AgentDef) -> AgentInfo {
+        let config = &agent.config;
+        AgentInfo {
+            name: agent.name.clone(),
+            description: config.description.clone(),
+            config: serde_json::to_string(&config.redacted()).unwrap_or_default(),
+            model: config.model.clone().unwrap_or_default(),
+            max_iterations: config.max_iterations,
+            thinking: config.thinking,
+            skills: config.skills.clone(),
+            mcps: config.mcps.iter().map(|mcp| mcp.name.clone()).collect(),
+            compact_tool_max_len: config.compact_tool_max_len,
+        }
+    }
+}
+
+/// The fields `SendMsg` and `StreamMsg` share.
+struct TurnRequestParts {
+    agent: String,
+    content: String,
+    sender: Option<String>,
+    cwd: Option<String>,
+    guest: Option<String>,
+    tool_choice: Option<String>,
+}
+
+impl From<SendMsg> for TurnRequestParts {
+    fn from(msg: SendMsg) -> Self {
+        Self {
+            agent: msg.agent,
+            content: msg.content,
+            sender: msg.sender,
+            cwd: msg.cwd,
+            guest: msg.guest,
+            tool_choice: msg.tool_choice,
+        }
+    }
+}
+
+impl From<StreamMsg> for TurnRequestParts {
+    fn from(msg: StreamMsg) -> Self {
+        Self {
+            agent: msg.agent,
+            content: msg.content,
+            sender: msg.sender,
+            cwd: msg.cwd,
+            guest: msg.guest,
+            tool_choice: msg.tool_choice,
+        }
+    }
+}
+
+fn pong() -> Pong {
+    Pong {
+        server_version: VERSION.into(),
+        protocol: crabtalk_proto::PROTOCOL.into(),
+    }
+}
+
+fn handle_error(err: HandleError) -> ErrorMsg {
+    match err {
+        HandleError::Malformed(_) => ErrorMsg::bad_request(err.to_string()),
+        HandleError::NotFound(_) => ErrorMsg::not_found(err.to_string()),
+    }
+}
+
+impl Server for DaemonServer {
+    async fn ping(&self, _: Ping) -> Result<Pong, ErrorMsg> {
+        Ok(pong())
+    }
+
+    async fn send(&self, request: SendMsg) -> Result<SendResponse, ErrorMsg> {
+        // The turn's events are not needed; the outcome is.
+        let turn = self.turn(request.into(), None)?;
+        let outcome = turn
+            .await
+            .map_err(|err| ErrorMsg::internal(format!("the turn failed: {err}")))?;
+        if let Some(failure) = outcome.error {
+            return Err(ErrorMsg::new(failure.code, failure.message));
+        }
+        Ok(SendResponse {
+            agent: outcome.agent,
+            content: outcome.final_text,
+            model: outcome.model,
+            usage: Some(outcome.usage),
+        })
+    }
+
+    fn stream(
+        &self,
+        request: StreamMsg,
+    ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send {
+        let (client, events) = mpsc::unbounded_channel();
+        let stream: BoxStream<'static, Result<StreamEvent, ErrorMsg>> =
+            match self.turn(request.into(), Some(client)) {
+                Ok(_turn) => stream::unfold(events, |mut events| async move {
+                    let event = events.recv().await?;
+                    Some((Ok(event), events))
+                })
+                .boxed(),
+                Err(error) => stream::iter([Err(error)]).boxed(),
+            };
+        stream
+    }
+
+    async fn reply_to_ask(&self, request: ReplyToAsk) -> Result<Pong, ErrorMsg> {
+        self.runtime.answer(
+            &request.agent,
+            &request.sender,
+            &request.call_id,
+            &request.content,
+        )?;
+        Ok(pong())
+    }
+
+    async fn steer_session(&self, request: SteerSessionMsg) -> Result<Pong, ErrorMsg> {
+        self.runtime
+            .steer(&request.agent, &request.sender, &request.content)?;
+        Ok(pong())
+    }
+
+    async fn kill(&self, request: KillMsg) -> Result<Pong, ErrorMsg> {
+        self.runtime.kill(&request.agent, &request.sender);
+        Ok(pong())
+    }
+
+    async fn list_active_conversations(
+        &self,
+        request: ListActiveConversationsMsg,
+    ) -> Result<ActiveConversationList, ErrorMsg> {
+        let conversations = self
+            .runtime
+            .conversations
+            .all()
+            .into_iter()
+            .filter(|c| request.agent.is_empty() || c.key.agent == request.agent)
+            .filter(|c| request.sender.is_empty() || c.key.sender == request.sender)
+            .map(|c| {
+                let meta = c.latest_meta().unwrap_or_default();
+                ActiveConversationInfo {
+                    agent: c.key.agent.clone(),
+                    sender: c.key.sender.clone(),
+                    message_count: meta.message_count,
+                    alive_secs: c.alive().as_secs(),
+                    title: meta.title,
+                }
+            })
+            .collect();
+        Ok(ActiveConversationList { conversations })
+    }
+
+    async fn list_conversations(
+        &self,
+        request: ListConversationsMsg,
+    ) -> Result<ConversationList, ErrorMsg> {
+        let storage = self.runtime.conversations.storage();
+        let agent = (!request.agent.is_empty()).then_some(request.agent.as_str());
+        let sender = (!request.sender.is_empty()).then_some(request.sender.as_str());
+        let stored = storage
+            .list(agent, sender)
+            .map_err(|err| ErrorMsg::internal(format!("cannot list conversations: {err}")))?;
+        let now = chrono::Utc::now();
+        let conversations = stored
+            .into_iter()
+            .map(|stored| {
+                // A conversation in memory knows more than its file, whose
+                // update may still be on its way.
+                let key = self.runtime.key(&stored.meta.agent, &stored.meta.sender);
+                let meta = self
+                    .runtime
+                    .conversations
+                    .get(&key)
+                    .and_then(|conversation| conversation.latest_meta())
+                    .unwrap_or(stored.meta);
+                let created = chrono::DateTime::parse_from_rfc3339(&meta.created_at).ok();
+                ConversationInfo {
+                    alive_secs: created.map_or(0, |created| {
+                        (now - created.to_utc()).num_seconds().max(0) as u64
+                    }),
+                    date: meta.updated_at.clone(),
+                    agent: meta.agent,
+                    sender: meta.sender,
+                    seq: meta.compactions,
+                    title: meta.title,
+                    file_path: stored.files.handle.to_string(),
+                    message_count: meta.message_count,
+                }
+            })
+            .collect();
+        Ok(ConversationList { conversations })
+    }
+
+    async fn get_conversation_history(
+        &self,
+        request: GetConversationHistoryMsg,
+    ) -> Result<ConversationHistory, ErrorMsg> {
+        let storage = self.runtime.conversations.storage();
+        let files = storage.resolve(&request.file_path).map_err(handle_error)?;
+        let meta = crate::storage::Meta::load(&files.meta)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let entries = read_entries(&files.log)
+            .map_err(|err| ErrorMsg::internal(format!("cannot read the conversation: {err}")))?;
+        Ok(ConversationHistory {
+            messages: history_messages(entries),
+            title: meta.title,
+            agent: meta.agent,
+        })
+    }
+
+    async fn delete_conversation(&self, request: DeleteConversationMsg) -> Result<Pong, ErrorMsg> {
+        let storage = self.runtime.conversations.storage();
+        let files = storage.resolve(&request.file_path).map_err(handle_error)?;
+        self.runtime.release_conversation(&files).await?;
+        storage
+            .delete(&files)
+            .map_err(|err| ErrorMsg::internal(format!("cannot delete the conversation: {err}")))?;
+        Ok(pong())
+    }
+
+    async fn list_agents(&self, _: ListAgentsMsg) -> Result<AgentList, ErrorMsg> {
+        let snapshot = self.runtime.snapshot();
+        Ok(AgentList {
+            agents: snapshot
+                .agents
+                .values()
+                .map(|agent| Self::agent_info(agent))
+                .collect(),
+        })
+    }
+
+    async fn get_agent(&self, request: GetAgentMsg) -> Result<AgentInfo, ErrorMsg> {
+        let agent = self
+            .runtime
+            .snapshot()
+            .agent(&request.name)
+            .map_err(ErrorMsg::not_found)?;
+        Ok(Self::agent_info(&agent))
+    }
+
+    async fn create_agent(&self, request: CreateAgentMsg) -> Result<AgentInfo, ErrorMsg> {
+        let agent = self
+            .runtime
+            .create_agent(&request.name, &request.config, &request.prompt)?;
+        Ok(Self::agent_info(&agent))
+    }
+
+    async fn update_agent(&self, request: UpdateAgentMsg) -> Result<AgentInfo, ErrorMsg> {
+        let agent = self
+            .runtime
+            .update_agent(&request.name, &request.config, &request.prompt)?;
+        Ok(Self::agent_info(&agent))
+    }
+
+    async fn delete_agent(&self, request: DeleteAgentMsg) -> Result<Pong, ErrorMsg> {
+        self.runtime.delete_agent(&request.name).await?;
+        Ok(pong())
+    }
+
+    async fn rename_agent(&self, request: RenameAgentMsg) -> Result<AgentInfo, ErrorMsg> {
+        let agent = self
+            .runtime
+            .rename_agent(&request.old_name, &request.new_name)
+            .await?;
+        Ok(Self::agent_info(&agent))
+    }
+
+    async fn list_models(&self, _: ListModelsMsg) -> Result<ModelList, ErrorMsg> {
+        let models = self
+            .runtime
+            .snapshot()
+            .registry
+            .models()
+            .into_iter()
+            .map(|(name, active)| ModelInfo { name, active })
+            .collect();
+        Ok(ModelList { models })
+    }
+
+    async fn set_active_model(&self, request: SetActiveModelMsg) -> Result<Pong, ErrorMsg> {
+        self.runtime
+            .snapshot()
+            .registry
+            .set_active(&request.model)
+            .map_err(|err| ErrorMsg::new(err.code(), err.to_string()))?;
+        Ok(pong())
+    }
+
+    async fn get_stats(&self, _: GetStats) -> Result<DaemonStats, ErrorMsg> {
+        let snapshot = self.runtime.snapshot();
+        Ok(DaemonStats {
+            uptime_secs: self.runtime.uptime().as_secs(),
+            active_conversations: self.runtime.conversations.len() as u32,
+            registered_agents: snapshot.agents.len() as u32,
+            active_model: snapshot.registry.active_model().unwrap_or_default(),
+        })
+    }
+
+    async fn get_config(&self, _: GetConfig) -> Result<ConfigMsg, ErrorMsg> {
+        let snapshot = self.runtime.snapshot();
+        let mut json = snapshot.config.redacted_json();
+        if let Some(object) = json.as_object_mut() {
+            let problems = snapshot.registry.problems();
+            if !problems.is_empty() {
+                object.insert("problems".into(), serde_json::json!(problems));
+            }
+        }
+        Ok(ConfigMsg {
+            config: json.to_string(),
+        })
+    }
+
+    async fn reload(&self, _: ReloadMsg) -> Result<Pong, ErrorMsg> {
+        self.runtime.reload()?;
+        Ok(pong())
+    }
+
+    fn subscribe_events(
+        &self,
+        _: SubscribeEvents,
+    ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send {
+        self.runtime.hub.subscribe()
+    }
+}
+
+/// A stored log as protocol messages, newest kept when it is too large.
+fn history_messages(entries: Vec<Entry>) -> Vec<ConversationMessage> {
+    let mut messages: Vec<ConversationMessage> = entries
+        .into_iter()
+        .flat_map(|entry| match entry {
+            Entry::Compact(marker) => vec![ConversationMessage {
+                role: "compact".into(),
+                content: marker.compact,
+            }],
+            Entry::Message(message) => {
+                let mut out = Vec::new();
+                let content = if message.agent.is_empty() {
+                    message.content.clone()
+                } else {
+                    crate::runtime::request::tagged(&message.agent, &message.content)
+                };
+                if !content.is_empty() || message.tool_calls.is_empty() {
+                    out.push(ConversationMessage {
+                        role: message.role.as_str().into(),
+                        content,
+                    });
+                }
+                if message.role == Role::Assistant {
+                    out.extend(message.tool_calls.iter().map(|call| ConversationMessage {
+                        role: "tool_call".into(),
+                        content: format!("{} {}", call.name, call.arguments),
+                    }));
+                }
+                out
+            }
+        })
+        .collect();
+    let mut total = 0;
+    let keep_from = messages
+        .iter()
+        .rposition(|message| {
+            total += message.content.len();
+            total > MAX_HISTORY_BYTES
+        })
+        .map_or(0, |position| position + 1);
+    if keep_from > 0 {
+        messages.drain(..keep_from);
+        messages.insert(0, ConversationMessage {
+            role: "system".into(),
+            content: format!("[{keep_from} earlier messages omitted: the history is over {MAX_HISTORY_BYTES} bytes]"),
+        });
+    }
+    messages
+}

@@ -1,0 +1,256 @@
+//! Tools: what an agent can do besides talk.
+//!
+//! Each subsystem is a [`Hook`] that owns some tools: it declares their
+//! schemas and dispatches calls to them. [`Tools`] composes the hooks and is
+//! the one place where a call is checked against the agent's scope before it
+//! is routed — the model being told its scope is a courtesy, this check is
+//! the rule. A call nobody owns, or one outside scope, becomes an error
+//! result the model can read; it never fails the turn.
+
+mod ask_user;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use self::ask_user::AskUserHook;
+use crate::config::agent::AgentDef;
+use crate::runtime::conversation::Conversation;
+use crate::runtime::events::TurnSink;
+use crate::storage::ToolCallRecord;
+
+/// Tool output longer than this is cut (with a marker) before the model
+/// sees it.
+pub const MAX_TOOL_OUTPUT: usize = 256 * 1024;
+
+/// A tool's schema, as offered to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// What a tool returns. The model sees `text` either way; `is_error` lets
+/// clients style failures and agents decide to retry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub text: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            is_error: false,
+        }
+    }
+
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// Everything a tool call may need to know about where it runs.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub agent: Arc<AgentDef>,
+    pub sender: String,
+    /// The effective working directory of this turn.
+    pub cwd: PathBuf,
+    pub conversation: Arc<Conversation>,
+    pub sink: TurnSink,
+    /// How long `ask_user` waits.
+    pub ask_timeout: Duration,
+}
+
+/// A running tool call.
+pub type ToolFuture = Pin<Box<dyn Future<Output = ToolOutput> + Send>>;
+
+/// A subsystem that owns tools.
+pub trait Hook: Send + Sync {
+    /// The tools this hook owns.
+    fn tools(&self) -> Vec<ToolSpec>;
+
+    /// Whether this hook offers `tool` to `agent` at all (for example, memory
+    /// tools only where memory is enabled).
+    fn offers(&self, agent: &AgentDef, tool: &str) -> bool {
+        let _ = (agent, tool);
+        true
+    }
+
+    /// A fragment for the agent's system prompt.
+    fn system_prompt(&self, agent: &AgentDef) -> Option<String> {
+        let _ = agent;
+        None
+    }
+
+    /// Rewrites a user message before it enters the history; `None` leaves
+    /// it as it is.
+    fn preprocess(&self, agent: &AgentDef, content: &str) -> Option<String> {
+        let _ = (agent, content);
+        None
+    }
+
+    /// Starts `call` if this hook owns its tool.
+    fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture>;
+}
+
+/// The composite of every hook.
+#[derive(Clone, Default)]
+pub struct Tools {
+    hooks: Vec<Arc<dyn Hook>>,
+}
+
+impl Tools {
+    pub fn new(hooks: Vec<Arc<dyn Hook>>) -> Self {
+        Self { hooks }
+    }
+
+    /// The daemon's standard set of hooks.
+    pub fn standard() -> Self {
+        Self::new(vec![Arc::new(AskUserHook)])
+    }
+
+    /// Whether `agent`'s scope lets it call `tool` (an empty list allows
+    /// everything).
+    pub fn in_scope(agent: &AgentDef, tool: &str) -> bool {
+        agent.config.tools.is_empty() || agent.config.tools.iter().any(|allowed| allowed == tool)
+    }
+
+    /// The tools offered to `agent`: owned by a hook that offers them, and in
+    /// scope.
+    pub fn specs_for(&self, agent: &AgentDef) -> Vec<ToolSpec> {
+        let mut specs = Vec::new();
+        for hook in &self.hooks {
+            for spec in hook.tools() {
+                if hook.offers(agent, &spec.name) && Self::in_scope(agent, &spec.name) {
+                    specs.push(spec);
+                }
+            }
+        }
+        specs
+    }
+
+    /// Every hook's system-prompt fragment for `agent`.
+    pub fn system_prompts(&self, agent: &AgentDef) -> Vec<String> {
+        self.hooks
+            .iter()
+            .filter_map(|hook| hook.system_prompt(agent))
+            .collect()
+    }
+
+    /// A user message after every hook's rewriting.
+    pub fn preprocess(&self, agent: &AgentDef, content: &str) -> String {
+        let mut content = content.to_owned();
+        for hook in &self.hooks {
+            if let Some(rewritten) = hook.preprocess(agent, &content) {
+                content = rewritten;
+            }
+        }
+        content
+    }
+
+    /// Runs a call: scope first, then the hook that owns the tool.
+    pub fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> ToolFuture {
+        let agent = context.agent.clone();
+        if !Self::in_scope(&agent, &call.name) {
+            let message = format!(
+                "tool {:?} is outside this agent's scope; allowed tools: {}",
+                call.name,
+                agent.config.tools.join(", ")
+            );
+            return Box::pin(std::future::ready(ToolOutput::error(message)));
+        }
+        for hook in &self.hooks {
+            if !hook.tools().iter().any(|spec| spec.name == call.name)
+                || !hook.offers(&agent, &call.name)
+            {
+                continue;
+            }
+            if let Some(running) = hook.dispatch(call, context.clone()) {
+                return Box::pin(async move { cap_output(running.await) });
+            }
+        }
+        let known: Vec<String> = self
+            .specs_for(&agent)
+            .into_iter()
+            .map(|spec| spec.name)
+            .collect();
+        let message = format!(
+            "there is no tool named {:?}; available tools: {}",
+            call.name,
+            known.join(", ")
+        );
+        Box::pin(std::future::ready(ToolOutput::error(message)))
+    }
+}
+
+/// Cuts an output to [`MAX_TOOL_OUTPUT`] bytes on a char boundary.
+fn cap_output(mut output: ToolOutput) -> ToolOutput {
+    if output.text.len() > MAX_TOOL_OUTPUT {
+        let total = output.text.len();
+        let mut cut = MAX_TOOL_OUTPUT;
+        while !output.text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        output.text.truncate(cut);
+        output.text.push_str(&format!(
+            "\n[output truncated: {total} bytes, first {cut} shown]"
+        ));
+    }
+    output
+}
+
+/// Parses a call's JSON arguments into `T`, or an error the model can act on.
+pub fn parse_arguments<T: serde::de::DeserializeOwned>(
+    call: &ToolCallRecord,
+) -> Result<T, ToolOutput> {
+    let raw = if call.arguments.trim().is_empty() {
+        "{}"
+    } else {
+        &call.arguments
+    };
+    serde_json::from_str(raw).map_err(|err| {
+        ToolOutput::error(format!(
+            "invalid arguments for {}: {err}; arguments were: {raw}",
+            call.name
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_output_is_cut_on_a_char_boundary() {
+        let text = "é".repeat(MAX_TOOL_OUTPUT);
+        let capped = cap_output(ToolOutput::ok(text));
+        assert!(capped.text.contains("[output truncated"));
+        assert!(capped.text.len() < MAX_TOOL_OUTPUT + 100);
+    }
+
+    #[test]
+    fn bad_arguments_name_the_tool() {
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Args {
+            n: u32,
+        }
+        let call = ToolCallRecord {
+            id: "c".into(),
+            name: "count".into(),
+            arguments: "{\"n\":\"x\"}".into(),
+        };
+        let err = parse_arguments::<Args>(&call).unwrap_err();
+        assert!(err.is_error && err.text.contains("count"), "{}", err.text);
+    }
+}

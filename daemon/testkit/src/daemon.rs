@@ -1,0 +1,187 @@
+//! The real daemon in a temp home.
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use crabtalk_proto::Client;
+use crabtalk_proto::home::Home;
+use tempfile::TempDir;
+
+/// The `crabtalkd` binary built alongside the running test: `$CRABTALKD_BIN`
+/// if set, else `target/<profile>/crabtalkd` next to the test executable.
+pub fn daemon_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("CRABTALKD_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("the test executable's path");
+    // target/<profile>/deps/<test> → target/<profile>/crabtalkd
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let binary = profile_dir.join(format!("crabtalkd{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        binary.exists(),
+        "{} is not built; run the tests through cargo test --workspace",
+        binary.display()
+    );
+    binary
+}
+
+/// A running `crabtalkd` with its own temp `CRABTALK_HOME`.
+pub struct TestDaemon {
+    home: TempDir,
+    binary: PathBuf,
+    child: Option<Child>,
+}
+
+impl TestDaemon {
+    /// Writes `config` as `config.toml` in a new temp home and starts the
+    /// daemon there, waiting until it answers.
+    pub async fn start(binary: impl AsRef<Path>, config: &str) -> Self {
+        let home = tempfile::tempdir().expect("a temp home");
+        std::fs::write(home.path().join("config.toml"), config).expect("write config.toml");
+        let mut daemon = Self {
+            home,
+            binary: binary.as_ref().to_owned(),
+            child: None,
+        };
+        daemon.spawn().await;
+        daemon
+    }
+
+    /// The config used by most tests: one OpenAI-compatible provider at
+    /// `base_url` serving the model `scripted`, TCP on a free port.
+    pub fn config_for(base_url: &str) -> String {
+        format!(
+            "default_model = \"scripted\"\n\n\
+             [[providers]]\n\
+             kind = \"openai-compatible\"\n\
+             base_url = \"{base_url}\"\n\
+             models = [\"scripted\"]\n\n\
+             [transport]\n\
+             tcp = \"127.0.0.1:0\"\n\n\
+             [llm]\n\
+             retry_backoff_ms = 20\n"
+        )
+    }
+
+    pub fn home(&self) -> Home {
+        Home::new(self.home.path())
+    }
+
+    pub fn path(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// The daemon's log (its stderr).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.home.path().join("test-daemon.log")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the daemon is running").id()
+    }
+
+    /// Starts the daemon (again) in this home and waits until it answers.
+    pub async fn spawn(&mut self) {
+        assert!(self.child.is_none(), "the daemon is already running");
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .expect("open the daemon log");
+        let child = Command::new(&self.binary)
+            .arg("run")
+            .arg("-v")
+            .env("CRABTALK_HOME", self.home.path())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone the log handle"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|err| panic!("cannot start {}: {err}", self.binary.display()));
+        self.child = Some(child);
+        let home = self.home();
+        let deadline = tokio::time::Instant::now() + crate::PATIENCE;
+        loop {
+            if let Ok(client) = Client::connect(&home).await
+                && client.ping().await.is_ok()
+            {
+                return;
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|child| child.try_wait().ok().flatten())
+            {
+                panic!(
+                    "crabtalkd exited with {status} during startup; log:\n{}",
+                    self.log()
+                );
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "crabtalkd did not answer in time; log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// A client connected over the socket.
+    pub async fn client(&self) -> Client {
+        Client::connect(&self.home())
+            .await
+            .expect("connect to the test daemon")
+    }
+
+    /// Sends SIGKILL and reaps the process.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Sends SIGTERM and waits for the process to exit.
+    pub async fn stop(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("the daemon is running");
+        #[cfg(unix)]
+        // SAFETY: signalling a child we own.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        #[cfg(not(unix))]
+        let _ = child.kill();
+        crate::within("the daemon to exit", async {
+            loop {
+                if let Some(status) = child.try_wait().expect("wait for the daemon") {
+                    return status;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+    }
+
+    /// Stops and starts the daemon in the same home.
+    pub async fn restart(&mut self) {
+        self.stop().await;
+        self.spawn().await;
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}

@@ -1,0 +1,42 @@
+//! Test support shared by every crabtalk crate's tests.
+//!
+//! - [`ScriptedLlm`]: an HTTP server on `127.0.0.1:0` that answers the
+//!   OpenAI chat-completions and Anthropic messages APIs from a script, with
+//!   streams shaped like the real ones (deltas split mid-word, tool-call
+//!   arguments split across chunks, usage at the end, `[DONE]`).
+//! - [`TestDaemon`]: the real `crabtalkd` binary running in a temp
+//!   `CRABTALK_HOME`, reached with the real protocol client.
+//! - [`eventually`]: wait for a condition with a timeout instead of
+//!   sleeping.
+
+mod daemon;
+mod llm;
+pub mod turn;
+
+use std::future::Future;
+use std::time::Duration;
+
+pub use daemon::{TestDaemon, daemon_binary};
+pub use llm::{Reply, ScriptedLlm, ToolCall};
+
+/// How long a test waits for anything before failing.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Awaits `future`, failing the test with `what` if it takes longer than
+/// [`PATIENCE`].
+pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(PATIENCE, future).await {
+        Ok(value) => value,
+        Err(_) => panic!("timed out after {PATIENCE:?} waiting for {what}"),
+    }
+}
+
+/// Polls `condition` until it holds, failing the test after [`PATIENCE`].
+pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    within(what, async {
+        while !condition() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+}

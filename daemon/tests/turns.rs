@@ -1,0 +1,643 @@
+//! Turns end to end: the real `crabtalkd` in a temp home, a scripted LLM over
+//! real HTTP, and the real protocol client.
+
+use crabtalk_proto::msg::stream_event::Event;
+use crabtalk_proto::msg::*;
+use crabtalk_testkit::turn::{Turn, message};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, within};
+use serde_json::{Value, json};
+
+async fn setup() -> (ScriptedLlm, TestDaemon) {
+    let llm = ScriptedLlm::start().await;
+    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
+    (llm, daemon)
+}
+
+/// The messages of a recorded request, as (role, content) pairs.
+fn roles_and_contents(request: &Value) -> Vec<(String, String)> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or("").to_owned(),
+                m["content"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn ask(id: &str, question: &str) -> ToolCall {
+    ToolCall::new(
+        id,
+        "ask_user",
+        json!({"questions": [{"question": question, "options": [{"label": "blue"}]}]}),
+    )
+}
+
+#[tokio::test]
+async fn a_streamed_turn_emits_events_in_order() {
+    let (llm, daemon) = setup().await;
+    llm.push(Reply::Thinking {
+        thinking: "let me think".into(),
+        text: "Hello there, friend!".into(),
+    });
+    let client = daemon.client().await;
+    let turn = Turn::run(&client, message("crab", "user", "hi")).await;
+
+    assert_eq!(turn.text(), "Hello there, friend!");
+    let mut kinds = turn.kinds();
+    kinds.dedup();
+    assert_eq!(
+        kinds,
+        [
+            "start",
+            "thinking_start",
+            "thinking",
+            "thinking_end",
+            "text_start",
+            "chunk",
+            "text_end",
+            "context_usage",
+            "end"
+        ]
+    );
+    let chunks = turn
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Chunk(_)))
+        .count();
+    assert!(chunks > 3, "the reply arrives in pieces, not at once");
+    let end = turn.end();
+    assert_eq!(end.agent, "crab");
+    assert_eq!(end.model, "scripted");
+    assert!(end.error.is_empty(), "{}", end.error);
+    let usage = end.usage.unwrap();
+    assert_eq!((usage.prompt_tokens, usage.completion_tokens), (21, 7));
+
+    // The request carried the agent's prompt, the message, and asked for usage.
+    let request = &llm.requests()[0];
+    assert_eq!(request["stream_options"]["include_usage"], json!(true));
+    let messages = roles_and_contents(request);
+    assert_eq!(messages[0].0, "system");
+    assert!(messages[0].1.contains("You are Crab"), "{}", messages[0].1);
+    assert_eq!(messages[1], ("user".into(), "hi".into()));
+}
+
+#[tokio::test]
+async fn the_anthropic_api_streams_text_and_tool_calls() {
+    let llm = ScriptedLlm::start().await;
+    let config = format!(
+        "default_model = \"claude-scripted\"\n[[providers]]\nkind = \"anthropic\"\napi_key = \"test\"\nbase_url = \"{}\"\nmodels = [\"claude-scripted\"]\n[transport]\ntcp = \"off\"\n",
+        llm.base_url()
+    );
+    let daemon = TestDaemon::start(daemon_binary(), &config).await;
+    let client = daemon.client().await;
+    llm.push(Reply::Tools {
+        text: "Asking.".into(),
+        calls: vec![ask("toolu_1", "Colour?")],
+    });
+    llm.push(Reply::text("Blue it is."));
+
+    let mut stream = client
+        .stream(message("crab", "user", "pick a colour"))
+        .await
+        .unwrap();
+    let mut turn = Turn::default();
+    turn.read_until(&mut stream, |e| matches!(e, Event::AskUser(_)))
+        .await;
+    let Some(Event::ToolStart(start)) = turn
+        .events
+        .iter()
+        .find(|e| matches!(e, Event::ToolStart(_)))
+    else {
+        panic!("no ToolStart: {:?}", turn.kinds());
+    };
+    assert_eq!(start.calls[0].id, "toolu_1");
+    assert_eq!(
+        serde_json::from_str::<Value>(&start.calls[0].arguments).unwrap()["questions"][0]["question"],
+        "Colour?"
+    );
+    client
+        .reply_to_ask(ReplyToAsk {
+            agent: "crab".into(),
+            sender: "user".into(),
+            content: "blue".into(),
+            call_id: String::new(),
+        })
+        .await
+        .unwrap();
+    turn.read_until(&mut stream, |_| false).await;
+    assert_eq!(turn.text(), "Asking.Blue it is.");
+    let end = turn.end();
+    assert!(end.error.is_empty(), "{}", end.error);
+    assert_eq!(
+        end.usage.unwrap().prompt_tokens,
+        42,
+        "usage is summed over both model calls"
+    );
+    let second = &llm.requests()[1];
+    let text = second.to_string();
+    assert!(text.contains("toolu_1") && text.contains("blue"), "{text}");
+}
+
+#[tokio::test]
+async fn ask_user_round_trip() {
+    let (llm, daemon) = setup().await;
+    llm.push(Reply::tools(vec![ask("c1", "Colour?")]));
+    llm.push(Reply::text("Blue it is."));
+    let client = daemon.client().await;
+    let mut stream = client
+        .stream(message("crab", "user", "pick a colour"))
+        .await
+        .unwrap();
+    let mut turn = Turn::default();
+    turn.read_until(&mut stream, |e| matches!(e, Event::AskUser(_)))
+        .await;
+    let Some(Event::AskUser(asked)) = turn.events.last() else {
+        unreachable!()
+    };
+    assert_eq!(asked.call_id, "c1");
+    assert_eq!(asked.questions[0].question, "Colour?");
+    assert_eq!(asked.questions[0].options[0].label, "blue");
+
+    // No question waits on another conversation.
+    let err = client
+        .reply_to_ask(ReplyToAsk {
+            agent: "crab".into(),
+            sender: "other".into(),
+            content: "x".into(),
+            call_id: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(404), "{err}");
+    client
+        .reply_to_ask(ReplyToAsk {
+            agent: "crab".into(),
+            sender: "user".into(),
+            content: "blue".into(),
+            call_id: "c1".into(),
+        })
+        .await
+        .unwrap();
+    turn.read_until(&mut stream, |_| false).await;
+    let result = turn.events.iter().find_map(|e| match e {
+        Event::ToolResult(result) => Some(result.clone()),
+        _ => None,
+    });
+    let result = result.expect("a tool result");
+    assert_eq!(
+        (
+            result.call_id.as_str(),
+            result.output.as_str(),
+            result.is_error
+        ),
+        ("c1", "blue", false)
+    );
+    assert_eq!(turn.text(), "Blue it is.");
+    let messages = &llm.requests()[1]["messages"];
+    let tool = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert_eq!(
+        (tool["tool_call_id"].as_str(), tool["content"].as_str()),
+        (Some("c1"), Some("blue"))
+    );
+}
+
+#[tokio::test]
+async fn tool_results_arrive_in_completion_order_and_enter_history_in_call_order() {
+    let (llm, daemon) = setup().await;
+    llm.push(Reply::tools(vec![
+        ask("first", "One?"),
+        ask("second", "Two?"),
+    ]));
+    llm.push(Reply::text("Both answered."));
+    let client = daemon.client().await;
+    let mut stream = client
+        .stream(message("crab", "user", "two questions"))
+        .await
+        .unwrap();
+    let mut turn = Turn::default();
+    let mut asks = 0;
+    turn.read_until(&mut stream, |e| {
+        asks += matches!(e, Event::AskUser(_)) as usize;
+        asks == 2
+    })
+    .await;
+    // Answer the second question first.
+    for (id, answer) in [("second", "two"), ("first", "one")] {
+        client
+            .reply_to_ask(ReplyToAsk {
+                agent: "crab".into(),
+                sender: "user".into(),
+                content: answer.into(),
+                call_id: id.into(),
+            })
+            .await
+            .unwrap();
+    }
+    turn.read_until(&mut stream, |_| false).await;
+    let completed: Vec<String> = turn
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolResult(result) => Some(result.call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(completed, ["second", "first"]);
+    let messages = llm.requests()[1]["messages"].as_array().unwrap().clone();
+    let tool_ids: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(tool_ids, ["first", "second"]);
+    let kinds = turn.kinds();
+    let complete = kinds.iter().position(|k| *k == "tools_complete").unwrap();
+    assert!(
+        kinds[..complete]
+            .iter()
+            .filter(|k| **k == "tool_result")
+            .count()
+            == 2
+    );
+}
+
+#[tokio::test]
+async fn kill_mid_stream_ends_the_turn_and_the_conversation_goes_on() {
+    let (llm, daemon) = setup().await;
+    llm.push(Reply::Stall("partial answ".into()));
+    let client = daemon.client().await;
+    let mut stream = client
+        .stream(message("crab", "user", "tell me a long story"))
+        .await
+        .unwrap();
+    let mut turn = Turn::default();
+    turn.read_until(&mut stream, |e| matches!(e, Event::Chunk(_)))
+        .await;
+    client
+        .kill(KillMsg {
+            agent: "crab".into(),
+            sender: "user".into(),
+        })
+        .await
+        .unwrap();
+    turn.read_until(&mut stream, |_| false).await;
+    assert!(
+        turn.end().error.contains("cancelled"),
+        "{}",
+        turn.end().error
+    );
+
+    llm.push(Reply::text("fresh start"));
+    let next = Turn::run(&client, message("crab", "user", "again")).await;
+    assert_eq!(next.text(), "fresh start");
+    let contents: Vec<String> = roles_and_contents(&llm.requests()[1])
+        .into_iter()
+        .map(|(_, c)| c)
+        .collect();
+    assert!(contents.contains(&"tell me a long story".to_owned()));
+    assert!(
+        !contents.iter().any(|c| c.contains("partial")),
+        "the cut-off reply is not in the history: {contents:?}"
+    );
+}
+
+#[tokio::test]
+async fn kill_mid_tool_closes_the_call_and_the_conversation_goes_on() {
+    let (llm, daemon) = setup().await;
+    llm.push(Reply::tools(vec![ask("waiting", "Will you answer?")]));
+    let client = daemon.client().await;
+    let mut stream = client
+        .stream(message("crab", "user", "ask me"))
+        .await
+        .unwrap();
+    let mut turn = Turn::default();
+    turn.read_until(&mut stream, |e| matches!(e, Event::AskUser(_)))
+        .await;
+    client
+        .kill(KillMsg {
+            agent: "crab".into(),
+            sender: "user".into(),
+        })
+        .await
+        .unwrap();
+    turn.read_until(&mut stream, |_| false).await;
+    assert!(
+        turn.end().error.contains("cancelled"),
+        "{}",
+        turn.end().error
+    );
+    // The question was withdrawn.
+    let err = client
+        .reply_to_ask(ReplyToAsk {
+            agent: "crab".into(),
+            sender: "user".into(),
+            content: "late".into(),
+            call_id: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(404));
+
+    llm.push(Reply::text("ok"));
+    let next = Turn::run(&client, message("crab", "user", "never mind")).await;
+    assert!(next.end().error.is_empty());
+    let messages = llm.requests()[1]["messages"].as_array().unwrap().clone();
+    let closed = messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the dangling call got a result");
+    assert_eq!(closed["tool_call_id"], "waiting");
+    assert!(closed["content"].as_str().unwrap().contains("cancelled"));
+}
+
+#[tokio::test]
+async fn steering_reaches_the_next_model_call() {
+    let (llm, daemon) = setup().await;
+    llm.push(Reply::tools(vec![ask("c1", "Colour?")]));
+    llm.push(Reply::text("Blue and green."));
+    let client = daemon.client().await;
+    // Nothing to steer before the turn.
+    let err = client
+        .steer_session(SteerSessionMsg {
+            agent: "crab".into(),
+            sender: "user".into(),
+            content: "x".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(409));
+
+    let mut stream = client
+        .stream(message("crab", "user", "pick"))
+        .await
+        .unwrap();
+    let mut turn = Turn::default();
+    turn.read_until(&mut stream, |e| matches!(e, Event::AskUser(_)))
+        .await;
+    client
+        .steer_session(SteerSessionMsg {
+            agent: "crab".into(),
+            sender: "user".into(),
+            content: "also consider green".into(),
+        })
+        .await
+        .unwrap();
+    client
+        .reply_to_ask(ReplyToAsk {
+            agent: "crab".into(),
+            sender: "user".into(),
+            content: "blue".into(),
+            call_id: String::new(),
+        })
+        .await
+        .unwrap();
+    turn.read_until(&mut stream, |_| false).await;
+    assert!(
+        turn.events
+            .iter()
+            .any(|e| matches!(e, Event::UserSteered(s) if s.content == "also consider green"))
+    );
+    let messages = roles_and_contents(&llm.requests()[1]);
+    assert_eq!(
+        messages.last().unwrap(),
+        &("user".to_owned(), "also consider green".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn guest_turns_are_attributed_and_framing_is_never_persisted() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    client
+        .create_agent(CreateAgentMsg {
+            name: "owl".into(),
+            config: String::new(),
+            prompt: "You are Owl.".into(),
+        })
+        .await
+        .unwrap();
+    llm.push(Reply::text("hello from crab"));
+    Turn::run(&client, message("crab", "user", "hi")).await;
+    llm.push(Reply::tools(vec![ask("g1", "guests cannot ask")]));
+    let mut guest_msg = message("crab", "user", "owl, what do you think?");
+    guest_msg.guest = Some("owl".into());
+    let guest = Turn::run(&client, guest_msg).await;
+    assert!(matches!(&guest.events[0], Event::Start(start) if start.agent == "owl"));
+    assert_eq!(guest.end().agent, "owl");
+    assert!(
+        !guest.kinds().contains(&"tool_start"),
+        "guest turns are text only"
+    );
+
+    let guest_request = &llm.requests()[1];
+    assert!(
+        guest_request.get("tools").is_none(),
+        "no tool schemas for a guest"
+    );
+    let system = guest_request["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with("You are Owl."), "{system}");
+    assert!(system.contains("as a guest"), "{system}");
+
+    llm.push(Reply::text("back to crab"));
+    Turn::run(&client, message("crab", "user", "thanks")).await;
+    let primary_request = &llm.requests()[2];
+    let text = primary_request.to_string();
+    assert!(text.contains("<from agent=\\\"owl\\\">"), "{text}");
+    assert!(
+        primary_request["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("guests")
+    );
+
+    // On disk: the guest reply carries its agent; no framing anywhere.
+    let log = std::fs::read_to_string(daemon.path().join("sessions/crab/user.jsonl")).unwrap();
+    assert!(log.contains("\"agent\":\"owl\""), "{log}");
+    assert!(
+        !log.contains("as a guest") && !log.contains("<from"),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn max_iterations_stops_a_looping_agent() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    client
+        .create_agent(CreateAgentMsg {
+            name: "looper".into(),
+            config: r#"{"max_iterations": 2}"#.into(),
+            prompt: String::new(),
+        })
+        .await
+        .unwrap();
+    llm.set_default(Reply::tools(vec![ToolCall::new(
+        "x",
+        "no_such_tool",
+        json!({}),
+    )]));
+    let turn = Turn::run(&client, message("looper", "user", "loop")).await;
+    assert!(
+        turn.end().error.contains("max_iterations"),
+        "{}",
+        turn.end().error
+    );
+    assert_eq!(llm.requests().len(), 2);
+    let result = turn.events.iter().find_map(|e| match e {
+        Event::ToolResult(r) => Some(r.clone()),
+        _ => None,
+    });
+    let result = result.unwrap();
+    assert!(
+        result.is_error && result.output.contains("no tool named"),
+        "{}",
+        result.output
+    );
+}
+
+#[tokio::test]
+async fn a_tool_outside_the_agents_scope_is_refused_at_dispatch() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    client
+        .create_agent(CreateAgentMsg {
+            name: "scoped".into(),
+            config: r#"{"tools": ["read"]}"#.into(),
+            prompt: String::new(),
+        })
+        .await
+        .unwrap();
+    llm.push(Reply::tools(vec![ask("c1", "sneaky?")]));
+    llm.push(Reply::text("fine"));
+    let turn = Turn::run(&client, message("scoped", "user", "go")).await;
+    let refused = turn
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::ToolResult(r) => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        refused.is_error && refused.output.contains("outside this agent's scope"),
+        "{}",
+        refused.output
+    );
+    assert!(!turn.kinds().contains(&"ask_user"), "the tool never ran");
+    assert!(
+        llm.requests()[0].get("tools").is_none(),
+        "ask_user is not offered to this agent"
+    );
+}
+
+#[tokio::test]
+async fn send_collects_the_whole_reply() {
+    let (llm, daemon) = setup().await;
+    llm.push(Reply::text("the whole answer"));
+    let client = daemon.client().await;
+    let reply = client
+        .send(SendMsg {
+            agent: "crab".into(),
+            content: "hi".into(),
+            sender: Some("cli".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            reply.agent.as_str(),
+            reply.content.as_str(),
+            reply.model.as_str()
+        ),
+        ("crab", "the whole answer", "scripted")
+    );
+    assert_eq!(reply.usage.unwrap().total_tokens, 28);
+    let err = client
+        .send(SendMsg {
+            agent: "nobody".into(),
+            content: "hi".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(404));
+    assert!(
+        err.to_string().contains("crab"),
+        "the error lists the agents: {err}"
+    );
+}
+
+#[tokio::test]
+async fn crab_md_instructions_reach_the_system_prompt() {
+    let (llm, daemon) = setup().await;
+    std::fs::write(daemon.path().join("Crab.md"), "Always answer in haiku.").unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("Crab.md"), "This project uses tabs.").unwrap();
+    llm.push(Reply::text("ok"));
+    let client = daemon.client().await;
+    let mut request = message("crab", "user", "hi");
+    request.cwd = Some(project.path().display().to_string());
+    Turn::run(&client, request).await;
+    let system = llm.requests()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let haiku = system
+        .find("Always answer in haiku.")
+        .expect("global instructions");
+    let tabs = system
+        .find("This project uses tabs.")
+        .expect("project instructions");
+    assert!(haiku < tabs);
+
+    let mut bad = message("crab", "user", "hi");
+    bad.cwd = Some("/no/such/dir".into());
+    let err = client.stream(bad).await.unwrap();
+    let turn_err = within("refusal", futures::StreamExt::next(&mut Box::pin(err)))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(turn_err.code(), Some(400));
+}
+
+#[tokio::test]
+async fn subscribers_see_events_with_the_real_sender_and_run_ids() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
+    llm.push(Reply::text("one"));
+    llm.push(Reply::text("two"));
+    Turn::run(&client, message("crab", "tg:42", "first")).await;
+    Turn::run(&client, message("crab", "tg:42", "second")).await;
+    let mut done = Vec::new();
+    within("two DONE events", async {
+        while done.len() < 2 {
+            let event = futures::StreamExt::next(&mut events)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(event.sender, "tg:42");
+            assert_eq!(event.agent, "crab");
+            assert_ne!(event.run_id, 0);
+            if event.kind == AgentEventKind::Done as i32 {
+                done.push(event);
+            }
+        }
+    })
+    .await;
+    assert_ne!(
+        done[0].run_id, done[1].run_id,
+        "each turn has its own run id"
+    );
+    assert!(done[0].error.is_empty());
+}
