@@ -61,16 +61,27 @@ pub fn pid_executable(pid: u32) -> Option<PathBuf> {
     ))
 }
 
-/// Whether `pid` is alive and, where the system can tell, runs `program`.
+/// Whether `pid` is alive and, where the system can tell, runs `program`:
+/// its executable is `program`, or (for a script, whose executable is the
+/// interpreter) `program` is among the first words of its command line.
 pub fn pid_runs(pid: u32, program: &Path) -> bool {
     if !pid_alive(pid) {
         return false;
     }
-    match pid_executable(pid) {
-        Some(exe) => same_file_path(&exe, program),
+    let Some(exe) = pid_executable(pid) else {
         // No /proc (macOS) or no permission: the pid is the best we have.
-        None => true,
+        return true;
+    };
+    if same_file_path(&exe, program) {
+        return true;
     }
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+        cmdline
+            .split(|&b| b == 0)
+            .take(2)
+            .filter_map(|word| std::str::from_utf8(word).ok())
+            .any(|word| same_file_path(Path::new(word), program))
+    })
 }
 
 fn same_file_path(a: &Path, b: &Path) -> bool {

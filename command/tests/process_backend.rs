@@ -25,7 +25,7 @@ fn echo_spec(home: &Home, program: PathBuf) -> UnitSpec {
 
 fn ready_port(manager: &ProcessManager, spec: &UnitSpec, home: &Home) -> u16 {
     match wait_until_ready(manager, spec, home, TIMEOUT).unwrap() {
-        Readiness::Ready { port } => port,
+        Readiness::Ready { port: Some(port) } => port,
         other => panic!("not ready: {other:?}"),
     }
 }

@@ -102,13 +102,17 @@ impl Cargo {
     pub fn installed(&self) -> anyhow::Result<Vec<Installed>> {
         let json = self.home.join(".crates2.json");
         match std::fs::read_to_string(&json) {
-            Ok(text) => return parse_crates2(&text).with_context(|| format!("reading {}", json.display())),
+            Ok(text) => {
+                return parse_crates2(&text).with_context(|| format!("reading {}", json.display()));
+            }
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
             Err(err) => return Err(err).with_context(|| format!("reading {}", json.display())),
         }
         let toml = self.home.join(".crates.toml");
         match std::fs::read_to_string(&toml) {
-            Ok(text) => parse_crates_toml(&text).with_context(|| format!("reading {}", toml.display())),
+            Ok(text) => {
+                parse_crates_toml(&text).with_context(|| format!("reading {}", toml.display()))
+            }
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
             Err(err) => Err(err).with_context(|| format!("reading {}", toml.display())),
         }
@@ -201,7 +205,11 @@ pub fn parse_crates_toml(text: &str) -> anyhow::Result<Vec<Installed>> {
             let (name, version, source) = parse_key(key)?;
             let bins = bins
                 .as_array()
-                .map(|a| a.iter().filter_map(|b| b.as_str().map(str::to_owned)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|b| b.as_str().map(str::to_owned))
+                        .collect()
+                })
                 .unwrap_or_default();
             Some(Installed {
                 name,
@@ -276,12 +284,18 @@ mod tests {
         let installed = parse_crates2(text).unwrap();
         assert_eq!(installed.len(), 2);
         let search = &installed[0];
-        assert_eq!((search.name.as_str(), search.version.as_str()), ("crabtalk-search", "0.2.0"));
+        assert_eq!(
+            (search.name.as_str(), search.version.as_str()),
+            ("crabtalk-search", "0.2.0")
+        );
         assert!(search.all_features);
         let daemon = &installed[1];
         assert_eq!(daemon.features, ["x"]);
         assert!(daemon.no_default_features);
-        assert_eq!(daemon.path_source(), Some(PathBuf::from("/src/crabtalk/daemon")));
+        assert_eq!(
+            daemon.path_source(),
+            Some(PathBuf::from("/src/crabtalk/daemon"))
+        );
     }
 
     #[test]
@@ -296,10 +310,18 @@ mod tests {
     #[test]
     fn packages_are_found_in_a_workspace_checkout() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        assert_eq!(find_package(root, "crabtalkd").unwrap(), root.join("daemon"));
+        assert_eq!(
+            find_package(root, "crabtalkd").unwrap(),
+            root.join("daemon")
+        );
         assert_eq!(find_package(root, "crabup").unwrap(), root.join("crabup"));
         let crabup = root.join("crabup");
         assert_eq!(find_package(&crabup, "crabup").unwrap(), crabup);
-        assert!(find_package(root, "nope").unwrap_err().to_string().contains("no package nope"));
+        assert!(
+            find_package(root, "nope")
+                .unwrap_err()
+                .to_string()
+                .contains("no package nope")
+        );
     }
 }

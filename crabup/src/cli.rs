@@ -20,7 +20,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
                   Examples:\n  crabup pull daemon && crabup daemon start\n  crabup ps\n  crabup daemon logs -f\n\n\
                   Environment: CRABTALK_HOME (the home, default ~/.crabtalk), CARGO_HOME (where cargo\n\
                   installs, default ~/.cargo), CRABTALK_SERVICE_MANAGER=process|systemd|launchd|schtasks\n\
-                  (force a service manager)."
+                  (force a service manager), CRABUP_READY_TIMEOUT_SECS (how long start waits for a\n\
+                  service to announce its port, default 15)."
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -41,7 +41,12 @@ impl Context {
         let program = self
             .binary(service)
             .unwrap_or_else(|| self.cargo.bin_dir().join(exe(service.binary())));
-        UnitSpec::new(service.clone(), &self.home, absolute(program), self.service_path())
+        UnitSpec::new(
+            service.clone(),
+            &self.home,
+            absolute(program),
+            self.service_path(),
+        )
     }
 
     /// PATH for services: cargo's bin folder, then this PATH.

@@ -62,11 +62,14 @@ fn daemon_providers(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
     };
     writeln!(prompt.output, "No LLM provider key is configured yet.")?;
     loop {
-        let answer = prompt.ask(
-            "Paste one as NAME=value (e.g. OPENAI_API_KEY=sk-…), or press Enter to skip: ",
-        )?;
+        let answer = prompt
+            .ask("Paste one as NAME=value (e.g. OPENAI_API_KEY=sk-…), or press Enter to skip: ")?;
         if answer.is_empty() {
-            writeln!(prompt.output, "Skipped; add keys to {} later.", env.display())?;
+            writeln!(
+                prompt.output,
+                "Skipped; add keys to {} later.",
+                env.display()
+            )?;
             return Ok(());
         }
         let parsed = crabtalk_command::env_file::parse(&answer);
@@ -89,7 +92,8 @@ fn daemon_providers(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
 fn telegram_token(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
     let path = home.component_config("telegram")?;
     let mut table: toml::Table = match std::fs::read_to_string(&path) {
-        Ok(text) => toml::from_str(&text).with_context(|| format!("{} is not valid TOML", path.display()))?,
+        Ok(text) => toml::from_str(&text)
+            .with_context(|| format!("{} is not valid TOML", path.display()))?,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => toml::Table::new(),
         Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
     };
@@ -112,7 +116,10 @@ fn telegram_token(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
         if token.contains(':') && !token.contains(char::is_whitespace) {
             break token;
         }
-        writeln!(prompt.output, "A bot token looks like 123456:ABC-…; try again.")?;
+        writeln!(
+            prompt.output,
+            "A bot token looks like 123456:ABC-…; try again."
+        )?;
     };
     table.insert("token".into(), toml::Value::String(token));
     let text = toml::to_string(&table)?;
@@ -135,8 +142,13 @@ mod tests {
     fn telegram_without_a_terminal_fails_and_names_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::new(dir.path());
-        let err = ensure_ready(&home, &telegram(), None).unwrap_err().to_string();
-        assert!(err.contains("no bot token") && err.contains("telegram.toml"), "{err}");
+        let err = ensure_ready(&home, &telegram(), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("no bot token") && err.contains("telegram.toml"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -145,7 +157,10 @@ mod tests {
         let home = Home::new(dir.path());
         let mut input = Cursor::new("not a token\n123:abc\n");
         let mut output = Vec::new();
-        let prompt = Prompt { input: &mut input, output: &mut output };
+        let prompt = Prompt {
+            input: &mut input,
+            output: &mut output,
+        };
         ensure_ready(&home, &telegram(), Some(prompt)).unwrap();
         let path = home.component_config("telegram").unwrap();
         let saved: toml::Table = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -153,7 +168,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+            assert_eq!(
+                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
         }
         assert!(String::from_utf8(output).unwrap().contains("try again"));
         // Configured now: no question asked, no terminal needed.
@@ -168,9 +186,15 @@ mod tests {
         assert!(!has_provider_config(&home));
         let mut input = Cursor::new("OPENAI_API_KEY=sk-test\n");
         let mut output = Vec::new();
-        let prompt = Prompt { input: &mut input, output: &mut output };
+        let prompt = Prompt {
+            input: &mut input,
+            output: &mut output,
+        };
         ensure_ready(&home, &Service::daemon(), Some(prompt)).unwrap();
-        assert_eq!(std::fs::read_to_string(home.env_file()).unwrap(), "OPENAI_API_KEY=sk-test\n");
+        assert_eq!(
+            std::fs::read_to_string(home.env_file()).unwrap(),
+            "OPENAI_API_KEY=sk-test\n"
+        );
         assert!(has_provider_config(&home));
     }
 }

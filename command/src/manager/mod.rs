@@ -329,11 +329,12 @@ pub(crate) fn prepare_home(spec: &UnitSpec) -> Result<(), ManagerError> {
 }
 
 /// Whether a started service is ready: its port file names a live process
-/// (`pid`, when known) and its port answers.
+/// (`pid`, when known) and its port answers — or, for the daemon, its Unix
+/// socket accepts a connection (TCP can be turned off in its config).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Readiness {
     Ready {
-        port: u16,
+        port: Option<u16>,
     },
     /// The manager no longer reports it running.
     NotRunning(ServiceStatus),
@@ -362,8 +363,17 @@ pub fn wait_until_ready(
                 _ => true,
             };
             if ours {
-                return Ok(Readiness::Ready { port: file.port });
+                return Ok(Readiness::Ready {
+                    port: Some(file.port),
+                });
             }
+        }
+        #[cfg(unix)]
+        if spec.service.is_daemon()
+            && std::os::unix::net::UnixStream::connect(home.socket_path()).is_ok()
+            && !spec.service.port_file(home).exists()
+        {
+            return Ok(Readiness::Ready { port: None });
         }
         if Instant::now() >= deadline {
             return Ok(Readiness::TimedOut);

@@ -2,10 +2,10 @@
 
 use std::process::{Command, ExitCode};
 
+use crabtalk_command::ManagerKind;
 use crabtalk_command::liveness::{PortProbe, pid_alive};
 use crabtalk_command::manager::process::PidFile;
 use crabtalk_command::manager::{MANAGER_ENV, systemd};
-use crabtalk_command::ManagerKind;
 
 use crate::context::Context;
 use crate::setup::has_provider_config;
@@ -46,7 +46,11 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
                 .ok()
                 .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
                 .unwrap_or_default();
-            report.line(Verdict::Ok, "cargo", format!("{} ({version})", cargo.display()));
+            report.line(
+                Verdict::Ok,
+                "cargo",
+                format!("{} ({version})", cargo.display()),
+            );
         }
         None => report.line(Verdict::Fail, "cargo", crate::cargo::NO_CARGO),
     }
@@ -60,19 +64,37 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
         report.line(
             Verdict::Warn,
             "PATH",
-            format!("{} is not on PATH; add it so installed binaries run by name", bin.display()),
+            format!(
+                "{} is not on PATH; add it so installed binaries run by name",
+                bin.display()
+            ),
         );
     }
 
     let forced = std::env::var(MANAGER_ENV).ok().filter(|v| !v.is_empty());
-    let how = forced.map_or_else(|| "detected".to_owned(), |v| format!("forced by {MANAGER_ENV}={v}"));
-    report.line(Verdict::Ok, "service manager", format!("{} ({how})", ctx.manager_kind));
+    let how = forced.map_or_else(
+        || "detected".to_owned(),
+        |v| format!("forced by {MANAGER_ENV}={v}"),
+    );
+    report.line(
+        Verdict::Ok,
+        "service manager",
+        format!("{} ({how})", ctx.manager_kind),
+    );
     if ctx.manager_kind == ManagerKind::Systemd {
         if !systemd::user_manager_available() {
-            report.line(Verdict::Fail, "systemd", "the user manager does not answer (`systemctl --user`)");
+            report.line(
+                Verdict::Fail,
+                "systemd",
+                "the user manager does not answer (`systemctl --user`)",
+            );
         }
         match systemd::linger_enabled() {
-            Some(true) => report.line(Verdict::Ok, "linger", "enabled: services keep running after logout"),
+            Some(true) => report.line(
+                Verdict::Ok,
+                "linger",
+                "enabled: services keep running after logout",
+            ),
             Some(false) => report.line(
                 Verdict::Warn,
                 "linger",
@@ -88,7 +110,9 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
             let path = entry.path();
             match path.extension().and_then(|e| e.to_str()) {
                 Some("port") => {
-                    if let PortProbe::Stale { reason, .. } | PortProbe::Invalid(reason) = PortProbe::check(&path) {
+                    if let PortProbe::Stale { reason, .. } | PortProbe::Invalid(reason) =
+                        PortProbe::check(&path)
+                    {
                         stale.push(format!("{} ({reason})", path.display()));
                     }
                 }
@@ -116,13 +140,21 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
 
     let rows = super::ps_rows(ctx)?;
     match rows.iter().find(|row| row.name == "daemon") {
-        Some(row) if row.health.starts_with("ok") => {
-            report.line(Verdict::Ok, "daemon", format!("answers ping: {}", row.health))
-        }
-        Some(row) if row.state.starts_with("running") => {
-            report.line(Verdict::Fail, "daemon", format!("running but {}", row.health))
-        }
-        _ => report.line(Verdict::Warn, "daemon", "not running; `crabup daemon start`"),
+        Some(row) if row.health.starts_with("ok") => report.line(
+            Verdict::Ok,
+            "daemon",
+            format!("answers ping: {}", row.health),
+        ),
+        Some(row) if row.state.starts_with("running") => report.line(
+            Verdict::Fail,
+            "daemon",
+            format!("running but {}", row.health),
+        ),
+        _ => report.line(
+            Verdict::Warn,
+            "daemon",
+            "not running; `crabup daemon start`",
+        ),
     }
 
     if has_provider_config(&ctx.home) {

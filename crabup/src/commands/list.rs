@@ -17,7 +17,10 @@ pub fn run(ctx: &Context) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    println!("{:<10} {:<20} {:<10} {:<10} FEATURES", "NAME", "CRATE", "VERSION", "SOURCE");
+    println!(
+        "{:<10} {:<20} {:<10} {:<10} FEATURES",
+        "NAME", "CRATE", "VERSION", "SOURCE"
+    );
     for crate_ in installed {
         let short = names::short_for_crate(&crate_.name).unwrap_or("-");
         let source = if crate_.path_source().is_some() {

@@ -52,10 +52,17 @@ fn service_names(home: &Home) -> Vec<String> {
         for entry in entries.flatten() {
             let file = entry.file_name();
             let file = file.to_string_lossy();
-            let Some(stem) = file.strip_suffix(".port").or_else(|| file.strip_suffix(".pid")) else {
+            let Some(stem) = file
+                .strip_suffix(".port")
+                .or_else(|| file.strip_suffix(".pid"))
+            else {
                 continue;
             };
-            let name = if stem == DAEMON_RUN_NAME { "daemon" } else { stem };
+            let name = if stem == DAEMON_RUN_NAME {
+                "daemon"
+            } else {
+                stem
+            };
             if validate_service_name(name).is_ok() && !names.iter().any(|n| n == name) {
                 extra.insert(name.to_owned());
             }
@@ -111,7 +118,9 @@ pub fn ps_rows(ctx: &Context) -> anyhow::Result<Vec<PsRow>> {
             label: service.label(),
             manager: ctx.manager_kind.to_string(),
             state: state.to_owned(),
-            pid: status.pid.or_else(|| probe.is_live().then(|| probe.file()?.pid).flatten()),
+            pid: status
+                .pid
+                .or_else(|| probe.is_live().then(|| probe.file()?.pid).flatten()),
             port: probe.file().map(|f| f.port).filter(|_| probe.is_live()),
             port_file: port_file.to_owned(),
             uptime_secs: started_at.as_deref().filter(|_| running).and_then(uptime),
@@ -125,7 +134,11 @@ pub fn ps_rows(ctx: &Context) -> anyhow::Result<Vec<PsRow>> {
 
 fn uptime(started_at: &str) -> Option<i64> {
     let started = chrono::DateTime::parse_from_rfc3339(started_at).ok()?;
-    Some((chrono::Utc::now() - started.with_timezone(&chrono::Utc)).num_seconds().max(0))
+    Some(
+        (chrono::Utc::now() - started.with_timezone(&chrono::Utc))
+            .num_seconds()
+            .max(0),
+    )
 }
 
 fn health(home: &Home, service: &Service, probe: &PortProbe) -> String {

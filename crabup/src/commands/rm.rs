@@ -13,7 +13,10 @@ pub fn run(ctx: &Context, args: &RmArgs) -> anyhow::Result<()> {
             let manager = ctx.manager()?;
             let spec = ctx.spec(&service);
             if let Stopped::Stopped { pid } = manager.stop(&spec)? {
-                println!("{short} stopped (pid {})", pid.map_or("?".into(), |p| p.to_string()));
+                println!(
+                    "{short} stopped (pid {})",
+                    pid.map_or("?".into(), |p| p.to_string())
+                );
             }
             if let Uninstalled::Removed(path) = manager.uninstall(&spec)? {
                 println!("removed {}", path.display());
@@ -21,7 +24,8 @@ pub fn run(ctx: &Context, args: &RmArgs) -> anyhow::Result<()> {
         }
         let crate_name = names::crate_for(name);
         println!("crabup: cargo uninstall {crate_name}");
-        ctx.cargo.run(&["uninstall".into(), crate_name.to_owned()])?;
+        ctx.cargo
+            .run(&["uninstall".into(), crate_name.to_owned()])?;
     }
     Ok(())
 }

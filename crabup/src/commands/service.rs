@@ -51,7 +51,11 @@ fn start(ctx: &Context, service: &Service) -> anyhow::Result<()> {
     let manager = ctx.manager()?;
     let status = manager.status(&spec)?;
     if status.is_running() {
-        println!("{} is already running{}", service.name(), pid_note(status.pid));
+        println!(
+            "{} is already running{}",
+            service.name(),
+            pid_note(status.pid)
+        );
         return Ok(());
     }
     // First-run setup happens before anything is installed, so a service
@@ -60,7 +64,14 @@ fn start(ctx: &Context, service: &Service) -> anyhow::Result<()> {
         let stdin = std::io::stdin();
         let mut input = stdin.lock();
         let mut output = std::io::stderr();
-        ensure_ready(&ctx.home, service, Some(Prompt { input: &mut input, output: &mut output }))?;
+        ensure_ready(
+            &ctx.home,
+            service,
+            Some(Prompt {
+                input: &mut input,
+                output: &mut output,
+            }),
+        )?;
     } else {
         ensure_ready(&ctx.home, service, None)?;
     }
@@ -81,10 +92,11 @@ fn report_ready(
     verb: &str,
 ) -> anyhow::Result<()> {
     let name = spec.service.name();
-    match wait_until_ready(manager, spec, &ctx.home, READY_TIMEOUT)? {
+    match wait_until_ready(manager, spec, &ctx.home, ready_timeout())? {
         Readiness::Ready { port } => {
             let pid = manager.status(spec)?.pid;
-            println!("{name} {verb}{} on port {port} ({})", pid_note(pid), manager.kind());
+            let port = port.map(|p| format!(" on port {p}")).unwrap_or_default();
+            println!("{name} {verb}{}{port} ({})", pid_note(pid), manager.kind());
             Ok(())
         }
         Readiness::TimedOut => {
@@ -96,7 +108,9 @@ fn report_ready(
             Ok(())
         }
         Readiness::NotRunning(status) => {
-            let tail = last_lines(&spec.log_file, 10).unwrap_or_default().join("\n");
+            let tail = last_lines(&spec.log_file, 10)
+                .unwrap_or_default()
+                .join("\n");
             bail!(
                 "{name} stopped right after it started ({}{}); the end of {}:\n{tail}",
                 status.state,
@@ -105,6 +119,15 @@ fn report_ready(
             )
         }
     }
+}
+
+/// How long `start` waits for a service to announce itself:
+/// `CRABUP_READY_TIMEOUT_SECS`, else [`READY_TIMEOUT`].
+fn ready_timeout() -> std::time::Duration {
+    std::env::var("CRABUP_READY_TIMEOUT_SECS")
+        .ok()
+        .and_then(|secs| secs.parse().ok())
+        .map_or(READY_TIMEOUT, std::time::Duration::from_secs)
 }
 
 fn pid_note(pid: Option<u32>) -> String {
@@ -143,7 +166,9 @@ fn status(ctx: &Context, service: &Service) -> anyhow::Result<ExitCode> {
     }
     match &probe {
         PortProbe::Live(file) => println!("  port:     {} (live)", file.port),
-        PortProbe::Stale { file, reason } => println!("  port:     {} (stale: {reason})", file.port),
+        PortProbe::Stale { file, reason } => {
+            println!("  port:     {} (stale: {reason})", file.port)
+        }
         PortProbe::Invalid(reason) => println!("  port:     invalid port file: {reason}"),
         PortProbe::Missing => println!("  port:     -"),
     }
@@ -178,7 +203,11 @@ fn logs(ctx: &Context, service: &Service, lines: usize, follow: bool) -> anyhow:
         }
         Err(err) if err.kind() == std::io::ErrorKind::NotFound && follow => {}
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            bail!("{} has no log yet ({} does not exist)", service.name(), path.display())
+            bail!(
+                "{} has no log yet ({} does not exist)",
+                service.name(),
+                path.display()
+            )
         }
         Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
     }
@@ -199,14 +228,20 @@ fn unit(ctx: &Context, service: &Service, kind: Option<ManagerKind>) -> anyhow::
     match kind.unit_format() {
         Some(format) => print!("{}", spec.render(format)?),
         None => {
-            println!("# The process backend has no unit file. `crabup {} start` runs", service.name());
+            println!(
+                "# The process backend has no unit file. `crabup {} start` runs",
+                service.name()
+            );
             println!("{}", spec.command_line().join(" "));
             println!("# detached (its own session), in {},", spec.home.display());
             println!("# with CRABTALK_HOME={}", spec.home.display());
             println!("# and PATH={},", spec.path_env);
             println!("# variables from {},", spec.env_file.display());
             println!("# output appended to {},", spec.log_file.display());
-            println!("# pid recorded in {}.", service.pid_file(&ctx.home).display());
+            println!(
+                "# pid recorded in {}.",
+                service.pid_file(&ctx.home).display()
+            );
         }
     }
     Ok(())

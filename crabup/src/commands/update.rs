@@ -9,7 +9,11 @@ use crate::names;
 pub fn update_args(installed: &Installed) -> Vec<String> {
     let mut args = vec!["install".to_owned()];
     if let Some(path) = installed.path_source() {
-        args.extend(["--path".into(), path.display().to_string(), "--locked".into()]);
+        args.extend([
+            "--path".into(),
+            path.display().to_string(),
+            "--locked".into(),
+        ]);
     } else if let Some(git) = installed.git_source() {
         args.extend(["--git".into(), git.to_owned(), installed.name.clone()]);
     } else {
@@ -34,7 +38,10 @@ pub fn run(ctx: &Context) -> anyhow::Result<()> {
         .filter(|i| names::is_crabtalk_crate(&i.name))
         .collect();
     if installed.is_empty() {
-        println!("no crabtalk crates are installed in {}", ctx.cargo.home().display());
+        println!(
+            "no crabtalk crates are installed in {}",
+            ctx.cargo.home().display()
+        );
         return Ok(());
     }
     for crate_ in &installed {
