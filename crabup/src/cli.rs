@@ -52,8 +52,8 @@ pub enum Command {
     /// process is gone or whose port does not answer is shown as stale.
     Ps(PsArgs),
     /// Install (if needed) and start the daemon and every configured
-    /// component (one with a config file in $CRABTALK_HOME/config/, or
-    /// already installed).
+    /// component: one with its config file in $CRABTALK_HOME/config/
+    /// (telegram.toml, search.toml, crons.toml) or already installed.
     Up(UpArgs),
     /// Check this machine: cargo, PATH, the service manager, linger, stale
     /// files, the daemon, provider keys.

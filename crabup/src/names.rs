@@ -17,6 +17,9 @@ pub struct Known {
     pub description: &'static str,
     /// Whether it runs as a service (the TUI does not).
     pub service: bool,
+    /// Its config file in `$CRABTALK_HOME/config/`, if it has one: its
+    /// presence makes `crabup up` start the component.
+    pub config: Option<&'static str>,
 }
 
 pub const TABLE: &[Known] = &[
@@ -26,6 +29,7 @@ pub const TABLE: &[Known] = &[
         binary: "crabtalkd",
         description: "crabtalk daemon",
         service: true,
+        config: None,
     },
     Known {
         short: "tui",
@@ -33,6 +37,7 @@ pub const TABLE: &[Known] = &[
         binary: "crabtalk-tui",
         description: "crabtalk terminal client",
         service: false,
+        config: None,
     },
     Known {
         short: "telegram",
@@ -40,6 +45,7 @@ pub const TABLE: &[Known] = &[
         binary: "crabtalk-telegram",
         description: "crabtalk Telegram gateway",
         service: true,
+        config: Some("telegram.toml"),
     },
     Known {
         short: "search",
@@ -47,6 +53,7 @@ pub const TABLE: &[Known] = &[
         binary: "crabtalk-search",
         description: "crabtalk meta-search service",
         service: true,
+        config: Some("search.toml"),
     },
     Known {
         short: "cron",
@@ -54,6 +61,7 @@ pub const TABLE: &[Known] = &[
         binary: "crabtalk-cron",
         description: "crabtalk scheduler",
         service: true,
+        config: Some("crons.toml"),
     },
 ];
 

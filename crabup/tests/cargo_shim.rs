@@ -160,3 +160,48 @@ fn rm_stops_the_service_before_uninstalling() {
     );
     assert!(sandbox.run_files().is_empty(), "{:?}", sandbox.run_files());
 }
+
+#[test]
+fn up_installs_what_is_missing_and_starts_the_daemon_and_configured_components() {
+    let sandbox = Sandbox::new().with_installing_cargo_shim();
+    std::fs::create_dir_all(sandbox.home.join("config")).unwrap();
+    std::fs::write(sandbox.home.join("config/crons.toml"), "").unwrap();
+    let out = sandbox
+        .command(&["up"])
+        .env("CRABUP_READY_TIMEOUT_SECS", "0")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        support::stdout(&out),
+        support::stderr(&out)
+    );
+    assert_eq!(
+        sandbox.cargo_calls(),
+        vec![
+            vec!["install".to_owned(), "crabtalkd".to_owned()],
+            vec!["install".to_owned(), "crabtalk-cron".to_owned()],
+        ]
+    );
+    for name in ["daemon", "cron"] {
+        assert_eq!(sandbox.ps_row(name)["state"], "running", "{name}");
+    }
+    assert_eq!(sandbox.ps_row("search")["state"], "not installed");
+    // Up again: nothing to install, everything already running.
+    let again = sandbox
+        .command(&["up"])
+        .env("CRABUP_READY_TIMEOUT_SECS", "0")
+        .output()
+        .unwrap();
+    assert!(
+        support::stdout(&again).contains("daemon is already running"),
+        "{}",
+        support::stdout(&again)
+    );
+    assert_eq!(sandbox.cargo_calls().len(), 2);
+    for name in ["daemon", "cron"] {
+        assert!(sandbox.ok(&[name, "stop"]).contains("stopped"));
+    }
+    assert!(sandbox.run_files().is_empty(), "{:?}", sandbox.run_files());
+}

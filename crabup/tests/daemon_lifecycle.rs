@@ -43,8 +43,10 @@ fn dirs_home() -> PathBuf {
 fn pid_gone(pid: u32) -> bool {
     // SAFETY: kill(pid, 0) only checks existence.
     let exists = unsafe { libc::kill(pid as i32, 0) } == 0;
-    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')));
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    });
     !exists || zombie
 }
 
@@ -66,7 +68,12 @@ fn install_daemon(sandbox: &Sandbox) {
         .env("CARGO_PROFILE_RELEASE_INCREMENTAL", "true")
         .output()
         .unwrap();
-    assert!(out.status.success(), "pull failed:\n{}\n{}", stdout(&out), stderr(&out));
+    assert!(
+        out.status.success(),
+        "pull failed:\n{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -74,18 +81,45 @@ fn daemon_installs_starts_logs_restarts_stops_and_recovers_from_kill_9() {
     let sandbox = Sandbox::new();
     install_daemon(&sandbox);
     let binary = sandbox.cargo_home.join("bin/crabtalkd");
-    assert!(binary.is_file(), "cargo install put no crabtalkd in {}", binary.display());
+    assert!(
+        binary.is_file(),
+        "cargo install put no crabtalkd in {}",
+        binary.display()
+    );
     let listed = sandbox.ok(&["list"]);
-    assert!(listed.contains("daemon") && listed.contains("crabtalkd") && listed.contains("path"), "{listed}");
+    assert!(
+        listed.contains("daemon") && listed.contains("crabtalkd") && listed.contains("path"),
+        "{listed}"
+    );
     // The installed binary accepts the command line its units run.
-    let help = std::process::Command::new(&binary).args(["run", "--help"]).output().unwrap();
-    assert!(help.status.success(), "crabtalkd rejects `run`: {}", stderr(&help));
+    let help = std::process::Command::new(&binary)
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    assert!(
+        help.status.success(),
+        "crabtalkd rejects `run`: {}",
+        stderr(&help)
+    );
 
     // start, without a terminal and without providers: it starts anyway.
     let out = sandbox.crabup(&["daemon", "start"]);
-    assert!(out.status.success(), "start failed: {}{}", stdout(&out), stderr(&out));
-    assert!(stdout(&out).contains("daemon started (pid"), "{}", stdout(&out));
-    assert!(stderr(&out).contains("no LLM provider key"), "{}", stderr(&out));
+    assert!(
+        out.status.success(),
+        "start failed: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("daemon started (pid"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains("no LLM provider key"),
+        "{}",
+        stderr(&out)
+    );
     let row = sandbox.ps_row("daemon");
     assert_eq!(row["state"], "running", "{row}");
     let pid = row["pid"].as_u64().expect("a pid") as u32;
@@ -93,16 +127,27 @@ fn daemon_installs_starts_logs_restarts_stops_and_recovers_from_kill_9() {
     assert!(row["health"].as_str().unwrap().starts_with("ok"), "{row}");
     assert!(sandbox.ok(&["daemon", "start"]).contains("already running"));
     let table = sandbox.ok(&["ps"]);
-    assert!(table.contains(&pid.to_string()) && table.contains("running"), "{table}");
+    assert!(
+        table.contains(&pid.to_string()) && table.contains("running"),
+        "{table}"
+    );
 
     // logs -n: the end of logs/daemon.log.
     let log = sandbox.home.join("logs/daemon.log");
     wait_for("the ready line", TIMEOUT, || {
-        std::fs::read_to_string(&log).ok()?.contains("ready").then_some(())
+        std::fs::read_to_string(&log)
+            .ok()?
+            .contains("ready")
+            .then_some(())
     });
     let tail = sandbox.ok(&["daemon", "logs", "-n", "5"]);
     assert!((1..=5).contains(&tail.lines().count()), "{tail}");
-    let last_line = std::fs::read_to_string(&log).unwrap().lines().last().unwrap().to_owned();
+    let last_line = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
     assert_eq!(tail.lines().last().unwrap(), last_line);
 
     // logs -f: lines written after it started show up.
@@ -127,7 +172,10 @@ fn daemon_installs_starts_logs_restarts_stops_and_recovers_from_kill_9() {
         .unwrap()
         .write_all(b"a line written while following\n")
         .unwrap();
-    assert_eq!(lines.recv_timeout(TIMEOUT).unwrap(), "a line written while following");
+    assert_eq!(
+        lines.recv_timeout(TIMEOUT).unwrap(),
+        "a line written while following"
+    );
     follower.kill().unwrap();
     follower.wait().unwrap();
 

@@ -15,10 +15,11 @@ pub fn targets(ctx: &Context) -> Vec<&'static str> {
         .filter(|known| known.service)
         .filter(|known| {
             known.short == "daemon"
-                || ctx
-                    .home
-                    .component_config(known.short)
-                    .is_ok_and(|path| path.is_file())
+                || known.config.is_some_and(|file| {
+                    ctx.home
+                        .component_config(file)
+                        .is_ok_and(|path| path.is_file())
+                })
                 || names::service_for(known.short)
                     .is_ok_and(|service: Service| ctx.binary(&service).is_some())
         })

@@ -53,6 +53,22 @@ impl Sandbox {
         self
     }
 
+    /// Like [`Sandbox::with_cargo_shim`], and `cargo install <crate>` also
+    /// puts a `$CARGO_HOME/bin/<crate>` that runs until SIGTERM.
+    pub fn with_installing_cargo_shim(self) -> Self {
+        let sandbox = self.with_cargo_shim();
+        let shim = sandbox.path_prefix.last().unwrap().join("cargo");
+        let recorder = std::fs::read_to_string(&shim).unwrap();
+        let recorder = recorder.strip_prefix("#!/bin/sh\n").unwrap();
+        script(
+            &shim,
+            &format!(
+                "{recorder}if [ \"$1\" = install ]; then\n  bin=\"$CARGO_HOME/bin/$2\"\n  printf '#!/bin/sh\\ntrap \"exit 0\" TERM\\nwhile :; do sleep 0.05; done\\n' > \"$bin\"\n  chmod +x \"$bin\"\nfi\n"
+            ),
+        );
+        sandbox
+    }
+
     /// Every recorded cargo call, as its arguments.
     pub fn cargo_calls(&self) -> Vec<Vec<String>> {
         let text = std::fs::read_to_string(self.dir.path().join("cargo-calls")).unwrap_or_default();
