@@ -107,7 +107,7 @@ exit 0
         systemd.start(spec).unwrap(),
         Started::AlreadyRunning { pid: Some(4242) }
     );
-    assert_eq!(fake.take_calls(), [show.clone()]);
+    assert_eq!(fake.take_calls(), std::slice::from_ref(&show));
 
     let Restarted { old_pid, new_pid } = systemd.restart(spec).unwrap();
     assert_eq!((old_pid, new_pid), (Some(4242), Some(4343)));
