@@ -137,13 +137,20 @@ async fn hostile_senders_stay_distinct_and_inside_sessions() {
             ]
         );
     }
-    // Every file is inside sessions/crab/, and nothing escaped.
+    // One log per sender, all inside sessions/crab/, and nothing escaped.
+    // (Only logs are counted: a metadata write may have a temp file there.)
     let sessions = daemon.path().join("sessions").join("crab");
-    let files: Vec<_> = std::fs::read_dir(&sessions)
+    let logs = std::fs::read_dir(&sessions)
         .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(files.len(), senders.len() * 2);
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "jsonl")
+        })
+        .count();
+    assert_eq!(logs, senders.len());
     assert!(
         !daemon.path().join("x.jsonl").exists()
             && !daemon.path().parent().unwrap().join("x.jsonl").exists()
@@ -272,4 +279,57 @@ async fn sigterm_mid_turn_persists_the_turn_and_cleans_up() {
     )
     .await;
     assert_eq!(turn.text(), "resumed");
+}
+
+#[tokio::test]
+async fn sigint_shuts_down_as_cleanly_as_sigterm() {
+    let (_llm, mut daemon) = setup().await;
+    let status = daemon.signal(libc::SIGINT).await;
+    assert!(status.success(), "{status}");
+    let run = daemon.path().join("run");
+    assert!(!run.join("crabtalk.sock").exists() && !run.join("crabtalk.port").exists());
+}
+
+#[tokio::test]
+async fn a_local_ollama_and_provider_keys_are_detected_when_nothing_is_configured() {
+    // A scripted server where Ollama listens; skip if the port is taken (a
+    // real Ollama, or another run of this test).
+    let Some(ollama) = ScriptedLlm::start_at("127.0.0.1:11434").await else {
+        eprintln!("127.0.0.1:11434 is taken; skipping");
+        return;
+    };
+    ollama.push(Reply::text("hello from ollama"));
+    let daemon = TestDaemon::start_with_env(
+        daemon_binary(),
+        "[transport]\ntcp = \"off\"\n",
+        &[("OPENAI_API_KEY", "sk-test-detected")],
+    )
+    .await;
+    let client = daemon.client().await;
+    // Ollama's models are discovered in the background.
+    within("ollama's models", async {
+        loop {
+            let models = client.list_models(ListModelsMsg {}).await.unwrap().models;
+            if models.iter().any(|m| m.name == "scripted") {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    let mut request = message("crab", "user", "hi");
+    request.agent = String::new();
+    client
+        .set_active_model(SetActiveModelMsg {
+            model: "scripted".into(),
+        })
+        .await
+        .unwrap();
+    let turn = Turn::run(&client, request).await;
+    assert_eq!(turn.text(), "hello from ollama");
+    assert!(
+        daemon.log().contains("openai, ollama"),
+        "both were detected: {}",
+        daemon.log()
+    );
 }

@@ -386,6 +386,29 @@ async fn shutdown_closes_listeners_and_connections() {
 }
 
 #[tokio::test]
+async fn shutdown_lets_a_reply_in_flight_finish() {
+    let (running, client) = serve_uds().await;
+    let mut events = client
+        .stream(StreamMsg {
+            agent: "crab".into(),
+            content: "gate:late".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    within("first event", events.next()).await.unwrap().unwrap();
+    running.shutdown.cancel();
+    // The server is shutting down; the stream in flight may still finish.
+    running.server.gate("late").notify_one();
+    let end = within("the end of the stream", events.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(end.is_end(), "{end:?}");
+    within("serve to return", running.served).await.unwrap();
+}
+
+#[tokio::test]
 async fn a_non_loopback_listener_requires_a_token() {
     let err = TcpListener::bind("0.0.0.0:0".parse().unwrap(), None)
         .await

@@ -66,18 +66,15 @@ impl History {
         Ok(())
     }
 
-    /// The messages a model should see: the compaction summary (if any),
-    /// then everything since.
-    pub fn working_messages(&self) -> Vec<Message> {
-        let mut messages = Vec::with_capacity(self.messages.len() + 1);
-        if let Some(marker) = &self.marker {
-            messages.push(Message::user(format!(
+    /// What the model is told in place of the history before the last
+    /// compaction.
+    pub fn summary_message(&self) -> Option<Message> {
+        self.marker.as_ref().map(|marker| {
+            Message::user(format!(
                 "Summary of the earlier part of this conversation:\n\n{}",
                 marker.compact
-            )));
-        }
-        messages.extend(self.messages.iter().cloned());
-        messages
+            ))
+        })
     }
 
     /// Gives every tool call of the last assistant message that has no
@@ -133,8 +130,7 @@ pub struct Conversation {
     last_used: Mutex<Instant>,
     /// The latest metadata, for listings (the file may lag behind).
     latest_meta: Mutex<Option<Meta>>,
-    pending_meta: Mutex<Option<Meta>>,
-    writing_meta: AtomicBool,
+    meta_writer: Arc<MetaWriter>,
 }
 
 /// Why `ReplyToAsk` found nothing to answer.
@@ -149,6 +145,7 @@ pub enum AnswerError {
 impl Conversation {
     fn new(key: ConversationKey, files: ConversationFiles) -> Self {
         let log = SessionLog::new(files.log.clone());
+        let meta_path = files.meta.clone();
         Self {
             key,
             files,
@@ -164,8 +161,12 @@ impl Conversation {
             created: Instant::now(),
             last_used: Mutex::new(Instant::now()),
             latest_meta: Mutex::new(None),
-            pending_meta: Mutex::new(None),
-            writing_meta: AtomicBool::new(false),
+            meta_writer: Arc::new(MetaWriter {
+                path: meta_path,
+                pending: Mutex::new(None),
+                scheduled: AtomicBool::new(false),
+                saving: Mutex::new(()),
+            }),
         }
     }
 
@@ -236,41 +237,12 @@ impl Conversation {
         self.created.elapsed()
     }
 
-    /// Records a turn's end: the listing summary now, the metadata file in
-    /// the background (coalesced, so a burst of turns writes it once or
-    /// twice, and never on the turn's own time).
-    pub fn save_meta(self: &Arc<Self>, meta: &Meta) {
+    /// Records a turn's end: the listing metadata now, the metadata file in
+    /// the background (debounced, so a burst of turns writes it once, and
+    /// never on the turn's own time).
+    pub fn save_meta(&self, meta: &Meta) {
         *self.latest_meta.lock() = Some(meta.clone());
-        *self.pending_meta.lock() = Some(meta.clone());
-        if self.writing_meta.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let conversation = self.clone();
-        tokio::task::spawn_blocking(move || {
-            loop {
-                let next = conversation.pending_meta.lock().take();
-                match next {
-                    Some(meta) => {
-                        if let Err(err) = meta.save(&conversation.files.meta) {
-                            tracing::warn!(
-                                "cannot save {}: {err}",
-                                conversation.files.meta.display()
-                            );
-                        }
-                    }
-                    None => {
-                        conversation.writing_meta.store(false, Ordering::Release);
-                        // A save scheduled after the take but before the
-                        // store would otherwise be lost.
-                        if conversation.pending_meta.lock().is_none()
-                            || conversation.writing_meta.swap(true, Ordering::AcqRel)
-                        {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
+        self.meta_writer.schedule(meta.clone());
     }
 
     /// Marks a turn as running; the guard clears it.
@@ -376,6 +348,55 @@ impl Conversation {
         let deadline = Instant::now() + Duration::from_secs(5);
         while Arc::strong_count(&self) > 1 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let writer = self.meta_writer.clone();
+        let _ = tokio::task::spawn_blocking(move || writer.flush()).await;
+    }
+
+    /// Writes pending metadata now (at shutdown).
+    pub fn flush_meta(&self) {
+        self.meta_writer.flush();
+    }
+}
+
+/// How long metadata changes are gathered before the file is rewritten.
+/// The sidecar is a cache of what the log says (counts, times); rewriting
+/// it after every turn would cost two fsyncs and a rename per turn.
+const META_DEBOUNCE: Duration = Duration::from_secs(1);
+
+/// Writes a conversation's metadata file in the background: changes within
+/// [`META_DEBOUNCE`] are written once, and [`MetaWriter::flush`] writes
+/// whatever is pending at once (before files move, at shutdown).
+struct MetaWriter {
+    path: std::path::PathBuf,
+    pending: Mutex<Option<Meta>>,
+    scheduled: AtomicBool,
+    /// Serialises saves, so an older snapshot never overwrites a newer one.
+    saving: Mutex<()>,
+}
+
+impl MetaWriter {
+    fn schedule(self: &Arc<Self>, meta: Meta) {
+        *self.pending.lock() = Some(meta);
+        if self.scheduled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let writer = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(META_DEBOUNCE).await;
+            writer.scheduled.store(false, Ordering::Release);
+            let _ = tokio::task::spawn_blocking(move || writer.flush()).await;
+        });
+    }
+
+    /// Writes the pending metadata now, if there is any.
+    fn flush(&self) {
+        let _saving = self.saving.lock();
+        let Some(meta) = self.pending.lock().take() else {
+            return;
+        };
+        if let Err(err) = meta.save(&self.path) {
+            tracing::warn!("cannot save {}: {err}", self.path.display());
         }
     }
 }
@@ -493,6 +514,16 @@ impl Conversations {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Evicts idle conversations beyond the cap (least recently used first);
+    /// called when a turn lets go of its conversation.
+    pub fn trim(&self) {
+        let mut map = self.map.lock();
+        if map.len() > self.max_in_memory {
+            let excess = map.len() - self.max_in_memory;
+            evict_lru(&mut map, excess);
+        }
     }
 
     /// Drops idle conversations unused for longer than `idle`.

@@ -13,6 +13,7 @@ use crabtalk_proto::msg::{
 };
 use futures::Stream;
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use crate::storage::now_rfc3339;
 
@@ -22,22 +23,33 @@ pub const SUBSCRIBER_BUFFER: usize = 4096;
 /// The fan-out to `SubscribeEvents` subscribers.
 pub struct EventHub {
     sender: broadcast::Sender<AgentEventMsg>,
+    closed: CancellationToken,
 }
 
 impl EventHub {
     pub fn new(capacity: usize) -> Self {
         Self {
             sender: broadcast::channel(capacity).0,
+            closed: CancellationToken::new(),
         }
     }
 
-    /// A subscription: every agent event from now on.
+    /// Ends every subscription (at shutdown).
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+
+    /// A subscription: every agent event from now on, until the hub closes.
     pub fn subscribe(
         &self,
     ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send + 'static {
-        let receiver = self.sender.subscribe();
-        futures::stream::unfold(receiver, |mut receiver| async move {
-            let event = match receiver.recv().await {
+        let state = (self.sender.subscribe(), self.closed.clone());
+        futures::stream::unfold(state, |(mut receiver, closed)| async move {
+            let received = tokio::select! {
+                () = closed.cancelled() => return None,
+                received = receiver.recv() => received,
+            };
+            let event = match received {
                 Ok(event) => event,
                 Err(broadcast::error::RecvError::Lagged(missed)) => AgentEventMsg {
                     kind: AgentEventKind::EventsDropped as i32,
@@ -49,7 +61,7 @@ impl EventHub {
                 },
                 Err(broadcast::error::RecvError::Closed) => return None,
             };
-            Some((Ok(event), receiver))
+            Some((Ok(event), (receiver, closed)))
         })
     }
 

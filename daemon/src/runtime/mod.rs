@@ -151,7 +151,13 @@ impl Runtime {
             cwd,
             run_id,
         };
-        Ok(self.turns.spawn(turn::run(self.clone(), plan)))
+        let runtime = self.clone();
+        Ok(self.turns.spawn(async move {
+            let outcome = turn::run(runtime.clone(), plan).await;
+            // The turn has let go of its conversation: now it can be evicted.
+            runtime.conversations.trim();
+            outcome
+        }))
     }
 
     /// Cancels the turn running on `(agent, sender)`, if any.
@@ -410,6 +416,7 @@ impl Runtime {
     /// Cancels every running turn and waits (bounded) for them to persist.
     pub async fn shutdown(&self, grace: Duration) {
         self.closing.store(true, Ordering::Release);
+        self.hub.close();
         self.conversations.kill_all("the daemon is shutting down");
         self.turns.close();
         if tokio::time::timeout(grace, self.turns.wait())
@@ -417,6 +424,9 @@ impl Runtime {
             .is_err()
         {
             tracing::warn!("some turns did not finish within {grace:?} of shutdown");
+        }
+        for conversation in self.conversations.all() {
+            conversation.flush_meta();
         }
     }
 }

@@ -39,6 +39,8 @@ impl Speaker<'_> {
 /// The inputs of one model call.
 pub struct RequestParts<'a> {
     pub speaker: Speaker<'a>,
+    /// The summary of what came before the last compaction, if any.
+    pub summary: Option<&'a Message>,
     pub history: &'a [Message],
     pub hook_prompts: Vec<String>,
     pub instructions: Option<String>,
@@ -96,11 +98,16 @@ impl RequestParts<'_> {
             Speaker::Primary(_) => {}
         }
 
-        let mut messages = Vec::with_capacity(self.history.len() + 1);
+        let mut messages = Vec::with_capacity(self.history.len() + 2);
         if !system.is_empty() {
             messages.push(crabllm_core::Message::system(system));
         }
-        messages.extend(self.history.iter().map(wire_message));
+        messages.extend(
+            self.summary
+                .into_iter()
+                .chain(self.history)
+                .map(wire_message),
+        );
 
         let tools: Vec<Tool> = self
             .tools
@@ -232,6 +239,7 @@ mod tests {
                 guest: &guest,
                 primary: &primary.name,
             },
+            summary: None,
             history: &history,
             hook_prompts: vec![],
             instructions: Some("<instructions>be kind</instructions>".into()),
@@ -260,6 +268,7 @@ mod tests {
         let plain = vec![Message::user("hello")];
         let request = RequestParts {
             speaker: Speaker::Primary(&primary),
+            summary: None,
             history: &plain,
             hook_prompts: vec!["hook fragment".into()],
             instructions: None,
@@ -275,6 +284,7 @@ mod tests {
         let history = history();
         let request = RequestParts {
             speaker: Speaker::Primary(&primary),
+            summary: None,
             history: &history,
             hook_prompts: vec![],
             instructions: None,

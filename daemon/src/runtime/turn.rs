@@ -273,7 +273,7 @@ impl Steps<'_> {
                 history.append(Message::user(steer.clone()))?;
                 self.sink.emit(UserSteeredEvent { content: steer });
             }
-            let working = history.working_messages();
+            let summary = history.summary_message();
             let speaker = match self.guest {
                 Some(guest) => Speaker::Guest {
                     guest,
@@ -283,7 +283,8 @@ impl Steps<'_> {
             };
             let request = RequestParts {
                 speaker,
-                history: &working,
+                summary: summary.as_ref(),
+                history: &history.messages,
                 hook_prompts: hook_prompts.clone(),
                 instructions: instructions.clone(),
                 tools: specs.clone(),

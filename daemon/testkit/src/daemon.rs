@@ -35,18 +35,32 @@ pub struct TestDaemon {
     home: TempDir,
     binary: PathBuf,
     child: Option<Child>,
+    env: Vec<(String, String)>,
 }
 
 impl TestDaemon {
     /// Writes `config` as `config.toml` in a new temp home and starts the
     /// daemon there, waiting until it answers.
     pub async fn start(binary: impl AsRef<Path>, config: &str) -> Self {
+        Self::start_with_env(binary, config, &[]).await
+    }
+
+    /// Like [`TestDaemon::start`], with extra environment variables.
+    pub async fn start_with_env(
+        binary: impl AsRef<Path>,
+        config: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
         let home = tempfile::tempdir().expect("a temp home");
         std::fs::write(home.path().join("config.toml"), config).expect("write config.toml");
         let mut daemon = Self {
             home,
             binary: binary.as_ref().to_owned(),
             child: None,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         daemon.spawn().await;
         daemon
@@ -104,6 +118,7 @@ impl TestDaemon {
             .env_remove("OPENAI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("RUST_LOG")
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone the log handle"))
             .stderr(log)
@@ -154,14 +169,24 @@ impl TestDaemon {
 
     /// Sends SIGTERM and waits for the process to exit.
     pub async fn stop(&mut self) -> ExitStatus {
-        let mut child = self.child.take().expect("the daemon is running");
         #[cfg(unix)]
+        return self.signal(libc::SIGTERM).await;
+        #[cfg(not(unix))]
+        {
+            let mut child = self.child.take().expect("the daemon is running");
+            let _ = child.kill();
+            child.wait().expect("wait for the daemon")
+        }
+    }
+
+    /// Sends `signal` and waits for the process to exit.
+    #[cfg(unix)]
+    pub async fn signal(&mut self, signal: libc::c_int) -> ExitStatus {
+        let mut child = self.child.take().expect("the daemon is running");
         // SAFETY: signalling a child we own.
         unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            libc::kill(child.id() as libc::pid_t, signal);
         }
-        #[cfg(not(unix))]
-        let _ = child.kill();
         crate::within("the daemon to exit", async {
             loop {
                 if let Some(status) = child.try_wait().expect("wait for the daemon") {

@@ -72,6 +72,7 @@ struct Script {
     queue: Mutex<VecDeque<Reply>>,
     default: Mutex<Reply>,
     requests: Mutex<Vec<Value>>,
+    recording: std::sync::atomic::AtomicBool,
     gate: Notify,
     arrived: Notify,
 }
@@ -94,10 +95,18 @@ pub const USAGE: (u32, u32) = (21, 7);
 
 impl ScriptedLlm {
     pub async fn start() -> Self {
+        Self::start_at("127.0.0.1:0")
+            .await
+            .expect("bind the scripted LLM")
+    }
+
+    /// Starts on a given address; `None` if it cannot be bound.
+    pub async fn start_at(addr: &str) -> Option<Self> {
         let script = Arc::new(Script {
             queue: Mutex::new(VecDeque::new()),
             default: Mutex::new(Reply::text("(no scripted reply)")),
             requests: Mutex::new(Vec::new()),
+            recording: std::sync::atomic::AtomicBool::new(true),
             gate: Notify::new(),
             arrived: Notify::new(),
         });
@@ -106,18 +115,21 @@ impl ScriptedLlm {
             .route("/v1/messages", post(anthropic))
             .route("/v1/models", get(models))
             .with_state(script.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the scripted LLM");
+        let listener = tokio::net::TcpListener::bind(addr).await.ok()?;
         let addr = listener.local_addr().expect("scripted LLM address");
+        // Without TCP_NODELAY each small SSE write waits for the client's
+        // delayed ACK (40 ms), which no real provider does to its clients.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Self {
+        Some(Self {
             addr,
             script,
             server,
-        }
+        })
     }
 
     /// `http://127.0.0.1:<port>/v1`.
@@ -133,6 +145,13 @@ impl ScriptedLlm {
     /// The reply used when the queue is empty.
     pub fn set_default(&self, reply: Reply) {
         *self.script.default.lock().unwrap() = reply;
+    }
+
+    /// Stops keeping request bodies (for load tests).
+    pub fn stop_recording(&self) {
+        self.script
+            .recording
+            .store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Lets one [`Reply::Gated`] answer.
@@ -161,7 +180,9 @@ impl ScriptedLlm {
 }
 
 fn next_reply(script: &Script, body: &Value) -> Reply {
-    script.requests.lock().unwrap().push(body.clone());
+    if script.recording.load(std::sync::atomic::Ordering::Relaxed) {
+        script.requests.lock().unwrap().push(body.clone());
+    }
     script.arrived.notify_waiters();
     script
         .queue

@@ -24,6 +24,11 @@ const WRITE_QUEUE: usize = 256;
 /// How long a closing connection may take to flush what it has queued.
 const WRITER_DRAIN: Duration = Duration::from_secs(5);
 
+/// At shutdown, how long requests in flight get to finish (a turn that was
+/// just cancelled still has its `StreamEnd` to send) before they are
+/// dropped.
+pub(crate) const SHUTDOWN_DRAIN: Duration = Duration::from_secs(3);
+
 /// Pause after a failed accept (for example, out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
@@ -112,10 +117,14 @@ pub(crate) async fn serve_connection<S, R, W>(
     let requests = Requests::default();
     let mut reader = FrameReader::new(read);
     let mut admitted = matches!(admission, Admission::Open);
+    let mut shutting_down = false;
     loop {
         let frame = tokio::select! {
             biased;
-            () = shutdown.cancelled() => break,
+            () = shutdown.cancelled() => {
+                shutting_down = true;
+                break;
+            }
             frame = reader.read::<ClientMessage>() => frame,
         };
         let message = match frame {
@@ -165,6 +174,10 @@ pub(crate) async fn serve_connection<S, R, W>(
             ),
         }
     }
+    if shutting_down {
+        // Stop reading, but let what is in flight finish, within reason.
+        let _ = tokio::time::timeout(SHUTDOWN_DRAIN, requests.drained()).await;
+    }
     requests.abort_all();
     drop(replies);
     if tokio::time::timeout(WRITER_DRAIN, &mut writer)
@@ -212,6 +225,7 @@ fn too_large_reply(message: &ServerMessage, err: FrameError) -> Option<ServerMes
 #[derive(Default, Clone)]
 struct Requests {
     table: Arc<Mutex<RequestTable>>,
+    emptied: Arc<tokio::sync::Notify>,
 }
 
 #[derive(Default)]
@@ -244,6 +258,20 @@ impl Requests {
         table.tasks.remove(&slot);
         if table.latest.get(&request_id) == Some(&slot) {
             table.latest.remove(&request_id);
+        }
+        if table.tasks.is_empty() {
+            self.emptied.notify_waiters();
+        }
+    }
+
+    /// Resolves once no request is in flight.
+    async fn drained(&self) {
+        loop {
+            let emptied = self.emptied.notified();
+            if self.lock().tasks.is_empty() {
+                return;
+            }
+            emptied.await;
         }
     }
 

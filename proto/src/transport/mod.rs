@@ -9,8 +9,12 @@
 //!
 //! Two messages belong to the connection rather than to the server:
 //! `Hello{token}` (required first on listeners that have a token) and
-//! `Cancel{request_id}` (drops that request's task). When a connection closes
-//! or the server shuts down, every task it started is dropped.
+//! `Cancel{request_id}` (drops that request's task). When a client closes
+//! its connection, every task it started is dropped at once. When the server
+//! shuts down, connections stop reading and give the requests in flight a
+//! few seconds to finish (so a reply being written is not lost), then drop
+//! the rest; a server should end its never-ending streams (subscriptions)
+//! itself when it shuts down.
 //!
 //! - [`UdsListener`]: `run/crabtalk.sock`, mode 0600, refuses to replace a
 //!   socket that another server still answers on, removes a stale one.

@@ -1,0 +1,240 @@
+//! Load generator: the daemon's own cost per streamed turn.
+//!
+//! ```text
+//! cargo build --release -p crabtalkd --bins --examples
+//! target/release/examples/load [turns-per-conversation]
+//! ```
+//!
+//! It starts an instant scripted LLM and the real `crabtalkd` (release
+//! build, next to this example), then measures:
+//!
+//! 1. streamed turns through the daemon at 1 and at 64 concurrent
+//!    conversations (each conversation's history grows turn by turn);
+//! 2. the direct LLM latency for the same work: the same number of
+//!    concurrent conversations sending requests with the same growing
+//!    histories, through the same provider code, without the daemon. The
+//!    daemon's overhead at each percentile is the turn latency minus the
+//!    direct latency at that percentile;
+//! 3. 1,000 streamed turns started at once (errors and timeouts counted);
+//! 4. the daemon's RSS when idle and after the load;
+//! 5. start-up time to the first accepted connection with 1,000
+//!    conversations on disk.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crabllm_core::{ChatCompletionRequest, Message};
+use crabtalk_proto::Client;
+use crabtalk_proto::msg::{StreamMsg, stream_event::Event};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary};
+use crabtalkd::config::DaemonConfig;
+use crabtalkd::provider::{Environment, ModelRegistry};
+use futures::StreamExt;
+
+const REPLY: &str = "Sure — here is a short answer to your question.";
+
+#[tokio::main]
+async fn main() {
+    let turns: usize = std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(200);
+    let llm = ScriptedLlm::start().await;
+    llm.set_default(Reply::text(REPLY));
+    llm.stop_recording();
+    let config_text = TestDaemon::config_for(&llm.base_url());
+
+    let mut daemon = TestDaemon::start(daemon_binary(), &config_text).await;
+    println!("daemon idle RSS (1 agent): {}", rss(daemon.pid()));
+    for concurrency in [1, 64] {
+        let direct = direct_latencies(&config_text, concurrency, turns).await;
+        let latencies = turn_latencies(&daemon, concurrency, turns).await;
+        println!("\n{concurrency} concurrent conversation(s), {turns} turns each");
+        print_percentiles("  direct LLM (no daemon)", &direct);
+        print_percentiles("  turn through the daemon", &latencies);
+        print_overhead(&latencies, &direct);
+    }
+    let (ok, failed, elapsed) = thousand_at_once(&daemon).await;
+    println!(
+        "\n1000 streamed turns started at once: {ok} ok, {failed} failed, all done in {elapsed:?}"
+    );
+    println!("daemon RSS after the load: {}", rss(daemon.pid()));
+    daemon.stop().await;
+
+    let startup = startup_with_conversations(&config_text, 1000).await;
+    println!("\nstart to first accepted connection, 1000 conversations on disk: {startup:?}");
+}
+
+/// What the daemon does without the daemon: `concurrency` conversations,
+/// each sending `turns` streamed requests whose history grows by a user
+/// message and a reply every time, through the daemon's own provider code.
+async fn direct_latencies(config_text: &str, concurrency: usize, turns: usize) -> Vec<Duration> {
+    let config: DaemonConfig = toml::from_str(config_text).expect("the load config");
+    let registry = Arc::new(ModelRegistry::new(&config, &Environment::default()));
+    let tasks: Vec<_> = (0..concurrency)
+        .map(|_| {
+            let registry = registry.clone();
+            tokio::spawn(async move {
+                let mut messages = vec![Message::system(crabtalkd::config::agent::DEFAULT_PROMPT)];
+                let mut latencies = Vec::with_capacity(turns);
+                for turn in 0..=turns {
+                    messages.push(Message::user("hello there"));
+                    let request = ChatCompletionRequest {
+                        model: "scripted".into(),
+                        messages: messages.clone(),
+                        ..Default::default()
+                    };
+                    let started = Instant::now();
+                    let (mut stream, _) = registry.stream(request).await.expect("a direct stream");
+                    let mut reply = String::new();
+                    while let Some(chunk) = stream.next().await {
+                        if let Some(text) = chunk.expect("a chunk").content() {
+                            reply.push_str(text);
+                        }
+                    }
+                    // Turn 0 warms up, as in the daemon run.
+                    if turn > 0 {
+                        latencies.push(started.elapsed());
+                    }
+                    messages.push(Message::assistant(reply));
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await.expect("a direct task"));
+    }
+    all
+}
+
+/// `turns` sequential turns in each of `concurrency` conversations.
+async fn turn_latencies(daemon: &TestDaemon, concurrency: usize, turns: usize) -> Vec<Duration> {
+    let client = Arc::new(daemon.client().await);
+    let tasks: Vec<_> = (0..concurrency)
+        .map(|task| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let sender = format!("load-{concurrency}-{task}");
+                // One warm-up turn creates the conversation's files.
+                one_turn(&client, &sender).await.expect("warm-up turn");
+                let mut latencies = Vec::with_capacity(turns);
+                for _ in 0..turns {
+                    let started = Instant::now();
+                    one_turn(&client, &sender).await.expect("a turn");
+                    latencies.push(started.elapsed());
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await.expect("a load task"));
+    }
+    all
+}
+
+async fn one_turn(client: &Client, sender: &str) -> Result<(), String> {
+    let request = StreamMsg {
+        agent: "crab".into(),
+        sender: Some(sender.into()),
+        content: "hello there".into(),
+        ..Default::default()
+    };
+    let mut events = client
+        .stream(request)
+        .await
+        .map_err(|err| err.to_string())?;
+    while let Some(event) = events.next().await {
+        match event.map_err(|err| err.to_string())?.event {
+            Some(Event::End(end)) if !end.error.is_empty() => return Err(end.error),
+            Some(Event::End(_)) => return Ok(()),
+            _ => {}
+        }
+    }
+    Err("the stream ended without StreamEnd".into())
+}
+
+async fn thousand_at_once(daemon: &TestDaemon) -> (usize, usize, Duration) {
+    let client = Arc::new(daemon.client().await);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..1000)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                tokio::time::timeout(
+                    Duration::from_secs(60),
+                    one_turn(&client, &format!("burst-{i}")),
+                )
+                .await
+            })
+        })
+        .collect();
+    let (mut ok, mut failed) = (0, 0);
+    for task in tasks {
+        match task.await {
+            Ok(Ok(Ok(()))) => ok += 1,
+            _ => failed += 1,
+        }
+    }
+    (ok, failed, started.elapsed())
+}
+
+async fn startup_with_conversations(config_text: &str, count: usize) -> Duration {
+    let seed = TestDaemon::start(daemon_binary(), config_text).await;
+    let client = seed.client().await;
+    for i in 0..count {
+        one_turn(&client, &format!("stored-{i}"))
+            .await
+            .expect("a seeding turn");
+    }
+    drop(client);
+    let mut seed = seed;
+    seed.stop().await;
+    let started = Instant::now();
+    seed.spawn().await;
+    started.elapsed()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+fn print_percentiles(label: &str, latencies: &[Duration]) {
+    let mut sorted = latencies.to_vec();
+    sorted.sort();
+    println!(
+        "{label}: p50 {:?}  p90 {:?}  p99 {:?}  max {:?}",
+        percentile(&sorted, 0.5),
+        percentile(&sorted, 0.9),
+        percentile(&sorted, 0.99),
+        sorted.last().unwrap()
+    );
+}
+
+fn print_overhead(turns: &[Duration], direct: &[Duration]) {
+    let (mut turns, mut direct) = (turns.to_vec(), direct.to_vec());
+    turns.sort();
+    direct.sort();
+    let overhead = |p| percentile(&turns, p).saturating_sub(percentile(&direct, p));
+    println!(
+        "  daemon overhead: p50 {:?}  p99 {:?}",
+        overhead(0.5),
+        overhead(0.99)
+    );
+}
+
+fn rss(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with("VmRSS:"))
+                .map(|line| line[6..].trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown (no /proc)".into())
+}
