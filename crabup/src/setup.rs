@@ -41,10 +41,18 @@ pub fn ensure_ready(home: &Home, service: &Service, prompt: Option<Prompt>) -> a
     }
 }
 
-/// Whether any provider key or daemon config exists.
+/// Whether a provider is configured: a key in the env file, or a
+/// `[[providers]]` entry in the daemon's `config.toml`.
 pub fn has_provider_config(home: &Home) -> bool {
     let env = crabtalk_command::env_file::read(&home.env_file()).unwrap_or_default();
-    !env.is_empty() || home.config_file().is_file()
+    if !env.is_empty() {
+        return true;
+    }
+    std::fs::read_to_string(home.config_file())
+        .ok()
+        .and_then(|text| text.parse::<toml::Table>().ok())
+        .and_then(|config| config.get("providers")?.as_array().map(|p| !p.is_empty()))
+        .unwrap_or(false)
 }
 
 fn daemon_providers(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
@@ -183,6 +191,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::new(dir.path());
         ensure_ready(&home, &Service::daemon(), None).unwrap();
+        assert!(!has_provider_config(&home));
+        // A config without providers is still no provider.
+        std::fs::write(home.config_file(), "[transport]\ntcp = \"off\"\n").unwrap();
         assert!(!has_provider_config(&home));
         let mut input = Cursor::new("OPENAI_API_KEY=sk-test\n");
         let mut output = Vec::new();

@@ -172,15 +172,32 @@ fn doctor_reports_each_check_and_fails_only_on_real_problems() {
     let out = sandbox.crabup(&["doctor"]);
     let text = stdout(&out);
     assert!(out.status.success(), "{text}{}", stderr(&out));
-    for check in ["cargo", "PATH", "service manager: process (forced", "run files", "daemon", "providers"] {
-        assert!(text.contains(check), "doctor does not check {check}:\n{text}");
+    for check in [
+        "cargo",
+        "PATH",
+        "service manager: process (forced",
+        "run files",
+        "daemon",
+        "providers",
+    ] {
+        assert!(
+            text.contains(check),
+            "doctor does not check {check}:\n{text}"
+        );
     }
     assert!(text.contains("[warn] providers"), "{text}");
     // A crashed service's pid file is called out.
     std::fs::create_dir_all(sandbox.home.join("run")).unwrap();
-    std::fs::write(sandbox.home.join("run/search.pid"), format!("{}\n", u32::MAX - 7)).unwrap();
+    std::fs::write(
+        sandbox.home.join("run/search.pid"),
+        format!("{}\n", u32::MAX - 7),
+    )
+    .unwrap();
     let text = sandbox.ok(&["doctor"]);
-    assert!(text.contains("[warn] run files") && text.contains("search.pid"), "{text}");
+    assert!(
+        text.contains("[warn] run files") && text.contains("search.pid"),
+        "{text}"
+    );
     // Without cargo the check fails, and so does doctor.
     let mut no_cargo = Sandbox::new();
     let empty = no_cargo.dir.path().join("empty");

@@ -8,8 +8,12 @@
 //! The install is the slow part. Its build goes to a persistent folder in
 //! the target dir (`crabup-install/`), with the release profile turned down
 //! to a debug-speed build through cargo's `CARGO_PROFILE_RELEASE_*`
-//! variables, so reruns reuse it; crates come from the real cargo home's
-//! registry (linked into the temp one) so nothing is downloaded twice.
+//! variables, so reruns reuse it. For the same reason the test's own
+//! `CARGO_HOME` lives there too (`crabup-install/cargo-home`, emptied of
+//! binaries and install records at the start): cargo fingerprints sources
+//! by their path under `CARGO_HOME`, so a new temp folder per run would
+//! rebuild every dependency. Its registry is linked to the real cargo
+//! home's, so nothing is downloaded twice.
 
 mod support;
 
@@ -50,13 +54,25 @@ fn pid_gone(pid: u32) -> bool {
     !exists || zombie
 }
 
-fn install_daemon(sandbox: &Sandbox) {
+/// A test-owned `CARGO_HOME` with no binaries and no install records.
+fn fresh_cargo_home() -> PathBuf {
+    let cargo_home = install_target_dir().join("cargo-home");
+    let _ = std::fs::remove_dir_all(cargo_home.join("bin"));
+    for records in [".crates.toml", ".crates2.json"] {
+        let _ = std::fs::remove_file(cargo_home.join(records));
+    }
+    std::fs::create_dir_all(cargo_home.join("bin")).unwrap();
     for shared in ["registry", "git"] {
         let real = real_cargo_home().join(shared);
-        if real.exists() {
-            std::os::unix::fs::symlink(&real, sandbox.cargo_home.join(shared)).unwrap();
+        let link = cargo_home.join(shared);
+        if real.exists() && std::fs::symlink_metadata(&link).is_err() {
+            std::os::unix::fs::symlink(&real, &link).unwrap();
         }
     }
+    cargo_home
+}
+
+fn install_daemon(sandbox: &Sandbox) {
     let root = checkout().display().to_string();
     let out = sandbox
         .command(&["pull", "--path", &root, "daemon"])
@@ -78,7 +94,9 @@ fn install_daemon(sandbox: &Sandbox) {
 
 #[test]
 fn daemon_installs_starts_logs_restarts_stops_and_recovers_from_kill_9() {
-    let sandbox = Sandbox::new();
+    let mut sandbox = Sandbox::new();
+    sandbox.cargo_home = fresh_cargo_home();
+    assert!(!sandbox.cargo_home.join("bin/crabtalkd").exists());
     install_daemon(&sandbox);
     let binary = sandbox.cargo_home.join("bin/crabtalkd");
     assert!(
@@ -101,6 +119,15 @@ fn daemon_installs_starts_logs_restarts_stops_and_recovers_from_kill_9() {
         "crabtalkd rejects `run`: {}",
         stderr(&help)
     );
+
+    // Its own port, not the default 6688 another daemon on this machine may
+    // hold (config.toml is the daemon's; tcp = "off" would also do).
+    std::fs::create_dir_all(&sandbox.home).unwrap();
+    std::fs::write(
+        sandbox.home.join("config.toml"),
+        "[transport]\ntcp = \"127.0.0.1:0\"\n",
+    )
+    .unwrap();
 
     // start, without a terminal and without providers: it starts anyway.
     let out = sandbox.crabup(&["daemon", "start"]);
