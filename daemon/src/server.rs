@@ -45,6 +45,7 @@ impl DaemonServer {
             guest: request.guest,
             tool_choice: request.tool_choice,
             client,
+            hops: 0,
         })
     }
 
@@ -366,11 +367,100 @@ impl Server for DaemonServer {
         Ok(pong())
     }
 
+    async fn list_skills(&self, _: ListSkillsMsg) -> Result<SkillList, ErrorMsg> {
+        let snapshot = self.runtime.snapshot();
+        let mut dirs = vec![self.runtime.home.skills_dir()];
+        dirs.extend(snapshot.config.skill_dirs.iter().cloned());
+        let skills = crate::skills::SkillDirs::new(dirs)
+            .discover()
+            .skills
+            .into_iter()
+            .map(|skill| SkillInfo {
+                name: skill.name,
+                source: skill.path.display().to_string(),
+                source_kind: SourceKind::Local as i32,
+            })
+            .collect();
+        Ok(SkillList { skills })
+    }
+
+    async fn subscribe_event(
+        &self,
+        request: SubscribeEventMsg,
+    ) -> Result<SubscriptionInfo, ErrorMsg> {
+        if request.source.trim().is_empty() {
+            return Err(ErrorMsg::bad_request(
+                "the event source is empty; e.g. agent:scout:done",
+            ));
+        }
+        self.runtime
+            .snapshot()
+            .agent(&request.target_agent)
+            .map_err(ErrorMsg::not_found)?;
+        let subscription = self
+            .runtime
+            .bus()
+            .subscribe(&request.source, &request.target_agent, request.once)
+            .map_err(|err| ErrorMsg::internal(err.to_string()))?;
+        Ok(subscription_info(subscription))
+    }
+
+    async fn unsubscribe_event(&self, request: UnsubscribeEventMsg) -> Result<Pong, ErrorMsg> {
+        let removed = self
+            .runtime
+            .bus()
+            .unsubscribe(request.id)
+            .map_err(|err| ErrorMsg::internal(err.to_string()))?;
+        if !removed {
+            return Err(ErrorMsg::not_found(format!(
+                "no subscription has the id {}",
+                request.id
+            )));
+        }
+        Ok(pong())
+    }
+
+    async fn list_subscriptions(
+        &self,
+        _: ListSubscriptionsMsg,
+    ) -> Result<SubscriptionList, ErrorMsg> {
+        let subscriptions = self
+            .runtime
+            .bus()
+            .list()
+            .into_iter()
+            .map(subscription_info)
+            .collect();
+        Ok(SubscriptionList { subscriptions })
+    }
+
+    async fn publish_event(&self, request: PublishEventMsg) -> Result<Pong, ErrorMsg> {
+        if request.source.trim().is_empty() {
+            return Err(ErrorMsg::bad_request("the event source is empty"));
+        }
+        if request.payload.trim().is_empty() {
+            return Err(ErrorMsg::bad_request(
+                "the event payload is empty: it becomes the message the agent gets",
+            ));
+        }
+        self.runtime.publish(&request.source, &request.payload, 0);
+        Ok(pong())
+    }
+
     fn subscribe_events(
         &self,
         _: SubscribeEvents,
     ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send {
         self.runtime.hub.subscribe()
+    }
+}
+
+fn subscription_info(subscription: crate::bus::Subscription) -> SubscriptionInfo {
+    SubscriptionInfo {
+        id: subscription.id,
+        source: subscription.source,
+        target_agent: subscription.target_agent,
+        once: subscription.once,
     }
 }
 

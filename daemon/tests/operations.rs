@@ -20,7 +20,7 @@ async fn ping_reports_versions_and_stats_count_things() {
     llm.push(Reply::text("hi"));
     Turn::run(&client, message("crab", "user", "hello")).await;
     let stats = client.get_stats(GetStats {}).await.unwrap();
-    assert_eq!(stats.registered_agents, 1);
+    assert_eq!(stats.registered_agents, 2, "crab and the built-in worker");
     assert_eq!(stats.active_conversations, 1);
     assert_eq!(stats.active_model, "scripted");
     let active = client
@@ -147,7 +147,14 @@ async fn agents_can_be_created_read_updated_renamed_and_deleted() {
         .into_iter()
         .map(|a| a.name)
         .collect();
-    assert_eq!(agents, ["crab"]);
+    assert_eq!(agents, ["crab", "worker"]);
+    let builtin = client
+        .delete_agent(DeleteAgentMsg {
+            name: "worker".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(builtin.code(), Some(409));
     let default = client
         .delete_agent(DeleteAgentMsg {
             name: "crab".into(),

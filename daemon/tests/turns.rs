@@ -3,7 +3,7 @@
 
 use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_proto::msg::*;
-use crabtalk_testkit::turn::{Turn, message};
+use crabtalk_testkit::turn::{Turn, answer, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, within};
 use serde_json::{Value, json};
 
@@ -119,15 +119,7 @@ async fn the_anthropic_api_streams_text_and_tool_calls() {
         serde_json::from_str::<Value>(&start.calls[0].arguments).unwrap()["questions"][0]["question"],
         "Colour?"
     );
-    client
-        .reply_to_ask(ReplyToAsk {
-            agent: "crab".into(),
-            sender: "user".into(),
-            content: "blue".into(),
-            call_id: String::new(),
-        })
-        .await
-        .unwrap();
+    answer(&client, "crab", "user", "blue", "").await.unwrap();
     turn.read_until(&mut stream, |_| false).await;
     assert_eq!(turn.text(), "Asking.Blue it is.");
     let end = turn.end();
@@ -163,25 +155,9 @@ async fn ask_user_round_trip() {
     assert_eq!(asked.questions[0].options[0].label, "blue");
 
     // No question waits on another conversation.
-    let err = client
-        .reply_to_ask(ReplyToAsk {
-            agent: "crab".into(),
-            sender: "other".into(),
-            content: "x".into(),
-            call_id: String::new(),
-        })
-        .await
-        .unwrap_err();
+    let err = answer(&client, "crab", "other", "x", "").await.unwrap_err();
     assert_eq!(err.code(), Some(404), "{err}");
-    client
-        .reply_to_ask(ReplyToAsk {
-            agent: "crab".into(),
-            sender: "user".into(),
-            content: "blue".into(),
-            call_id: "c1".into(),
-        })
-        .await
-        .unwrap();
+    answer(&client, "crab", "user", "blue", "c1").await.unwrap();
     turn.read_until(&mut stream, |_| false).await;
     let result = turn.events.iter().find_map(|e| match e {
         Event::ToolResult(result) => Some(result.clone()),
@@ -231,26 +207,11 @@ async fn tool_results_arrive_in_completion_order_and_enter_history_in_call_order
     })
     .await;
     // Answer the second question first.
-    for (id, answer) in [("second", "two"), ("first", "one")] {
-        client
-            .reply_to_ask(ReplyToAsk {
-                agent: "crab".into(),
-                sender: "user".into(),
-                content: answer.into(),
-                call_id: id.into(),
-            })
-            .await
-            .unwrap();
+    for (id, reply) in [("second", "two"), ("first", "one")] {
+        answer(&client, "crab", "user", reply, id).await.unwrap();
     }
     turn.read_until(&mut stream, |_| false).await;
-    let completed: Vec<String> = turn
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            Event::ToolResult(result) => Some(result.call_id.clone()),
-            _ => None,
-        })
-        .collect();
+    let completed: Vec<String> = turn.tool_results().into_iter().map(|r| r.call_id).collect();
     assert_eq!(completed, ["second", "first"]);
     let messages = llm.requests()[1]["messages"].as_array().unwrap().clone();
     let tool_ids: Vec<&str> = messages
@@ -336,13 +297,7 @@ async fn kill_mid_tool_closes_the_call_and_the_conversation_goes_on() {
         turn.end().error
     );
     // The question was withdrawn.
-    let err = client
-        .reply_to_ask(ReplyToAsk {
-            agent: "crab".into(),
-            sender: "user".into(),
-            content: "late".into(),
-            call_id: String::new(),
-        })
+    let err = answer(&client, "crab", "user", "late", "")
         .await
         .unwrap_err();
     assert_eq!(err.code(), Some(404));
@@ -391,15 +346,7 @@ async fn steering_reaches_the_next_model_call() {
         })
         .await
         .unwrap();
-    client
-        .reply_to_ask(ReplyToAsk {
-            agent: "crab".into(),
-            sender: "user".into(),
-            content: "blue".into(),
-            call_id: String::new(),
-        })
-        .await
-        .unwrap();
+    answer(&client, "crab", "user", "blue", "").await.unwrap();
     turn.read_until(&mut stream, |_| false).await;
     assert!(
         turn.events
@@ -533,9 +480,25 @@ async fn a_tool_outside_the_agents_scope_is_refused_at_dispatch() {
         refused.output
     );
     assert!(!turn.kinds().contains(&"ask_user"), "the tool never ran");
+    let requests = llm.requests();
+    let offered: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        offered,
+        ["read", "delegate"],
+        "only what the scope allows (delegation is never scoped)"
+    );
+    let system = llm.requests()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(
-        llm.requests()[0].get("tools").is_none(),
-        "ask_user is not offered to this agent"
+        system.contains("<scope>\ntools: read, delegate\n"),
+        "{system}"
     );
 }
 

@@ -87,6 +87,8 @@ pub struct BashSettings {
     /// Let gateway senders (`tg:…` and the like) use bash.
     pub allow_gateway: bool,
     pub timeout_secs: u64,
+    /// Added to the environment of every command.
+    pub env: BTreeMap<String, String>,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
 }
@@ -98,6 +100,7 @@ impl Default for BashSettings {
             deny: Vec::new(),
             allow_gateway: false,
             timeout_secs: 120,
+            env: BTreeMap::new(),
             unknown: BTreeMap::new(),
         }
     }
@@ -156,6 +159,9 @@ impl AgentConfig {
     /// This config with MCP env values and auth replaced by `<redacted>`.
     pub fn redacted(&self) -> Self {
         let mut copy = self.clone();
+        for value in copy.bash.env.values_mut() {
+            *value = REDACTED.into();
+        }
         for mcp in &mut copy.mcps {
             for value in mcp.env.values_mut() {
                 *value = REDACTED.into();
@@ -259,6 +265,11 @@ impl AgentStore {
             }
         }
         loaded
+    }
+
+    /// Whether `name` has a definition file.
+    pub fn exists(&self, name: &str) -> bool {
+        self.toml_path(name).is_file()
     }
 
     /// Reads one agent; `None` when it does not exist.

@@ -35,8 +35,55 @@ pub struct DaemonConfig {
     pub env: BTreeMap<String, String>,
     pub llm: LlmSettings,
     pub conversations: ConversationSettings,
+    /// More skill folders, searched after `skills/` in the home, in order.
+    pub skill_dirs: Vec<PathBuf>,
+    pub events: EventSettings,
+    pub delegation: DelegationSettings,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
+}
+
+/// `[events]`: the event bus.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EventSettings {
+    /// How many turns one event may set off in a row (an agent's done-event
+    /// firing another agent, whose done-event fires the next…) before the
+    /// chain is stopped: the guard against subscription cycles.
+    pub max_hops: u32,
+    #[serde(flatten, skip_serializing)]
+    pub unknown: BTreeMap<String, toml::Value>,
+}
+
+impl Default for EventSettings {
+    fn default() -> Self {
+        Self {
+            max_hops: 8,
+            unknown: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[delegation]`: limits of the delegate tool.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DelegationSettings {
+    /// How many levels delegated agents may delegate further.
+    pub max_depth: u32,
+    /// How many tasks one delegate call may start.
+    pub max_tasks: usize,
+    #[serde(flatten, skip_serializing)]
+    pub unknown: BTreeMap<String, toml::Value>,
+}
+
+impl Default for DelegationSettings {
+    fn default() -> Self {
+        Self {
+            max_depth: 3,
+            max_tasks: 8,
+            unknown: BTreeMap::new(),
+        }
+    }
 }
 
 impl Default for DaemonConfig {
@@ -49,6 +96,9 @@ impl Default for DaemonConfig {
             env: BTreeMap::new(),
             llm: LlmSettings::default(),
             conversations: ConversationSettings::default(),
+            skill_dirs: Vec::new(),
+            events: EventSettings::default(),
+            delegation: DelegationSettings::default(),
             unknown: BTreeMap::new(),
         }
     }
@@ -179,6 +229,8 @@ impl DaemonConfig {
         collect("transport", &self.transport.unknown);
         collect("llm", &self.llm.unknown);
         collect("conversations", &self.conversations.unknown);
+        collect("events", &self.events.unknown);
+        collect("delegation", &self.delegation.unknown);
         for (i, provider) in self.providers.iter().enumerate() {
             collect(&format!("providers[{i}]"), &provider.unknown);
         }

@@ -130,6 +130,8 @@ pub struct Conversation {
     last_used: Mutex<Instant>,
     /// The latest metadata, for listings (the file may lag behind).
     latest_meta: Mutex<Option<Meta>>,
+    /// Files read in this conversation, and what they held then (for edit).
+    reads: Mutex<HashMap<std::path::PathBuf, crate::tools::files::FileStamp>>,
     meta_writer: Arc<MetaWriter>,
 }
 
@@ -161,6 +163,7 @@ impl Conversation {
             created: Instant::now(),
             last_used: Mutex::new(Instant::now()),
             latest_meta: Mutex::new(None),
+            reads: Mutex::new(HashMap::new()),
             meta_writer: Arc::new(MetaWriter {
                 path: meta_path,
                 pending: Mutex::new(None),
@@ -297,6 +300,16 @@ impl Conversation {
     /// The running turn's id, if a turn is running.
     pub fn running(&self) -> Option<u64> {
         self.run.lock().as_ref().map(|control| control.run_id)
+    }
+
+    /// Records that `path` was read, as it was then.
+    pub fn record_read(&self, path: std::path::PathBuf, stamp: crate::tools::files::FileStamp) {
+        self.reads.lock().insert(path, stamp);
+    }
+
+    /// What `path` held when it was last read here, if it was.
+    pub fn read_stamp(&self, path: &std::path::Path) -> Option<crate::tools::files::FileStamp> {
+        self.reads.lock().get(path).copied()
     }
 
     /// Registers a question; the ticket waits for its answer and withdraws

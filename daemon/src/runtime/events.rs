@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use crabtalk_proto::msg::{
-    AgentEventKind, AgentEventMsg, ErrorMsg, StreamEvent, ToolCallInfo, stream_event::Event,
+    AgentEventKind, AgentEventMsg, ErrorMsg, StreamEnd, StreamEvent, ToolCallInfo,
+    stream_event::Event,
 };
 use futures::Stream;
 use tokio::sync::{broadcast, mpsc};
@@ -116,6 +117,19 @@ impl TurnSink {
         }
         if let Some(client) = &self.client {
             // A client that went away does not stop the turn.
+            let _ = client.send(event);
+        }
+    }
+
+    /// Ends the turn: `StreamEnd` to the client, and to subscribers a `DONE`
+    /// that carries the turn's final text.
+    pub fn finish(&self, end: StreamEnd, final_text: &str) {
+        let event = StreamEvent::from(end);
+        if let Some(mut done) = self.agent_event(&event) {
+            done.content = final_text.to_owned();
+            self.hub.publish(done);
+        }
+        if let Some(client) = &self.client {
             let _ = client.send(event);
         }
     }

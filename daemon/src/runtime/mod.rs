@@ -13,8 +13,8 @@ pub mod turn;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use crabtalk_proto::home::Home;
@@ -28,11 +28,12 @@ use self::events::{EventHub, SUBSCRIBER_BUFFER};
 pub use self::snapshot::Snapshot;
 use self::turn::TurnPlan;
 pub use self::turn::{TurnFailure, TurnOutcome, TurnRequest};
+use crate::bus::EventBus;
 use crate::config::agent::{AgentConfig, AgentDef, AgentStore, validate_agent_name};
 use crate::config::{ConfigError, DaemonConfig};
 use crate::provider::{Environment, ModelRegistry};
 use crate::storage::Storage;
-use crate::tools::Tools;
+use crate::tools::{ToolSettings, Tools};
 
 /// The sender used when a client names none.
 pub const DEFAULT_SENDER: &str = "user";
@@ -60,6 +61,9 @@ pub struct Runtime {
     started: Instant,
     turns: TaskTracker,
     closing: AtomicBool,
+    bus: EventBus,
+    /// This runtime, for the turns it starts from inside (events).
+    me: Weak<Runtime>,
 }
 
 impl Runtime {
@@ -74,30 +78,97 @@ impl Runtime {
                 dir: home.agents_dir(),
                 source,
             })?;
-        let agents = load_agents(&agent_store);
+        let agents = load_agents(&agent_store, &config);
         let registry = Arc::new(ModelRegistry::new(&config, &environment));
         tokio::spawn(registry.clone().discover());
         let max_in_memory = config.conversations.max_in_memory;
-        let snapshot = Snapshot {
-            config: Arc::new(config),
-            agents,
-            registry,
-            tools: Tools::standard(),
-        };
+        let bus = EventBus::load(home.subscriptions_file());
         // Run ids grow across restarts: they start from the clock.
         let first_run = chrono::Utc::now().timestamp_millis().max(1) as u64 * 1000;
-        Ok(Arc::new(Self {
-            conversations: Conversations::new(Storage::new(home.sessions_dir()), max_in_memory),
-            home,
-            agent_store,
-            snapshot: RwLock::new(Arc::new(snapshot)),
-            hub: Arc::new(EventHub::new(SUBSCRIBER_BUFFER)),
-            environment,
-            next_run: AtomicU64::new(first_run),
-            started: Instant::now(),
-            turns: TaskTracker::new(),
-            closing: AtomicBool::new(false),
+        Ok(Arc::new_cyclic(|runtime| {
+            let tools = Tools::standard(runtime.clone(), &tool_settings(&home, &config));
+            let snapshot = Snapshot {
+                config: Arc::new(config),
+                agents,
+                registry,
+                tools,
+            };
+            Self {
+                conversations: Conversations::new(Storage::new(home.sessions_dir()), max_in_memory),
+                home,
+                agent_store,
+                snapshot: RwLock::new(Arc::new(snapshot)),
+                hub: Arc::new(EventHub::new(SUBSCRIBER_BUFFER)),
+                bus,
+                environment,
+                next_run: AtomicU64::new(first_run),
+                started: Instant::now(),
+                turns: TaskTracker::new(),
+                closing: AtomicBool::new(false),
+                me: runtime.clone(),
+            }
         }))
+    }
+
+    /// A fresh id, unique across restarts (run ids, delegate senders).
+    pub fn next_id(&self) -> u64 {
+        self.next_run.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Publishes an event: every subscription to `source` runs its agent
+    /// with `payload`, as sender `event:<source>`. `hops` counts the events
+    /// that led here; past the limit the chain stops, with a warning.
+    pub fn publish(&self, source: &str, payload: &str, hops: u32) {
+        let Some(runtime) = self.me.upgrade() else {
+            return;
+        };
+        let max_hops = self.snapshot().config.events.max_hops;
+        let subscribed = self
+            .bus
+            .list()
+            .iter()
+            .any(|subscription| subscription.source == source);
+        if !subscribed {
+            return;
+        }
+        if hops >= max_hops {
+            tracing::warn!(
+                "event {source:?} was not delivered: it is the {hops}th in a chain of events, the limit is \
+                 {max_hops} ([events] max_hops); is there a subscription cycle?"
+            );
+            return;
+        }
+        for subscription in self.bus.fire(source) {
+            let payload = if payload.trim().is_empty() {
+                "(no text)"
+            } else {
+                payload
+            };
+            let started = runtime.start_turn(TurnRequest {
+                agent: subscription.target_agent.clone(),
+                sender: format!("event:{source}"),
+                content: payload.to_owned(),
+                cwd: None,
+                guest: None,
+                tool_choice: None,
+                created_by: format!("event {source}"),
+                client: None,
+                hops: hops + 1,
+            });
+            if let Err(error) = started {
+                tracing::warn!(
+                    "subscription {} could not run {}: {}",
+                    subscription.id,
+                    subscription.target_agent,
+                    error.message
+                );
+            }
+        }
+    }
+
+    /// The event bus's subscription table.
+    pub fn bus(&self) -> &EventBus {
+        &self.bus
     }
 
     /// The snapshot new work runs against.
@@ -152,10 +223,19 @@ impl Runtime {
             run_id,
         };
         let runtime = self.clone();
+        let hops = plan.request.hops;
         Ok(self.turns.spawn(async move {
             let outcome = turn::run(runtime.clone(), plan).await;
             // The turn has let go of its conversation: now it can be evicted.
             runtime.conversations.trim();
+            let payload = match &outcome.error {
+                None => outcome.final_text.clone(),
+                Some(failure) => format!(
+                    "[the turn failed: {}]\n{}",
+                    failure.message, outcome.final_text
+                ),
+            };
+            runtime.publish(&format!("agent:{}:done", outcome.agent), &payload, hops);
             outcome
         }))
     }
@@ -232,7 +312,7 @@ impl Runtime {
         self.agent_store
             .ensure(&config.default_agent)
             .map_err(|err| ErrorMsg::internal(err.to_string()))?;
-        let agents = load_agents(&self.agent_store);
+        let agents = load_agents(&self.agent_store, &config);
         let registry = Arc::new(ModelRegistry::new(&config, &self.environment));
         let previous = self.snapshot();
         if config.default_model.is_none()
@@ -242,11 +322,12 @@ impl Runtime {
             warnings.push(format!("the active model {active} is no longer configured"));
         }
         tokio::spawn(registry.clone().discover());
+        let tools = Tools::standard(self.me.clone(), &tool_settings(&self.home, &config));
         *self.snapshot.write() = Arc::new(Snapshot {
             config: Arc::new(config),
             agents,
             registry,
-            tools: previous.tools.clone(),
+            tools,
         });
         for warning in &warnings {
             tracing::warn!("{warning}");
@@ -310,6 +391,7 @@ impl Runtime {
     pub async fn delete_agent(&self, name: &str) -> Result<(), ErrorMsg> {
         let snapshot = self.snapshot();
         snapshot.agent(name).map_err(ErrorMsg::not_found)?;
+        self.refuse_builtin(name)?;
         if name == snapshot.config.default_agent {
             return Err(ErrorMsg::conflict(format!(
                 "{name:?} is the default agent; set another default_agent in config.toml first"
@@ -328,6 +410,7 @@ impl Runtime {
         validate_agent_name(new).map_err(ErrorMsg::bad_request)?;
         let snapshot = self.snapshot();
         snapshot.agent(old).map_err(ErrorMsg::not_found)?;
+        self.refuse_builtin(old)?;
         if snapshot
             .agents
             .keys()
@@ -352,6 +435,16 @@ impl Runtime {
             .map_err(internal)?;
         self.refresh_agents(&snapshot, old);
         self.snapshot().agent(new).map_err(ErrorMsg::internal)
+    }
+
+    /// Refuses to delete or rename the built-in worker (it has no file).
+    fn refuse_builtin(&self, name: &str) -> Result<(), ErrorMsg> {
+        if name == WORKER && !self.agent_store.exists(name) {
+            return Err(ErrorMsg::conflict(
+                "worker is built in and cannot be deleted or renamed; an agents/worker.toml replaces it",
+            ));
+        }
+        Ok(())
     }
 
     /// Takes `agent`'s conversations out of memory and waits until nothing
@@ -401,7 +494,7 @@ impl Runtime {
 
     /// Re-reads the agents into a new snapshot; returns `name` if it exists.
     fn refresh_agents(&self, snapshot: &Snapshot, name: &str) -> Arc<AgentDef> {
-        let agents = load_agents(&self.agent_store);
+        let agents = load_agents(&self.agent_store, &snapshot.config);
         let agent = agents.get(name).cloned();
         *self.snapshot.write() = Arc::new(snapshot.with_agents(agents));
         agent.unwrap_or_else(|| {
@@ -439,7 +532,17 @@ fn load_config(home: &Home) -> Result<DaemonConfig, ConfigError> {
     Ok(loaded.value)
 }
 
-fn load_agents(store: &AgentStore) -> BTreeMap<String, Arc<AgentDef>> {
+/// The name of the built-in agent that is always there to delegate to.
+pub const WORKER: &str = "worker";
+
+/// The built-in worker's prompt.
+const WORKER_PROMPT: &str = "\
+You are a worker agent: another agent handed you a task. Do exactly that task with the tools you \
+have, then reply with the result itself — what you found or what you changed — concisely and \
+completely, because your reply is all the other agent sees. If the task cannot be done, say why.
+";
+
+fn load_agents(store: &AgentStore, config: &DaemonConfig) -> BTreeMap<String, Arc<AgentDef>> {
     let loaded = store.load_all();
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
@@ -447,11 +550,39 @@ fn load_agents(store: &AgentStore) -> BTreeMap<String, Arc<AgentDef>> {
     for error in &loaded.errors {
         tracing::error!("agent skipped: {error}");
     }
-    loaded
+    let mut agents: BTreeMap<String, Arc<AgentDef>> = loaded
         .agents
         .into_iter()
         .map(|agent| (agent.name.clone(), Arc::new(agent)))
-        .collect()
+        .collect();
+    // The worker is always there; an agents/worker.toml replaces it.
+    if !agents.contains_key(WORKER) {
+        let thinking = agents
+            .get(&config.default_agent)
+            .is_some_and(|agent| agent.config.thinking);
+        let worker = AgentDef {
+            name: WORKER.into(),
+            config: AgentConfig {
+                description: "A built-in agent for self-contained tasks handed over with delegate."
+                    .into(),
+                thinking,
+                ..AgentConfig::default()
+            },
+            prompt: WORKER_PROMPT.into(),
+        };
+        agents.insert(WORKER.into(), Arc::new(worker));
+    }
+    agents
+}
+
+fn tool_settings(home: &Home, config: &DaemonConfig) -> ToolSettings {
+    let mut skill_dirs = vec![home.skills_dir()];
+    skill_dirs.extend(config.skill_dirs.iter().cloned());
+    ToolSettings {
+        skill_dirs,
+        max_delegation_depth: config.delegation.max_depth,
+        max_delegated_tasks: config.delegation.max_tasks,
+    }
 }
 
 fn parse_agent_config(json: &str) -> Result<Option<AgentConfig>, ErrorMsg> {

@@ -50,6 +50,8 @@ pub struct TurnRequest {
     pub created_by: String,
     /// Where the turn's `StreamEvent`s go, if anyone listens.
     pub client: Option<mpsc::UnboundedSender<StreamEvent>>,
+    /// How many event firings led to this turn (0 for a client's turn).
+    pub hops: u32,
 }
 
 /// How a turn ended.
@@ -211,16 +213,19 @@ pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
     conversation.save_meta(&history.meta);
     drop(history);
     drop(run);
-    sink.emit(StreamEnd {
-        agent: speaker.name.clone(),
-        error: outcome
-            .error
-            .as_ref()
-            .map(|failure| failure.message.clone())
-            .unwrap_or_default(),
-        model: outcome.model.clone(),
-        usage: Some(outcome.usage),
-    });
+    sink.finish(
+        StreamEnd {
+            agent: speaker.name.clone(),
+            error: outcome
+                .error
+                .as_ref()
+                .map(|failure| failure.message.clone())
+                .unwrap_or_default(),
+            model: outcome.model.clone(),
+            usage: Some(outcome.usage),
+        },
+        &outcome.final_text,
+    );
     outcome
 }
 
@@ -261,7 +266,7 @@ impl Steps<'_> {
         } else {
             tools.specs_for(self.speaker)
         };
-        let hook_prompts = tools.system_prompts(self.speaker);
+        let hook_prompts = tools.system_prompts(self.speaker, &self.snapshot.agents);
         let instructions = instructions::block(&self.runtime.home, self.cwd);
         let max_iterations = self.speaker.config.max_iterations.max(1);
         let tool_choice = self

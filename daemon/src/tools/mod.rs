@@ -8,14 +8,28 @@
 //! result the model can read; it never fails the turn.
 
 mod ask_user;
+pub mod bash;
+pub mod delegate;
+mod edit;
+pub mod files;
+mod read;
+pub mod scope;
+mod skill;
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 pub use self::ask_user::AskUserHook;
+pub use self::bash::BashHook;
+pub use self::delegate::DelegateHook;
+pub use self::edit::EditHook;
+pub use self::read::ReadHook;
+use self::scope::Scope;
+pub use self::skill::SkillHook;
 use crate::config::agent::AgentDef;
 use crate::runtime::conversation::Conversation;
 use crate::runtime::events::TurnSink;
@@ -74,6 +88,20 @@ pub struct ToolContext {
 /// A running tool call.
 pub type ToolFuture = Pin<Box<dyn Future<Output = ToolOutput> + Send>>;
 
+/// What a hook may look at when it contributes to a system prompt.
+pub struct PromptContext<'a> {
+    pub agent: &'a AgentDef,
+    /// Every agent, for hooks that point to the others (delegation).
+    pub agents: &'a BTreeMap<String, Arc<AgentDef>>,
+}
+
+/// How the daemon's tools are set up.
+pub struct ToolSettings {
+    pub skill_dirs: Vec<PathBuf>,
+    pub max_delegation_depth: u32,
+    pub max_delegated_tasks: usize,
+}
+
 /// A subsystem that owns tools.
 pub trait Hook: Send + Sync {
     /// The tools this hook owns.
@@ -87,8 +115,8 @@ pub trait Hook: Send + Sync {
     }
 
     /// A fragment for the agent's system prompt.
-    fn system_prompt(&self, agent: &AgentDef) -> Option<String> {
-        let _ = agent;
+    fn system_prompt(&self, context: &PromptContext<'_>) -> Option<String> {
+        let _ = context;
         None
     }
 
@@ -115,14 +143,26 @@ impl Tools {
     }
 
     /// The daemon's standard set of hooks.
-    pub fn standard() -> Self {
-        Self::new(vec![Arc::new(AskUserHook)])
+    pub fn standard(runtime: Weak<crate::runtime::Runtime>, settings: &ToolSettings) -> Self {
+        Self::new(vec![
+            Arc::new(BashHook),
+            Arc::new(ReadHook),
+            Arc::new(EditHook),
+            Arc::new(AskUserHook),
+            Arc::new(SkillHook::new(crate::skills::SkillDirs::new(
+                settings.skill_dirs.clone(),
+            ))),
+            Arc::new(DelegateHook::new(
+                runtime,
+                settings.max_delegation_depth,
+                settings.max_delegated_tasks,
+            )),
+        ])
     }
 
-    /// Whether `agent`'s scope lets it call `tool` (an empty list allows
-    /// everything).
+    /// Whether `agent`'s scope lets it call `tool`.
     pub fn in_scope(agent: &AgentDef, tool: &str) -> bool {
-        agent.config.tools.is_empty() || agent.config.tools.iter().any(|allowed| allowed == tool)
+        Scope::of(agent).allows_tool(tool)
     }
 
     /// The tools offered to `agent`: owned by a hook that offers them, and in
@@ -139,12 +179,26 @@ impl Tools {
         specs
     }
 
-    /// Every hook's system-prompt fragment for `agent`.
-    pub fn system_prompts(&self, agent: &AgentDef) -> Vec<String> {
-        self.hooks
+    /// Every hook's system-prompt fragment for `agent`, then the `<scope>`
+    /// block if the agent is scoped.
+    pub fn system_prompts(
+        &self,
+        agent: &AgentDef,
+        agents: &BTreeMap<String, Arc<AgentDef>>,
+    ) -> Vec<String> {
+        let context = PromptContext { agent, agents };
+        let mut fragments: Vec<String> = self
+            .hooks
             .iter()
-            .filter_map(|hook| hook.system_prompt(agent))
-            .collect()
+            .filter_map(|hook| hook.system_prompt(&context))
+            .collect();
+        let offered: Vec<String> = self
+            .specs_for(agent)
+            .into_iter()
+            .map(|spec| spec.name)
+            .collect();
+        fragments.extend(Scope::of(agent).block(&offered));
+        fragments
     }
 
     /// A user message after every hook's rewriting.
@@ -162,10 +216,15 @@ impl Tools {
     pub fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> ToolFuture {
         let agent = context.agent.clone();
         if !Self::in_scope(&agent, &call.name) {
+            let allowed: Vec<String> = self
+                .specs_for(&agent)
+                .into_iter()
+                .map(|spec| spec.name)
+                .collect();
             let message = format!(
                 "tool {:?} is outside this agent's scope; allowed tools: {}",
                 call.name,
-                agent.config.tools.join(", ")
+                allowed.join(", ")
             );
             return Box::pin(std::future::ready(ToolOutput::error(message)));
         }

@@ -2,7 +2,9 @@
 
 use crabtalk_proto::Client;
 use crabtalk_proto::client::ReplyStream;
-use crabtalk_proto::msg::{StreamEnd, StreamEvent, StreamMsg, stream_event::Event};
+use crabtalk_proto::msg::{
+    ReplyToAsk, StreamEnd, StreamEvent, StreamMsg, ToolResultEvent, stream_event::Event,
+};
 use futures::StreamExt;
 
 /// A `StreamMsg` for `agent` from `sender`.
@@ -72,10 +74,39 @@ impl Turn {
         }
     }
 
+    /// The tool results, in the order they arrived.
+    pub fn tool_results(&self) -> Vec<ToolResultEvent> {
+        self.events
+            .iter()
+            .filter_map(|event| match event {
+                Event::ToolResult(result) => Some(result.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// A compact name for each event, for order assertions.
     pub fn kinds(&self) -> Vec<&'static str> {
         self.events.iter().map(kind).collect()
     }
+}
+
+/// Answers the question `call_id` (or the oldest, when empty) waiting on
+/// `(agent, sender)`.
+pub async fn answer(
+    client: &Client,
+    agent: &str,
+    sender: &str,
+    content: &str,
+    call_id: &str,
+) -> Result<(), crabtalk_proto::client::ClientError> {
+    let reply = ReplyToAsk {
+        agent: agent.into(),
+        sender: sender.into(),
+        content: content.into(),
+        call_id: call_id.into(),
+    };
+    client.reply_to_ask(reply).await.map(drop)
 }
 
 /// A short name for an event.

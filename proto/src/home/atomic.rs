@@ -20,6 +20,12 @@ pub fn write_atomic_private(path: &Path, contents: &[u8]) -> io::Result<()> {
     write_with_mode(path, contents, 0o600)
 }
 
+/// Like [`write_atomic`], with the given permission bits (Unix; ignored
+/// elsewhere): for rewriting a file in place without changing its mode.
+pub fn write_atomic_mode(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+    write_with_mode(path, contents, mode)
+}
+
 fn write_with_mode(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -61,6 +67,9 @@ fn write_temp(temp: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
     #[cfg(not(unix))]
     let _ = mode;
     let mut file = options.open(temp)?;
+    // Exactly `mode`, whatever the umask.
+    #[cfg(unix)]
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
     file.write_all(contents)?;
     file.sync_all()
 }

@@ -30,7 +30,7 @@ mod port_file;
 
 use std::path::{Path, PathBuf};
 
-pub use atomic::{write_atomic, write_atomic_private};
+pub use atomic::{write_atomic, write_atomic_mode, write_atomic_private};
 pub use port_file::{PortFile, PortFileError};
 
 /// The environment variable that overrides the home directory.

@@ -1,0 +1,273 @@
+//! Skills: `SKILL.md` files (the agentskills.io format) found under the
+//! skill folders, in order.
+//!
+//! ```text
+//! skills/
+//!   check-feeds/SKILL.md
+//!   writing/summarize/SKILL.md      nested folders are fine
+//!   .drafts/…                       hidden folders are skipped
+//! ```
+//!
+//! A skill's front matter names it and describes it; its body is the prompt.
+//! Nothing is cached: every lookup walks the folders and every load reads the
+//! file, so a skill edited or added on disk is used at once, without a
+//! restart. When two folders hold a skill of the same name, the first folder
+//! wins and the other is reported.
+
+mod front_matter;
+
+use std::path::{Path, PathBuf};
+
+pub use front_matter::FrontMatter;
+
+/// How deep below a skill folder `SKILL.md` files are looked for.
+const MAX_DEPTH: usize = 8;
+
+/// Largest `SKILL.md` read.
+const MAX_SKILL_FILE: u64 = 256 * 1024;
+
+/// A skill found on disk (without its body).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillEntry {
+    pub name: String,
+    pub description: String,
+    pub path: PathBuf,
+}
+
+/// A skill with its body, read fresh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    pub allowed_tools: Vec<String>,
+    pub body: String,
+    pub path: PathBuf,
+}
+
+/// What a walk of the skill folders found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub skills: Vec<SkillEntry>,
+    pub warnings: Vec<String>,
+}
+
+/// The skill folders, in priority order.
+#[derive(Debug, Clone)]
+pub struct SkillDirs {
+    dirs: Vec<PathBuf>,
+}
+
+/// Whether `name` can be a skill name: letters, digits, `-`, `_`, `.` (not
+/// first), nothing that could be a path.
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !name.contains("..")
+}
+
+impl SkillDirs {
+    pub fn new(dirs: Vec<PathBuf>) -> Self {
+        Self { dirs }
+    }
+
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// Every skill, sorted by name; duplicates reported, first folder wins.
+    pub fn discover(&self) -> Discovery {
+        let mut discovery = Discovery::default();
+        for dir in &self.dirs {
+            let mut files = Vec::new();
+            collect_skill_files(dir, 0, &mut files);
+            files.sort();
+            for path in files {
+                match read_entry(&path) {
+                    Ok(entry) => {
+                        if let Some(first) = discovery.skills.iter().find(|s| s.name == entry.name)
+                        {
+                            discovery.warnings.push(format!(
+                                "skill {:?} in {} is ignored: {} has the same name",
+                                entry.name,
+                                path.display(),
+                                first.path.display()
+                            ));
+                        } else {
+                            discovery.skills.push(entry);
+                        }
+                    }
+                    Err(warning) => discovery.warnings.push(warning),
+                }
+            }
+        }
+        discovery.skills.sort_by(|a, b| a.name.cmp(&b.name));
+        discovery
+    }
+
+    /// The skill `name`, read fresh from disk.
+    pub fn load(&self, name: &str) -> Option<Result<Skill, String>> {
+        if !is_valid_name(name) {
+            return None;
+        }
+        let entry = self
+            .discover()
+            .skills
+            .into_iter()
+            .find(|skill| skill.name == name)?;
+        Some(read_skill(&entry.path))
+    }
+}
+
+fn collect_skill_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') {
+            continue;
+        }
+        // file_type does not follow symlinks: a symlinked folder is not
+        // walked (no loops), a symlinked SKILL.md is read.
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            collect_skill_files(&entry.path(), depth + 1, out);
+        } else if name == "SKILL.md" && depth > 0 {
+            out.push(entry.path());
+        }
+    }
+}
+
+fn read_text(path: &Path) -> Result<String, String> {
+    let meta =
+        std::fs::metadata(path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    if meta.len() > MAX_SKILL_FILE {
+        return Err(format!(
+            "{} is larger than {MAX_SKILL_FILE} bytes; skipped",
+            path.display()
+        ));
+    }
+    std::fs::read_to_string(path).map_err(|err| format!("cannot read {}: {err}", path.display()))
+}
+
+/// The name a skill file declares, or its folder's name.
+fn skill_name(path: &Path, front: &FrontMatter) -> Result<String, String> {
+    let folder = path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned());
+    let name = front.name.clone().or(folder).unwrap_or_default();
+    if is_valid_name(&name) {
+        Ok(name)
+    } else {
+        Err(format!(
+            "{}: {name:?} is not a usable skill name (letters, digits, '-', '_', '.'); skipped",
+            path.display()
+        ))
+    }
+}
+
+fn read_entry(path: &Path) -> Result<SkillEntry, String> {
+    let text = read_text(path)?;
+    let (front, _) =
+        FrontMatter::split(&text).map_err(|err| format!("{}: {err}", path.display()))?;
+    Ok(SkillEntry {
+        name: skill_name(path, &front)?,
+        description: front.description.clone().unwrap_or_default(),
+        path: path.to_owned(),
+    })
+}
+
+fn read_skill(path: &Path) -> Result<Skill, String> {
+    let text = read_text(path)?;
+    let (front, body) =
+        FrontMatter::split(&text).map_err(|err| format!("{}: {err}", path.display()))?;
+    Ok(Skill {
+        name: skill_name(path, &front)?,
+        description: front.description.clone().unwrap_or_default(),
+        allowed_tools: front.allowed_tools.clone(),
+        body: body.trim().to_owned(),
+        path: path.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn discovery_walks_nested_folders_skips_hidden_and_warns_on_duplicates() {
+        let root = tempfile::tempdir().unwrap();
+        let first = root.path().join("first");
+        let second = root.path().join("second");
+        write(
+            &first.join("summarize/SKILL.md"),
+            "---\nname: summarize\ndescription: Summarise text\n---\nSay less.",
+        );
+        write(
+            &first.join("writing/haiku/SKILL.md"),
+            "---\ndescription: Write a haiku\n---\nFive, seven, five.",
+        );
+        write(
+            &first.join(".drafts/secret/SKILL.md"),
+            "---\nname: secret\n---\nhidden",
+        );
+        write(
+            &second.join("summarize/SKILL.md"),
+            "---\nname: summarize\n---\nthe other one",
+        );
+        write(&second.join("bad name/SKILL.md"), "no front matter");
+        let dirs = SkillDirs::new(vec![first.clone(), second.clone()]);
+        let found = dirs.discover();
+        let names: Vec<&str> = found.skills.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["haiku", "summarize"]);
+        assert!(
+            found.skills[1].path.starts_with(&first),
+            "the first folder wins"
+        );
+        assert!(
+            found.warnings.iter().any(|w| w.contains("same name")),
+            "{:?}",
+            found.warnings
+        );
+        assert!(
+            found.warnings.iter().any(|w| w.contains("bad name")),
+            "{:?}",
+            found.warnings
+        );
+
+        let haiku = dirs.load("haiku").unwrap().unwrap();
+        assert_eq!(
+            (haiku.description.as_str(), haiku.body.as_str()),
+            ("Write a haiku", "Five, seven, five.")
+        );
+        assert!(dirs.load("secret").is_none());
+        assert!(dirs.load("../first/summarize").is_none());
+    }
+
+    #[test]
+    fn a_skill_edited_on_disk_is_read_fresh() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("s/greet/SKILL.md");
+        write(&path, "---\nname: greet\n---\nSay hello.");
+        let dirs = SkillDirs::new(vec![root.path().join("s")]);
+        assert_eq!(dirs.load("greet").unwrap().unwrap().body, "Say hello.");
+        write(&path, "---\nname: greet\n---\nSay goodbye.");
+        assert_eq!(dirs.load("greet").unwrap().unwrap().body, "Say goodbye.");
+    }
+}

@@ -1,0 +1,304 @@
+//! `delegate`: hand tasks to other agents (RFC 0121's delegation).
+//!
+//! Each task runs as a turn of its own in a fresh conversation, with the
+//! sender `delegate:<id>` (ids come from the run-id clock, so they stay
+//! unique across restarts) and its own working directory if it names one.
+//!
+//! - Foreground: waits for every task and returns `[{agent, result, error}]`.
+//!   If the delegating turn is cancelled, its tasks are cancelled too.
+//! - Background (`background: true`): returns the task ids at once; each
+//!   result is published as `agent:<name>:done`, like every turn's end.
+//!
+//! Limits: at most `max_tasks` tasks per call, and delegated turns may
+//! delegate again only down to `max_depth` levels.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+use serde::Deserialize;
+
+use super::files::resolve;
+use super::{
+    Hook, PromptContext, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec,
+    parse_arguments,
+};
+use crate::runtime::{Runtime, TurnRequest};
+
+/// The sender prefix of delegated turns.
+pub const SENDER_PREFIX: &str = "delegate:";
+
+/// The `delegate` tool.
+pub struct DelegateHook {
+    runtime: Weak<Runtime>,
+    /// How deep each live delegated conversation is.
+    depths: Arc<Mutex<HashMap<String, u32>>>,
+    max_depth: u32,
+    max_tasks: usize,
+}
+
+#[derive(Deserialize)]
+struct Arguments {
+    tasks: Vec<Task>,
+    #[serde(default)]
+    background: bool,
+}
+
+#[derive(Deserialize)]
+struct Task {
+    agent: String,
+    message: String,
+    #[serde(default)]
+    cwd: Option<String>,
+}
+
+impl DelegateHook {
+    pub fn new(runtime: Weak<Runtime>, max_depth: u32, max_tasks: usize) -> Self {
+        Self {
+            runtime,
+            depths: Arc::default(),
+            max_depth,
+            max_tasks,
+        }
+    }
+
+    fn depth_of(&self, sender: &str) -> u32 {
+        if !sender.starts_with(SENDER_PREFIX) {
+            return 0;
+        }
+        // A delegated conversation we no longer track (after a restart)
+        // counts as one level down.
+        self.depths.lock().get(sender).copied().unwrap_or(1)
+    }
+}
+
+impl Hook for DelegateHook {
+    fn tools(&self) -> Vec<ToolSpec> {
+        vec![ToolSpec {
+            name: "delegate".into(),
+            description: "Hand tasks to other agents; each runs in a conversation of its own. Without \
+                background, waits for all of them and returns each agent's result. With background, \
+                returns at once; results are published as agent:<name>:done events. The agent \
+                `worker` is always available for ad-hoc tasks. Give each task everything it needs: \
+                the other agent does not see this conversation."
+                .into(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "tasks": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "agent": {"type": "string"},
+                                "message": {"type": "string", "description": "The task, complete in itself."},
+                                "cwd": {"type": "string", "description": "Working directory for this task (default: yours)."}
+                            },
+                            "required": ["agent", "message"]
+                        }
+                    },
+                    "background": {"type": "boolean", "description": "Return at once instead of waiting."}
+                },
+                "required": ["tasks"]
+            }),
+        }]
+    }
+
+    fn system_prompt(&self, context: &PromptContext<'_>) -> Option<String> {
+        let peers: Vec<String> = context
+            .agents
+            .values()
+            .filter(|agent| agent.name != context.agent.name)
+            .map(|agent| format!("- {}: {}", agent.name, agent.config.description))
+            .collect();
+        if peers.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "<agents>\nAgents you can delegate to with the delegate tool:\n{}\n</agents>",
+            peers.join("\n")
+        ))
+    }
+
+    fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture> {
+        let output = self.start(call, &context);
+        Some(match output {
+            Err(error) => Box::pin(std::future::ready(error)),
+            Ok(running) => running,
+        })
+    }
+}
+
+/// Cancels the delegated turns of a foreground call that is dropped before
+/// they finish (the delegating turn was cancelled).
+struct ChildTurns {
+    runtime: Weak<Runtime>,
+    keys: Vec<(String, String)>,
+    finished: bool,
+}
+
+impl ChildTurns {
+    /// The children finished: nothing to cancel.
+    fn disarm(&mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for ChildTurns {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        if let Some(runtime) = self.runtime.upgrade() {
+            for (agent, sender) in &self.keys {
+                runtime.kill(agent, sender);
+            }
+        }
+    }
+}
+
+impl DelegateHook {
+    fn start(
+        &self,
+        call: &ToolCallRecord,
+        context: &ToolContext,
+    ) -> Result<ToolFuture, ToolOutput> {
+        let arguments: Arguments = parse_arguments(call)?;
+        let runtime = self
+            .runtime
+            .upgrade()
+            .ok_or_else(|| ToolOutput::error("the daemon is shutting down"))?;
+        if arguments.tasks.is_empty() {
+            return Err(ToolOutput::error("delegate needs at least one task"));
+        }
+        if arguments.tasks.len() > self.max_tasks {
+            return Err(ToolOutput::error(format!(
+                "{} tasks is more than the {} one call may start; split the work or do some yourself",
+                arguments.tasks.len(),
+                self.max_tasks
+            )));
+        }
+        let depth = self.depth_of(&context.sender) + 1;
+        if depth > self.max_depth {
+            return Err(ToolOutput::error(format!(
+                "delegation is already {} levels deep (the limit is {}); do this task yourself",
+                depth - 1,
+                self.max_depth
+            )));
+        }
+        let snapshot = runtime.snapshot();
+        let mut started = Vec::new();
+        for task in arguments.tasks {
+            if let Err(message) = snapshot.agent(&task.agent) {
+                started.push((task.agent, String::new(), Err(message)));
+                continue;
+            }
+            let cwd = task
+                .cwd
+                .as_deref()
+                .map_or_else(|| context.cwd.clone(), |cwd| resolve(&context.cwd, cwd));
+            let sender = format!("{SENDER_PREFIX}{}", runtime.next_id());
+            let turn = runtime.start_turn(TurnRequest {
+                agent: task.agent.clone(),
+                sender: sender.clone(),
+                content: task.message,
+                cwd: Some(cwd),
+                guest: None,
+                tool_choice: None,
+                created_by: format!("delegated by {} ({})", context.agent.name, context.sender),
+                client: None,
+                hops: 0,
+            });
+            match turn {
+                Ok(handle) => {
+                    self.depths.lock().insert(sender.clone(), depth);
+                    started.push((task.agent, sender, Ok(handle)));
+                }
+                Err(error) => started.push((task.agent, String::new(), Err(error.message))),
+            }
+        }
+
+        if arguments.background {
+            let mut tasks = Vec::new();
+            for (agent, sender, handle) in started {
+                match handle {
+                    Ok(handle) => {
+                        tasks.push(serde_json::json!({"id": sender, "agent": agent}));
+                        let forget = self.depths_cleanup(sender);
+                        tokio::spawn(async move {
+                            let _ = handle.await;
+                            forget();
+                        });
+                    }
+                    Err(error) => tasks.push(serde_json::json!({"agent": agent, "error": error})),
+                }
+            }
+            let reply = serde_json::json!({
+                "background": true,
+                "tasks": tasks,
+                "note": "each result will be published as an agent:<name>:done event",
+            });
+            return Ok(Box::pin(std::future::ready(ToolOutput::ok(
+                reply.to_string(),
+            ))));
+        }
+
+        let mut guard = ChildTurns {
+            runtime: self.runtime.clone(),
+            keys: started
+                .iter()
+                .filter(|(_, sender, _)| !sender.is_empty())
+                .map(|(a, s, _)| (a.clone(), s.clone()))
+                .collect(),
+            finished: false,
+        };
+        let cleanups: Vec<_> = guard
+            .keys
+            .iter()
+            .map(|(_, sender)| self.depths_cleanup(sender.clone()))
+            .collect();
+        Ok(Box::pin(async move {
+            let mut results = Vec::new();
+            let mut failed = 0;
+            for (agent, _, handle) in started {
+                let entry = match handle {
+                    Err(error) => {
+                        serde_json::json!({"agent": agent, "result": null, "error": error})
+                    }
+                    Ok(handle) => match handle.await {
+                        Ok(outcome) => match outcome.error {
+                            None => {
+                                serde_json::json!({"agent": agent, "result": outcome.final_text, "error": null})
+                            }
+                            Some(failure) => {
+                                serde_json::json!({"agent": agent, "result": outcome.final_text, "error": failure.message})
+                            }
+                        },
+                        Err(err) => {
+                            serde_json::json!({"agent": agent, "result": null, "error": err.to_string()})
+                        }
+                    },
+                };
+                failed += usize::from(!entry["error"].is_null());
+                results.push(entry);
+            }
+            guard.disarm();
+            cleanups.into_iter().for_each(|forget| forget());
+            let text = serde_json::Value::Array(results).to_string();
+            if failed == 0 {
+                ToolOutput::ok(text)
+            } else {
+                ToolOutput::error(text)
+            }
+        }))
+    }
+
+    /// Forgets a delegated conversation's depth once it is done.
+    fn depths_cleanup(&self, sender: String) -> impl FnOnce() + Send + 'static {
+        let depths = self.depths.clone();
+        move || {
+            depths.lock().remove(&sender);
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! `edit`: replace one exact piece of a file.
+//!
+//! Safe by construction rather than by trust: the file must have been read
+//! in this conversation, it must not have changed since (someone else — a
+//! user, another agent — may have edited it), and `old_string` must occur
+//! exactly once. The new file is written atomically, keeping its
+//! permissions.
+
+use serde::Deserialize;
+
+use super::files::{FileStamp, resolve};
+use super::{Hook, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
+
+/// The `edit` tool.
+pub struct EditHook;
+
+#[derive(Deserialize)]
+struct Arguments {
+    path: String,
+    old_string: String,
+    new_string: String,
+}
+
+impl Hook for EditHook {
+    fn tools(&self) -> Vec<ToolSpec> {
+        vec![ToolSpec {
+            name: "edit".into(),
+            description: "Replace old_string with new_string in a file you have read in this \
+                conversation. old_string must appear exactly once (include surrounding lines to make \
+                it unique) and must match the file exactly, without read's line numbers."
+                .into(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "old_string": {"type": "string", "description": "The exact text to replace."},
+                    "new_string": {"type": "string", "description": "What to put in its place."}
+                },
+                "required": ["path", "old_string", "new_string"]
+            }),
+        }]
+    }
+
+    fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture> {
+        let arguments: Arguments = match parse_arguments(call) {
+            Ok(arguments) => arguments,
+            Err(error) => return Some(Box::pin(std::future::ready(error))),
+        };
+        Some(Box::pin(async move {
+            let path = resolve(&context.cwd, &arguments.path);
+            let Some(read_stamp) = context.conversation.read_stamp(&path) else {
+                return ToolOutput::error(format!(
+                    "read {} first: edit only changes files read in this conversation",
+                    path.display()
+                ));
+            };
+            let conversation = context.conversation.clone();
+            let result = tokio::task::spawn_blocking(move || {
+                let new_stamp = edit(
+                    &path,
+                    read_stamp,
+                    &arguments.old_string,
+                    &arguments.new_string,
+                )?;
+                conversation.record_read(path.clone(), new_stamp);
+                Ok::<_, String>(format!("edited {}", path.display()))
+            })
+            .await;
+            match result {
+                Ok(Ok(message)) => ToolOutput::ok(message),
+                Ok(Err(message)) => ToolOutput::error(message),
+                Err(err) => ToolOutput::error(format!("the edit failed: {err}")),
+            }
+        }))
+    }
+}
+
+/// Applies the edit; returns the new file's stamp.
+fn edit(
+    path: &std::path::Path,
+    read: FileStamp,
+    old: &str,
+    new: &str,
+) -> Result<FileStamp, String> {
+    let bytes =
+        std::fs::read(path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    if FileStamp::of(&bytes) != read {
+        return Err(format!(
+            "{} changed since you read it (someone else edited it); read it again and redo the edit",
+            path.display()
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| {
+        format!(
+            "{} is not valid UTF-8; edit cannot change it",
+            path.display()
+        )
+    })?;
+    if old.is_empty() {
+        return Err("old_string is empty; give the exact text to replace".into());
+    }
+    let matches = text.matches(old).count();
+    match matches {
+        0 => {
+            return Err(format!(
+                "old_string was not found in {}; check it against the file (without read's line numbers)",
+                path.display()
+            ));
+        }
+        1 => {}
+        n => {
+            return Err(format!(
+                "old_string occurs {n} times in {}; include more surrounding text so it occurs once",
+                path.display()
+            ));
+        }
+    }
+    let updated = text.replacen(old, new, 1);
+    let mode = permissions(path);
+    crabtalk_proto::home::write_atomic_mode(path, updated.as_bytes(), mode)
+        .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+    Ok(FileStamp::of(updated.as_bytes()))
+}
+
+#[cfg(unix)]
+fn permissions(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|meta| meta.permissions().mode() & 0o7777)
+        .unwrap_or(0o644)
+}
+
+#[cfg(not(unix))]
+fn permissions(_: &std::path::Path) -> u32 {
+    0o644
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_exact_match_is_replaced_and_everything_else_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        std::fs::write(&path, "alpha beta\nbeta gamma\n").unwrap();
+        let stamp = FileStamp::of(&std::fs::read(&path).unwrap());
+        assert!(
+            edit(&path, stamp, "beta", "x")
+                .unwrap_err()
+                .contains("2 times")
+        );
+        assert!(
+            edit(&path, stamp, "delta", "x")
+                .unwrap_err()
+                .contains("not found")
+        );
+        let new_stamp = edit(&path, stamp, "alpha beta", "ALPHA").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "ALPHA\nbeta gamma\n"
+        );
+        // The old stamp no longer matches: a second edit from it is refused.
+        assert!(
+            edit(&path, stamp, "gamma", "G")
+                .unwrap_err()
+                .contains("changed since you read it")
+        );
+        edit(&path, new_stamp, "gamma", "G").unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn permissions_survive_an_edit() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.sh");
+        std::fs::write(&path, "echo hi\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let stamp = FileStamp::of(&std::fs::read(&path).unwrap());
+        edit(&path, stamp, "hi", "hello").unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+    }
+}

@@ -1,0 +1,171 @@
+//! `read`: a text file's lines, numbered, from an offset, within caps.
+//!
+//! Reading a file records its stamp in the conversation, which is what lets
+//! `edit` change it (and notice if it changed in between).
+
+use serde::Deserialize;
+
+use super::files::{FileStamp, looks_binary, resolve};
+use super::{Hook, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
+
+/// Lines returned when the call names no limit.
+const DEFAULT_LIMIT: usize = 2000;
+
+/// Bytes returned at most, whatever the limit.
+const MAX_BYTES: usize = 256 * 1024;
+
+/// Characters kept of one line.
+const MAX_LINE: usize = 2000;
+
+/// Largest file read at all.
+const MAX_FILE: u64 = 32 * 1024 * 1024;
+
+/// The `read` tool.
+pub struct ReadHook;
+
+#[derive(Deserialize)]
+struct Arguments {
+    path: String,
+    /// 1-based first line.
+    #[serde(default)]
+    offset: Option<usize>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+impl Hook for ReadHook {
+    fn tools(&self) -> Vec<ToolSpec> {
+        vec![ToolSpec {
+            name: "read".into(),
+            description:
+                "Read a text file (a path relative to the working directory, or absolute). \
+                Lines come numbered (`  12\\tline`); the numbers are not part of the file. Use \
+                offset (1-based line) and limit for long files. Reading a file is required before \
+                editing it."
+                    .into(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)."},
+                    "limit": {"type": "integer", "minimum": 1, "description": "How many lines (default 2000)."}
+                },
+                "required": ["path"]
+            }),
+        }]
+    }
+
+    fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture> {
+        let arguments: Arguments = match parse_arguments(call) {
+            Ok(arguments) => arguments,
+            Err(error) => return Some(Box::pin(std::future::ready(error))),
+        };
+        Some(Box::pin(async move {
+            let path = resolve(&context.cwd, &arguments.path);
+            let read = tokio::task::spawn_blocking({
+                let path = path.clone();
+                move || read_file(&path)
+            })
+            .await;
+            let bytes = match read {
+                Ok(Ok(bytes)) => bytes,
+                Ok(Err(message)) => return ToolOutput::error(message),
+                Err(err) => {
+                    return ToolOutput::error(format!("reading {} failed: {err}", path.display()));
+                }
+            };
+            if looks_binary(&bytes) {
+                return ToolOutput::error(format!(
+                    "{} looks like a binary file; read only works on text (use bash with xxd or file to inspect it)",
+                    path.display()
+                ));
+            }
+            context
+                .conversation
+                .record_read(path.clone(), FileStamp::of(&bytes));
+            let text = String::from_utf8_lossy(&bytes);
+            ToolOutput::ok(numbered(
+                &text,
+                arguments.offset.unwrap_or(1),
+                arguments.limit.unwrap_or(DEFAULT_LIMIT),
+            ))
+        }))
+    }
+}
+
+fn read_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let meta = std::fs::metadata(path).map_err(|err| match err.kind() {
+        std::io::ErrorKind::NotFound => format!("{} does not exist", path.display()),
+        _ => format!("cannot read {}: {err}", path.display()),
+    })?;
+    if meta.is_dir() {
+        return Err(format!(
+            "{} is a directory; use bash with ls to list it",
+            path.display()
+        ));
+    }
+    if meta.len() > MAX_FILE {
+        return Err(format!(
+            "{} is {} bytes, more than read handles ({MAX_FILE}); use bash (head, sed -n, grep) on it",
+            path.display(),
+            meta.len()
+        ));
+    }
+    std::fs::read(path).map_err(|err| format!("cannot read {}: {err}", path.display()))
+}
+
+/// Lines `offset..offset+limit`, numbered, within the byte cap, with a note
+/// about what was left out.
+fn numbered(text: &str, offset: usize, limit: usize) -> String {
+    let offset = offset.max(1);
+    let total = text.lines().count();
+    if total == 0 {
+        return "(the file is empty)".into();
+    }
+    if offset > total {
+        return format!("(the file has {total} lines; offset {offset} is past the end)");
+    }
+    let mut out = String::new();
+    let mut last = offset - 1;
+    for (index, line) in text.lines().enumerate().skip(offset - 1).take(limit.max(1)) {
+        let line = match line.char_indices().nth(MAX_LINE) {
+            Some((cut, _)) => format!("{}… [line cut at {MAX_LINE} characters]", &line[..cut]),
+            None => line.to_owned(),
+        };
+        let entry = format!("{:>6}\t{line}\n", index + 1);
+        if out.len() + entry.len() > MAX_BYTES {
+            break;
+        }
+        out.push_str(&entry);
+        last = index + 1;
+    }
+    if last < total {
+        out.push_str(&format!(
+            "[lines {offset}-{last} of {total} shown; read on with offset = {}]",
+            last + 1
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_numbered_from_the_offset_and_the_rest_is_announced() {
+        let text = "a\nb\nc\nd\n";
+        assert_eq!(
+            numbered(text, 2, 2),
+            "     2\tb\n     3\tc\n[lines 2-3 of 4 shown; read on with offset = 4]"
+        );
+        assert_eq!(
+            numbered(text, 1, 10),
+            "     1\ta\n     2\tb\n     3\tc\n     4\td\n"
+        );
+        assert!(numbered(text, 9, 1).contains("past the end"));
+        assert_eq!(numbered("", 1, 1), "(the file is empty)");
+        let long = "é".repeat(MAX_LINE + 5);
+        assert!(numbered(&long, 1, 1).contains("line cut"));
+    }
+}

@@ -1,0 +1,537 @@
+//! The built-in tools on the real daemon, called by a scripted model.
+
+use std::path::Path;
+
+use crabtalk_proto::Client;
+use crabtalk_proto::msg::stream_event::Event;
+use crabtalk_proto::msg::*;
+use crabtalk_testkit::turn::{Turn, message};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, eventually};
+use serde_json::json;
+
+async fn setup() -> (ScriptedLlm, TestDaemon) {
+    let llm = ScriptedLlm::start().await;
+    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
+    (llm, daemon)
+}
+
+/// Runs one turn in which the model makes `calls`, then says "done";
+/// returns the tool results by call id.
+async fn call_tools(
+    llm: &ScriptedLlm,
+    client: &Client,
+    request: StreamMsg,
+    calls: Vec<ToolCall>,
+) -> Vec<ToolResultEvent> {
+    let ids: Vec<String> = calls.iter().map(|call| call.id.clone()).collect();
+    llm.push(Reply::tools(calls));
+    llm.push(Reply::text("done"));
+    let turn = Turn::run(client, request).await;
+    assert!(turn.end().error.is_empty(), "{}", turn.end().error);
+    let results = turn.tool_results();
+    ids.iter()
+        .map(|id| {
+            results
+                .iter()
+                .find(|r| &r.call_id == id)
+                .cloned()
+                .expect("a result per call")
+        })
+        .collect()
+}
+
+fn in_dir(dir: &Path, sender: &str) -> StreamMsg {
+    let mut request = message("crab", sender, "go");
+    request.cwd = Some(dir.display().to_string());
+    request
+}
+
+fn bash(id: &str, command: &str) -> ToolCall {
+    ToolCall::new(id, "bash", json!({"command": command}))
+}
+
+/// Whether a process is still running (a zombie waiting to be reaped does
+/// not count).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+fn read_pid(path: &Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+#[tokio::test]
+async fn bash_runs_in_the_working_directory_and_reports_output_and_exit_code() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = call_tools(
+        &llm,
+        &client,
+        in_dir(dir.path(), "user"),
+        vec![
+            bash("ok", "pwd; echo from-stdout"),
+            bash("fail", "echo to-stderr >&2; exit 3"),
+        ],
+    )
+    .await;
+    assert!(!results[0].is_error, "{}", results[0].output);
+    assert!(
+        results[0]
+            .output
+            .contains(&dir.path().display().to_string()),
+        "{}",
+        results[0].output
+    );
+    assert!(results[0].output.contains("from-stdout") && results[0].output.contains("exit code 0"));
+    assert!(results[1].is_error);
+    assert!(
+        results[1].output.contains("to-stderr") && results[1].output.contains("exit code 3"),
+        "{}",
+        results[1].output
+    );
+}
+
+#[tokio::test]
+async fn bash_timeout_kills_the_command_and_everything_it_started() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    // A background child, and a grandchild started by a nested shell.
+    let command = "sleep 300 & echo $! > child.pid; bash -c 'sleep 300 & echo $! > grandchild.pid; wait' & wait";
+    let call = ToolCall::new(
+        "slow",
+        "bash",
+        json!({"command": command, "timeout_secs": 1}),
+    );
+    let results = call_tools(&llm, &client, in_dir(dir.path(), "user"), vec![call]).await;
+    assert!(
+        results[0].is_error && results[0].output.contains("timed out after 1 s"),
+        "{}",
+        results[0].output
+    );
+    let child = read_pid(&dir.path().join("child.pid")).expect("the child started");
+    let grandchild = read_pid(&dir.path().join("grandchild.pid")).expect("the grandchild started");
+    eventually("the sleeps to be killed", || {
+        !alive(child) && !alive(grandchild)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn killing_a_turn_kills_its_running_command() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    llm.push(Reply::tools(vec![bash(
+        "long",
+        "echo $$ > shell.pid; sleep 300",
+    )]));
+    let mut stream = client.stream(in_dir(dir.path(), "user")).await.unwrap();
+    let mut turn = Turn::default();
+    turn.read_until(&mut stream, |e| matches!(e, Event::ToolStart(_)))
+        .await;
+    let pid_file = dir.path().join("shell.pid");
+    eventually("the command to start", || read_pid(&pid_file).is_some()).await;
+    let shell = read_pid(&pid_file).unwrap();
+    assert!(alive(shell));
+    client
+        .kill(KillMsg {
+            agent: "crab".into(),
+            sender: "user".into(),
+        })
+        .await
+        .unwrap();
+    turn.read_until(&mut stream, |_| false).await;
+    assert!(
+        turn.end().error.contains("cancelled"),
+        "{}",
+        turn.end().error
+    );
+    eventually("the command to be killed", || !alive(shell)).await;
+}
+
+#[tokio::test]
+async fn bash_output_is_capped_with_a_marker() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = call_tools(
+        &llm,
+        &client,
+        in_dir(dir.path(), "user"),
+        vec![bash("big", "head -c 100000 /dev/zero | tr '\\0' x")],
+    )
+    .await;
+    let output = &results[0].output;
+    assert!(
+        output.contains("[stdout truncated: 100000 bytes in all, the first 65536 shown]"),
+        "{}",
+        &output[output.len() - 200..]
+    );
+    assert!(output.len() < 70_000);
+}
+
+#[tokio::test]
+async fn bash_is_refused_to_gateway_senders_unless_allowed_and_honours_deny_and_disabled() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = call_tools(
+        &llm,
+        &client,
+        in_dir(dir.path(), "tg:42"),
+        vec![bash("g", "echo hi")],
+    )
+    .await;
+    assert!(
+        results[0].is_error && results[0].output.contains("gateway"),
+        "{}",
+        results[0].output
+    );
+
+    for (name, config) in [
+        (
+            "open",
+            r#"{"bash": {"allow_gateway": true, "deny": ["rm"], "env": {"GREETING": "hola"}}}"#,
+        ),
+        ("nobash", r#"{"bash": {"disabled": true}}"#),
+    ] {
+        client
+            .create_agent(CreateAgentMsg {
+                name: name.into(),
+                config: config.into(),
+                prompt: String::new(),
+            })
+            .await
+            .unwrap();
+    }
+    let mut request = in_dir(dir.path(), "tg:42");
+    request.agent = "open".into();
+    let results = call_tools(
+        &llm,
+        &client,
+        request.clone(),
+        vec![
+            bash("g", "echo $GREETING"),
+            bash("d", "ls && /bin/rm -rf x"),
+        ],
+    )
+    .await;
+    assert!(
+        !results[0].is_error,
+        "allowed for gateways: {}",
+        results[0].output
+    );
+    assert!(
+        results[0].output.contains("hola"),
+        "env additions reach the command: {}",
+        results[0].output
+    );
+    assert!(
+        results[1].is_error && results[1].output.contains("\"rm\""),
+        "{}",
+        results[1].output
+    );
+
+    request.agent = "nobash".into();
+    request.sender = Some("user".into());
+    let before = llm.requests().len();
+    let results = call_tools(&llm, &client, request, vec![bash("n", "echo hi")]).await;
+    assert!(results[0].is_error, "{}", results[0].output);
+    let offered = llm.requests()[before]["tools"].to_string();
+    assert!(
+        !offered.contains("\"bash\""),
+        "bash is not offered when disabled: {offered}"
+    );
+}
+
+#[tokio::test]
+async fn read_and_edit_work_together_and_refuse_what_is_unsafe() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("notes.txt"),
+        "one\ntwo\nthree\ntwo again\nfive\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("blob.bin"), [0u8, 1, 2, 3]).unwrap();
+    let edit = |id: &str, path: &str, old: &str, new: &str| {
+        ToolCall::new(
+            id,
+            "edit",
+            json!({"path": path, "old_string": old, "new_string": new}),
+        )
+    };
+    let read = |id: &str, path: &str, extra: serde_json::Value| {
+        let mut args = json!({"path": path});
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        ToolCall::new(id, "read", args)
+    };
+
+    // Editing before reading is refused.
+    let results = call_tools(
+        &llm,
+        &client,
+        in_dir(dir.path(), "user"),
+        vec![edit("e0", "notes.txt", "one", "ONE")],
+    )
+    .await;
+    assert!(
+        results[0].is_error && results[0].output.contains("read"),
+        "{}",
+        results[0].output
+    );
+
+    let results = call_tools(
+        &llm,
+        &client,
+        in_dir(dir.path(), "user"),
+        vec![
+            read("r1", "notes.txt", json!({"offset": 2, "limit": 2})),
+            read("r2", "blob.bin", json!({})),
+            read("r3", "missing.txt", json!({})),
+        ],
+    )
+    .await;
+    assert_eq!(
+        results[0].output,
+        "     2\ttwo\n     3\tthree\n[lines 2-3 of 5 shown; read on with offset = 4]"
+    );
+    assert!(
+        results[1].is_error && results[1].output.contains("binary"),
+        "{}",
+        results[1].output
+    );
+    assert!(
+        results[2].is_error && results[2].output.contains("does not exist"),
+        "{}",
+        results[2].output
+    );
+
+    // Sequential edits in one turn: not unique, not found, then a good one.
+    llm.push(Reply::tools(vec![edit("e1", "notes.txt", "two", "2")]));
+    llm.push(Reply::tools(vec![edit("e2", "notes.txt", "seven", "7")]));
+    llm.push(Reply::tools(vec![edit(
+        "e3",
+        "notes.txt",
+        "three\ntwo again",
+        "3\n2 again",
+    )]));
+    llm.push(Reply::text("edited"));
+    let turn = Turn::run(&client, in_dir(dir.path(), "user")).await;
+    let results: Vec<&ToolResultEvent> = turn
+        .events
+        .iter()
+        .filter_map(|e| {
+            if let Event::ToolResult(r) = e {
+                Some(r)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(
+        results[0].is_error && results[0].output.contains("occurs 2 times"),
+        "{}",
+        results[0].output
+    );
+    assert!(
+        results[1].is_error && results[1].output.contains("not found"),
+        "{}",
+        results[1].output
+    );
+    assert!(!results[2].is_error, "{}", results[2].output);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "one\ntwo\n3\n2 again\nfive\n"
+    );
+
+    // Someone else changes the file: the next edit is refused until a re-read.
+    std::fs::write(dir.path().join("notes.txt"), "changed by a person\n").unwrap();
+    let results = call_tools(
+        &llm,
+        &client,
+        in_dir(dir.path(), "user"),
+        vec![edit("e4", "notes.txt", "person", "robot")],
+    )
+    .await;
+    assert!(
+        results[0].is_error && results[0].output.contains("changed since you read it"),
+        "{}",
+        results[0].output
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "changed by a person\n"
+    );
+
+    // Reads are per conversation: another sender must read first.
+    let results = call_tools(
+        &llm,
+        &client,
+        in_dir(dir.path(), "someone-else"),
+        vec![edit("e5", "notes.txt", "person", "x")],
+    )
+    .await;
+    assert!(
+        results[0].is_error && results[0].output.contains("read"),
+        "{}",
+        results[0].output
+    );
+}
+
+fn write_skill(home: &Path, name: &str, body: &str) {
+    let dir = home.join("skills").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: The {name} skill\n---\n{body}\n"),
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn skills_by_slash_and_by_tool_are_read_fresh_and_scoped() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    write_skill(daemon.path(), "greet", "Greet the person warmly.");
+    write_skill(daemon.path(), "farewell", "Say goodbye.");
+
+    let listed: Vec<String> = client
+        .list_skills(ListSkillsMsg {})
+        .await
+        .unwrap()
+        .skills
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(listed, ["farewell", "greet"]);
+
+    // By slash: the message that enters the history carries the skill.
+    llm.push(Reply::text("Hello Alice!"));
+    Turn::run(&client, message("crab", "user", "/greet Alice")).await;
+    let user = llm.requests()[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap()
+        .clone();
+    let content = user["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("<skill name=\"greet\">\nGreet the person warmly.\n</skill>"),
+        "{content}"
+    );
+    assert!(content.ends_with("Alice"), "{content}");
+    let system = llm.requests()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        system.contains("- greet: The greet skill"),
+        "the resource hints list skills: {system}"
+    );
+
+    // By tool, edited on disk in between: the new text is used at once.
+    let results = call_tools(
+        &llm,
+        &client,
+        message("crab", "user", "go"),
+        vec![ToolCall::new("s1", "skill", json!({"name": "greet"}))],
+    )
+    .await;
+    assert!(
+        results[0].output.contains("Greet the person warmly."),
+        "{}",
+        results[0].output
+    );
+    write_skill(daemon.path(), "greet", "Greet the person in French.");
+    let results = call_tools(
+        &llm,
+        &client,
+        message("crab", "user", "go"),
+        vec![ToolCall::new("s2", "skill", json!({"name": "greet"}))],
+    )
+    .await;
+    assert!(
+        results[0].output.contains("in French"),
+        "{}",
+        results[0].output
+    );
+
+    // Fuzzy listing and the path guard.
+    let results = call_tools(
+        &llm,
+        &client,
+        message("crab", "user", "go"),
+        vec![
+            ToolCall::new("s3", "skill", json!({"name": "gree"})),
+            ToolCall::new("s4", "skill", json!({"name": "../greet"})),
+        ],
+    )
+    .await;
+    assert!(
+        results[0].is_error && results[0].output.contains("- greet"),
+        "{}",
+        results[0].output
+    );
+    assert!(results[1].is_error, "{}", results[1].output);
+
+    // Outside the scope: refused by tool, not expanded by slash.
+    client
+        .create_agent(CreateAgentMsg {
+            name: "polite".into(),
+            config: r#"{"skills": ["farewell"]}"#.into(),
+            prompt: String::new(),
+        })
+        .await
+        .unwrap();
+    let mut scoped = message("polite", "user", "go");
+    let results = call_tools(
+        &llm,
+        &client,
+        scoped.clone(),
+        vec![ToolCall::new("s5", "skill", json!({"name": "greet"}))],
+    )
+    .await;
+    assert!(
+        results[0].is_error && results[0].output.contains("outside this agent's scope"),
+        "{}",
+        results[0].output
+    );
+    let before = llm.requests().len();
+    llm.push(Reply::text("ok"));
+    scoped.content = "/greet Bob".into();
+    Turn::run(&client, scoped).await;
+    let request = &llm.requests()[before];
+    let last_user = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap();
+    assert_eq!(last_user["content"], "/greet Bob");
+    let system = request["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("<scope>") && system.contains("skills: farewell"),
+        "{system}"
+    );
+    assert!(
+        !system.contains("- greet:"),
+        "out-of-scope skills are not hinted: {system}"
+    );
+}
