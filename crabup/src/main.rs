@@ -1,8 +1,5 @@
-//! `crabup`: the crabtalk installer and service manager.
-//!
-//! Not built yet: this binary only reports that.
+//! `crabup`: the crabtalk installer and service manager. See the library.
 
 fn main() -> std::process::ExitCode {
-    eprintln!("crabup: not yet built");
-    std::process::ExitCode::FAILURE
+    crabup::main()
 }

@@ -1,0 +1,235 @@
+//! [`run_mcp`]: how a component serves MCP to the daemon.
+//!
+//! A component binds `127.0.0.1:0`, announces the port it got in
+//! `$CRABTALK_HOME/run/<name>.port` (port, `pid=`, `started_at=`, written
+//! atomically), and serves an `axum` router in which [`mcp_router`] mounts
+//! the `rmcp` streamable-HTTP service at `/mcp`. The daemon finds it by
+//! scanning `run/*.port`. On SIGINT, SIGTERM or a normal return the port
+//! file is removed first, then open connections get a short grace period.
+//! A crash leaves the file behind; readers tell it is stale with
+//! [`PortProbe`](crate::liveness::PortProbe) (pid gone or port silent).
+//!
+//! ```no_run
+//! # use crabtalk_command::{Service, mcp_router, run_mcp};
+//! # use crabtalk_proto::home::Home;
+//! # #[derive(Clone, Default)] struct MyTools;
+//! # impl rmcp::ServerHandler for MyTools {}
+//! # async fn example() -> anyhow::Result<()> {
+//! let service = Service::new("search", "crabtalk-search", "meta-search")?;
+//! run_mcp(&Home::from_env()?, &service, mcp_router(MyTools::default)).await?;
+//! # Ok(()) }
+//! ```
+
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crabtalk_proto::home::{Home, PortFile};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::Service;
+
+/// How long open connections may take to finish after shutdown begins.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// Why a component could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("cannot listen on 127.0.0.1: {0}")]
+    Bind(std::io::Error),
+    #[error("cannot write the port file {path}: {source}")]
+    PortFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot listen for shutdown signals: {0}")]
+    Signals(std::io::Error),
+    #[error("the HTTP server failed: {0}")]
+    Serve(std::io::Error),
+}
+
+/// An `axum` router with the MCP service made by `factory` (one handler per
+/// session) mounted at `/mcp`. Merge it with more routes if needed.
+pub fn mcp_router<S, F>(factory: F) -> axum::Router
+where
+    S: rmcp::ServerHandler + Send + 'static,
+    F: Fn() -> S + Send + Sync + 'static,
+{
+    let service = StreamableHttpService::new(
+        move || Ok(factory()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    axum::Router::new().nest_service("/mcp", service)
+}
+
+/// Serves `router` for `service` until SIGINT or SIGTERM.
+pub async fn run_mcp(home: &Home, service: &Service, router: axum::Router) -> Result<(), McpError> {
+    let signals = ShutdownSignals::install()?;
+    run_mcp_until(home, service, router, signals.received()).await
+}
+
+/// Serves `router` for `service` until `shutdown` completes.
+pub async fn run_mcp_until(
+    home: &Home,
+    service: &Service,
+    router: axum::Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), McpError> {
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .await
+        .map_err(McpError::Bind)?;
+    let port = listener.local_addr().map_err(McpError::Bind)?.port();
+    let port_file = PortFileGuard::write(&service.port_file(home), port)?;
+    tracing::info!(
+        service = service.name(),
+        port,
+        "serving MCP at http://127.0.0.1:{port}/mcp"
+    );
+
+    let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, router).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = stopping_tx.send(());
+    });
+    let mut server = tokio::spawn(async move { server.await });
+    tokio::select! {
+        joined = &mut server => {
+            drop(port_file);
+            return joined_result(joined);
+        }
+        Ok(()) = stopping_rx => {}
+    }
+    // Gone from discovery before draining, so nobody new connects.
+    drop(port_file);
+    tracing::info!(service = service.name(), "shutting down");
+    match tokio::time::timeout(SHUTDOWN_GRACE, &mut server).await {
+        Ok(joined) => joined_result(joined),
+        Err(_) => {
+            // Long-lived streams (SSE) do not end on their own.
+            server.abort();
+            Ok(())
+        }
+    }
+}
+
+fn joined_result(
+    joined: Result<std::io::Result<()>, tokio::task::JoinError>,
+) -> Result<(), McpError> {
+    match joined {
+        Ok(result) => result.map_err(McpError::Serve),
+        Err(err) => Err(McpError::Serve(std::io::Error::other(err))),
+    }
+}
+
+/// Removes the port file when dropped, if it is still this process's.
+struct PortFileGuard {
+    path: PathBuf,
+}
+
+impl PortFileGuard {
+    fn write(path: &Path, port: u16) -> Result<Self, McpError> {
+        PortFile::for_this_process(port)
+            .write(path)
+            .map_err(|source| McpError::PortFile {
+                path: path.to_owned(),
+                source,
+            })?;
+        Ok(Self {
+            path: path.to_owned(),
+        })
+    }
+}
+
+impl Drop for PortFileGuard {
+    fn drop(&mut self) {
+        // A newer instance may have replaced the file; leave that one.
+        if PortFile::read(&self.path).is_ok_and(|f| f.pid == Some(std::process::id())) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// SIGINT and SIGTERM, installed before the port file is written so that no
+/// signal can kill the process between the two.
+struct ShutdownSignals {
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    fn install() -> Result<Self, McpError> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                terminate: signal(SignalKind::terminate()).map_err(McpError::Signals)?,
+                interrupt: signal(SignalKind::interrupt()).map_err(McpError::Signals)?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    async fn received(mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.terminate.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = &mut self;
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone)]
+    struct Empty;
+    impl rmcp::ServerHandler for Empty {}
+
+    #[tokio::test]
+    async fn the_port_file_exists_while_serving_and_is_removed_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        let service = Service::new("probe", "crabtalk-probe", "test").unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = {
+            let home = home.clone();
+            let service = service.clone();
+            tokio::spawn(async move {
+                run_mcp_until(&home, &service, mcp_router(|| Empty), async {
+                    let _ = stopped.await;
+                })
+                .await
+            })
+        };
+        let path = service.port_file(&home);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let file = loop {
+            if let Ok(file) = PortFile::read(&path) {
+                break file;
+            }
+            assert!(std::time::Instant::now() < deadline, "no port file");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        assert_eq!(file.pid, Some(std::process::id()));
+        assert!(file.started_at.is_some());
+        tokio::net::TcpStream::connect(("127.0.0.1", file.port))
+            .await
+            .unwrap();
+        stop.send(()).unwrap();
+        task.await.unwrap().unwrap();
+        assert!(!path.exists());
+    }
+}

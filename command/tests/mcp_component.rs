@@ -1,0 +1,89 @@
+//! A component built with `run_mcp`, run as its own process: it answers an
+//! `rmcp` client at the port its port file names, and removes the port file
+//! on SIGTERM; a crash (SIGKILL) leaves a file readers see as stale.
+
+mod support;
+
+use std::process::{Child, Command, Stdio};
+
+use crabtalk_command::Service;
+use crabtalk_command::liveness::PortProbe;
+use crabtalk_proto::home::{Home, PortFile};
+use rmcp::ServiceExt;
+use rmcp::transport::StreamableHttpClientTransport;
+use support::{TIMEOUT, echo_binary, wait_for};
+
+fn spawn_echo(home: &Home) -> Child {
+    Command::new(echo_binary())
+        .arg("run")
+        .env("CRABTALK_HOME", home.root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+fn echo_service() -> Service {
+    Service::new("echo", "crabtalk-echo", "echo").unwrap()
+}
+
+fn signal(child: &Child, signal: i32) {
+    // SAFETY: plain kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+}
+
+#[test]
+fn answers_tools_list_at_its_port_and_removes_the_port_file_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path());
+    let mut child = spawn_echo(&home);
+    let path = echo_service().port_file(&home);
+    let file = wait_for("the port file", TIMEOUT, || PortFile::read(&path).ok());
+    assert_eq!(file.pid, Some(child.id()));
+
+    let tools = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let transport =
+            StreamableHttpClientTransport::from_uri(format!("http://127.0.0.1:{}/mcp", file.port));
+        let client = ().serve(transport).await.expect("MCP handshake");
+        let tools = client.list_all_tools().await.expect("tools/list");
+        client.cancel().await.unwrap();
+        tools
+    });
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    assert_eq!(names, ["echo"]);
+    assert!(tools[0].input_schema.get("properties").is_some());
+    assert!(PortProbe::check(&path).is_live());
+
+    signal(&child, libc::SIGTERM);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exited with {status}");
+    assert!(!path.exists(), "the port file outlived SIGTERM");
+}
+
+#[test]
+fn a_killed_component_leaves_a_port_file_seen_as_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path());
+    let mut child = spawn_echo(&home);
+    let path = echo_service().port_file(&home);
+    wait_for("a live port file", TIMEOUT, || {
+        PortProbe::check(&path).is_live().then_some(())
+    });
+    signal(&child, libc::SIGKILL);
+    child.wait().unwrap();
+    match PortProbe::check(&path) {
+        PortProbe::Stale { reason, .. } => assert!(reason.contains("gone"), "{reason}"),
+        other => panic!("expected stale, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_component_cli_refuses_unknown_commands_with_usage_exit_code() {
+    let out = Command::new(echo_binary()).arg("start").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let help = Command::new(echo_binary()).arg("--help").output().unwrap();
+    assert!(help.status.success());
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(text.contains("run") && text.contains("--verbose"), "{text}");
+}

@@ -1,0 +1,175 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Install crabtalk binaries and run them as services.
+///
+/// crabup wraps `cargo install` to get the binaries (into $CARGO_HOME/bin)
+/// and runs each service under this machine's service manager: launchd on
+/// macOS, systemd user units on Linux, Task Scheduler on Windows, or plain
+/// background processes where none runs (containers, CI). Every service
+/// logs to $CRABTALK_HOME/logs/<name>.log (CRABTALK_HOME defaults to
+/// ~/.crabtalk).
+#[derive(Debug, Parser)]
+#[command(
+    name = "crabup",
+    version,
+    after_help = "Services: daemon, telegram, search, cron (and any crabtalk-<name> component).\n\
+                  Examples:\n  crabup pull daemon && crabup daemon start\n  crabup ps\n  crabup daemon logs -f\n\n\
+                  Environment: CRABTALK_HOME (the home, default ~/.crabtalk), CARGO_HOME (where cargo\n\
+                  installs, default ~/.cargo), CRABTALK_SERVICE_MANAGER=process|systemd|launchd|schtasks\n\
+                  (force a service manager), CRABUP_READY_TIMEOUT_SECS (how long start waits for a\n\
+                  service to announce its port, default 15)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Install crabtalk binaries with `cargo install`.
+    ///
+    /// Names are short names (daemon, tui, telegram, search, cron) or any
+    /// crate name, passed to cargo as is. A running service keeps running
+    /// the old binary until you restart it.
+    Pull(PullArgs),
+    /// Stop and unregister a service, then `cargo uninstall` its binary.
+    ///
+    /// Data and config under $CRABTALK_HOME stay.
+    Rm(RmArgs),
+    /// Reinstall every installed crabtalk crate at its latest version,
+    /// keeping the features (and local path) it was installed with.
+    Update,
+    /// Show installed crabtalk binaries with their versions (from cargo's
+    /// install records in $CARGO_HOME).
+    List,
+    /// Show every crabtalk service: state, pid, port, uptime and health.
+    ///
+    /// State comes from the service manager (or the pid); a port file whose
+    /// process is gone or whose port does not answer is shown as stale.
+    Ps(PsArgs),
+    /// Install (if needed) and start the daemon and every configured
+    /// component: one with its config file in $CRABTALK_HOME/config/
+    /// (telegram.toml, search.toml, crons.toml) or already installed.
+    Up(UpArgs),
+    /// Check this machine: cargo, PATH, the service manager, linger, stale
+    /// files, the daemon, provider keys.
+    Doctor,
+    /// The daemon (crabtalkd).
+    Daemon(ServiceArgs),
+    /// The Telegram gateway (crabtalk-telegram).
+    Telegram(ServiceArgs),
+    /// The meta-search MCP service (crabtalk-search).
+    Search(ServiceArgs),
+    /// The scheduler (crabtalk-cron).
+    Cron(ServiceArgs),
+    /// Any other component: `crabup <name> start` runs crabtalk-<name>.
+    #[command(external_subcommand)]
+    Other(Vec<String>),
+}
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// What to install: daemon, tui, telegram, search, cron, or a crate name.
+    #[arg(required = true)]
+    pub names: Vec<String>,
+    /// Install this version (cargo's --version).
+    #[arg(long, conflicts_with = "path")]
+    pub version: Option<String>,
+    /// Install from a local checkout (a package or a workspace holding it).
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<PathBuf>,
+    /// Cargo features to enable (comma or space separated, repeatable).
+    #[arg(long, short = 'F', value_name = "FEATURES")]
+    pub features: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// What to remove: short names or crate names.
+    #[arg(required = true)]
+    pub names: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PsArgs {
+    /// Print JSON (one array of services) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// Install from this local checkout instead of crates.io (and reinstall
+    /// even when installed).
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    #[command(subcommand)]
+    pub action: ServiceAction,
+}
+
+/// What to do with one service.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ServiceAction {
+    /// Install the service unit and start it (a running service is left
+    /// alone). Runs first-run setup when the service needs config and a
+    /// terminal is present.
+    Start,
+    /// Stop the service; it stays stopped (also across logins) until the
+    /// next start.
+    Stop,
+    /// Stop the service if it runs, and start it again.
+    Restart,
+    /// Show whether the service runs (exit code 3 when it does not).
+    Status,
+    /// Print the end of the service's log, and with -f keep printing.
+    Logs {
+        /// How many lines to print.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        lines: usize,
+        /// Keep printing lines as they are written (survives rotation).
+        #[arg(short, long)]
+        follow: bool,
+    },
+    /// Print the unit crabup would install, without installing anything.
+    Unit {
+        /// Render for this service manager instead of this machine's.
+        #[arg(long, value_enum)]
+        manager: Option<ManagerArg>,
+    },
+}
+
+/// A service manager, for `unit --manager`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ManagerArg {
+    Launchd,
+    Systemd,
+    Schtasks,
+    Process,
+}
+
+impl From<ManagerArg> for crabtalk_command::ManagerKind {
+    fn from(arg: ManagerArg) -> Self {
+        match arg {
+            ManagerArg::Launchd => Self::Launchd,
+            ManagerArg::Systemd => Self::Systemd,
+            ManagerArg::Schtasks => Self::Schtasks,
+            ManagerArg::Process => Self::Process,
+        }
+    }
+}
+
+/// `crabup <name> <action>` for a name outside the table.
+#[derive(Debug, Parser)]
+#[command(name = "crabup <name>")]
+pub struct OtherService {
+    #[command(subcommand)]
+    pub action: ServiceAction,
+}

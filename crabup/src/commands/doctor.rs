@@ -1,0 +1,178 @@
+//! `crabup doctor`: checks, each with a fix.
+
+use std::process::{Command, ExitCode};
+
+use crabtalk_command::ManagerKind;
+use crabtalk_command::liveness::{PortProbe, pid_alive};
+use crabtalk_command::manager::process::PidFile;
+use crabtalk_command::manager::{MANAGER_ENV, systemd};
+
+use crate::context::Context;
+use crate::setup::has_provider_config;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Ok,
+    Warn,
+    Fail,
+}
+
+struct Report {
+    failed: bool,
+}
+
+impl Report {
+    fn line(&mut self, verdict: Verdict, what: &str, detail: impl AsRef<str>) {
+        let mark = match verdict {
+            Verdict::Ok => "ok  ",
+            Verdict::Warn => "warn",
+            Verdict::Fail => {
+                self.failed = true;
+                "FAIL"
+            }
+        };
+        println!("[{mark}] {what}: {}", detail.as_ref());
+    }
+}
+
+pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
+    let mut report = Report { failed: false };
+
+    match ctx.cargo.program() {
+        Some(cargo) => {
+            let version = Command::new(&cargo)
+                .arg("--version")
+                .output()
+                .ok()
+                .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+                .unwrap_or_default();
+            report.line(
+                Verdict::Ok,
+                "cargo",
+                format!("{} ({version})", cargo.display()),
+            );
+        }
+        None => report.line(Verdict::Fail, "cargo", crate::cargo::NO_CARGO),
+    }
+
+    let bin = ctx.cargo.bin_dir();
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir == bin));
+    if on_path {
+        report.line(Verdict::Ok, "PATH", format!("{} is on PATH", bin.display()));
+    } else {
+        report.line(
+            Verdict::Warn,
+            "PATH",
+            format!(
+                "{} is not on PATH; add it so installed binaries run by name",
+                bin.display()
+            ),
+        );
+    }
+
+    let forced = std::env::var(MANAGER_ENV).ok().filter(|v| !v.is_empty());
+    let how = forced.map_or_else(
+        || "detected".to_owned(),
+        |v| format!("forced by {MANAGER_ENV}={v}"),
+    );
+    report.line(
+        Verdict::Ok,
+        "service manager",
+        format!("{} ({how})", ctx.manager_kind),
+    );
+    if ctx.manager_kind == ManagerKind::Systemd {
+        if !systemd::user_manager_available() {
+            report.line(
+                Verdict::Fail,
+                "systemd",
+                "the user manager does not answer (`systemctl --user`)",
+            );
+        }
+        match systemd::linger_enabled() {
+            Some(true) => report.line(
+                Verdict::Ok,
+                "linger",
+                "enabled: services keep running after logout",
+            ),
+            Some(false) => report.line(
+                Verdict::Warn,
+                "linger",
+                "disabled: services stop at logout; `loginctl enable-linger $USER` keeps them",
+            ),
+            None => report.line(Verdict::Warn, "linger", "loginctl could not tell"),
+        }
+    }
+
+    let mut stale = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(ctx.home.run_dir()) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            match path.extension().and_then(|e| e.to_str()) {
+                Some("port") => {
+                    if let PortProbe::Stale { reason, .. } | PortProbe::Invalid(reason) =
+                        PortProbe::check(&path)
+                    {
+                        stale.push(format!("{} ({reason})", path.display()));
+                    }
+                }
+                Some("pid") => {
+                    if let Some(file) = PidFile::read(&path).filter(|f| !pid_alive(f.pid)) {
+                        stale.push(format!("{} (pid {} is gone)", path.display(), file.pid));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if stale.is_empty() {
+        report.line(Verdict::Ok, "run files", "no stale pid or port files");
+    } else {
+        report.line(
+            Verdict::Warn,
+            "run files",
+            format!(
+                "stale (a crash?): {}; `crabup <name> start` recovers, or delete them",
+                stale.join(", ")
+            ),
+        );
+    }
+
+    let rows = super::ps_rows(ctx)?;
+    match rows.iter().find(|row| row.name == "daemon") {
+        Some(row) if row.health.starts_with("ok") => report.line(
+            Verdict::Ok,
+            "daemon",
+            format!("answers ping: {}", row.health),
+        ),
+        Some(row) if row.state.starts_with("running") => report.line(
+            Verdict::Fail,
+            "daemon",
+            format!("running but {}", row.health),
+        ),
+        _ => report.line(
+            Verdict::Warn,
+            "daemon",
+            "not running; `crabup daemon start`",
+        ),
+    }
+
+    if has_provider_config(&ctx.home) {
+        report.line(Verdict::Ok, "providers", "provider config found");
+    } else {
+        report.line(
+            Verdict::Warn,
+            "providers",
+            format!(
+                "no provider key yet: add NAME=value lines (e.g. OPENAI_API_KEY=…) to {}",
+                ctx.home.env_file().display()
+            ),
+        );
+    }
+
+    Ok(if report.failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

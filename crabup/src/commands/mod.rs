@@ -1,0 +1,49 @@
+//! One module per `crabup` command.
+
+mod doctor;
+mod list;
+mod ps;
+mod pull;
+mod rm;
+mod service;
+mod up;
+mod update;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command, OtherService};
+use crate::context::Context;
+
+pub use ps::{PsRow, ps_rows};
+
+/// Runs one parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let ctx = Context::from_env()?;
+    match cli.command {
+        Command::Pull(args) => pull::run(&ctx, &args).map(ok),
+        Command::Rm(args) => rm::run(&ctx, &args).map(ok),
+        Command::Update => update::run(&ctx).map(ok),
+        Command::List => list::run(&ctx).map(ok),
+        Command::Ps(args) => ps::run(&ctx, &args).map(ok),
+        Command::Up(args) => up::run(&ctx, &args).map(ok),
+        Command::Doctor => doctor::run(&ctx),
+        Command::Daemon(args) => service::run(&ctx, "daemon", &args.action),
+        Command::Telegram(args) => service::run(&ctx, "telegram", &args.action),
+        Command::Search(args) => service::run(&ctx, "search", &args.action),
+        Command::Cron(args) => service::run(&ctx, "cron", &args.action),
+        Command::Other(words) => {
+            let name = words[0].clone();
+            let other = match OtherService::try_parse_from(&words) {
+                Ok(other) => other,
+                Err(err) => err.exit(),
+            };
+            service::run(&ctx, &name, &other.action)
+        }
+    }
+}
+
+fn ok(_: ()) -> ExitCode {
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,31 @@
+//! `crabup rm`: stop and unregister the service, then `cargo uninstall`.
+
+use crabtalk_command::manager::{Stopped, Uninstalled};
+
+use crate::cli::RmArgs;
+use crate::context::Context;
+use crate::names;
+
+pub fn run(ctx: &Context, args: &RmArgs) -> anyhow::Result<()> {
+    for name in &args.names {
+        let short = names::short_for_crate(name).unwrap_or(name);
+        if let Ok(service) = names::service_for(short) {
+            let manager = ctx.manager()?;
+            let spec = ctx.spec(&service);
+            if let Stopped::Stopped { pid } = manager.stop(&spec)? {
+                println!(
+                    "{short} stopped (pid {})",
+                    pid.map_or("?".into(), |p| p.to_string())
+                );
+            }
+            if let Uninstalled::Removed(path) = manager.uninstall(&spec)? {
+                println!("removed {}", path.display());
+            }
+        }
+        let crate_name = names::crate_for(name);
+        println!("crabup: cargo uninstall {crate_name}");
+        ctx.cargo
+            .run(&["uninstall".into(), crate_name.to_owned()])?;
+    }
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! The name table: short names people type, and what they stand for.
+//!
+//! `crabup pull daemon` installs the crate `crabtalkd`; `crabup search
+//! start` runs `crabtalk-search` as the service `ai.crabtalk.search`. A
+//! name not in the table passes through to cargo verbatim for `pull` and
+//! `rm` (a third-party crate), and, for service commands, names the binary
+//! `crabtalk-<name>` (a third-party component that follows the contract).
+
+use crabtalk_command::Service;
+
+/// One first-party binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Known {
+    pub short: &'static str,
+    pub crate_name: &'static str,
+    pub binary: &'static str,
+    pub description: &'static str,
+    /// Whether it runs as a service (the TUI does not).
+    pub service: bool,
+    /// Its config file in `$CRABTALK_HOME/config/`, if it has one: its
+    /// presence makes `crabup up` start the component.
+    pub config: Option<&'static str>,
+}
+
+pub const TABLE: &[Known] = &[
+    Known {
+        short: "daemon",
+        crate_name: "crabtalkd",
+        binary: "crabtalkd",
+        description: "crabtalk daemon",
+        service: true,
+        config: None,
+    },
+    Known {
+        short: "tui",
+        crate_name: "crabtalk-tui",
+        binary: "crabtalk-tui",
+        description: "crabtalk terminal client",
+        service: false,
+        config: None,
+    },
+    Known {
+        short: "telegram",
+        crate_name: "crabtalk-telegram",
+        binary: "crabtalk-telegram",
+        description: "crabtalk Telegram gateway",
+        service: true,
+        config: Some("telegram.toml"),
+    },
+    Known {
+        short: "search",
+        crate_name: "crabtalk-search",
+        binary: "crabtalk-search",
+        description: "crabtalk meta-search service",
+        service: true,
+        config: Some("search.toml"),
+    },
+    Known {
+        short: "cron",
+        crate_name: "crabtalk-cron",
+        binary: "crabtalk-cron",
+        description: "crabtalk scheduler",
+        service: true,
+        config: Some("crons.toml"),
+    },
+];
+
+/// The known entry for a short name or crate name.
+pub fn lookup(name: &str) -> Option<&'static Known> {
+    TABLE
+        .iter()
+        .find(|known| known.short == name || known.crate_name == name)
+}
+
+/// The crate `cargo install` gets for `name`.
+pub fn crate_for(name: &str) -> &str {
+    lookup(name).map_or(name, |known| known.crate_name)
+}
+
+/// The short name of an installed crate, if it is one of ours.
+pub fn short_for_crate(crate_name: &str) -> Option<&'static str> {
+    TABLE
+        .iter()
+        .find(|known| known.crate_name == crate_name)
+        .map(|known| known.short)
+}
+
+/// Whether a crate looks like part of crabtalk (for `list` and `update`).
+pub fn is_crabtalk_crate(crate_name: &str) -> bool {
+    crate_name.starts_with("crabtalk") || crate_name == "crabup"
+}
+
+/// The service for a short name: first-party from the table, anything else
+/// as the third-party component `crabtalk-<name>`.
+pub fn service_for(name: &str) -> anyhow::Result<Service> {
+    match lookup(name) {
+        Some(known) if !known.service => anyhow::bail!(
+            "{} is not a service: it is the {}; run `{}` directly",
+            known.short,
+            known.description,
+            known.binary
+        ),
+        Some(known) if known.short == "daemon" => Ok(Service::daemon()),
+        Some(known) => Ok(Service::new(known.short, known.binary, known.description)?),
+        None => {
+            let binary = format!("crabtalk-{name}");
+            Service::new(name, &binary, &format!("crabtalk component {name}")).map_err(|err| {
+                anyhow::anyhow!("{err}; a service name becomes a file name under $CRABTALK_HOME")
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names_resolve_and_unknown_names_pass_through() {
+        assert_eq!(crate_for("daemon"), "crabtalkd");
+        assert_eq!(crate_for("tui"), "crabtalk-tui");
+        assert_eq!(crate_for("crabtalk-search"), "crabtalk-search");
+        assert_eq!(crate_for("some-gateway"), "some-gateway");
+        assert_eq!(short_for_crate("crabtalkd"), Some("daemon"));
+        assert_eq!(service_for("daemon").unwrap().label(), "ai.crabtalk.daemon");
+        assert_eq!(service_for("echo").unwrap().binary(), "crabtalk-echo");
+        let tui = service_for("tui").unwrap_err().to_string();
+        assert!(tui.contains("not a service"), "{tui}");
+        assert!(service_for("../x").is_err());
+    }
+}
