@@ -56,7 +56,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("crabtalkd: {err:#}");
-            ExitCode::FAILURE
+            ExitCode::from(crabtalkd::process::exit_code(&err))
         }
     }
 }

@@ -39,12 +39,6 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
     let serving = CancellationToken::new();
     let mut listeners = Vec::new();
 
-    #[cfg(unix)]
-    {
-        let uds = crabtalk_proto::transport::UdsListener::bind(home.socket_path()).await?;
-        tracing::info!("listening on {}", uds.path().display());
-        listeners.push(tokio::spawn(uds.serve(server.clone(), serving.clone())));
-    }
     let mut port_file = None;
     if config.transport.tcp != "off" {
         let addr: SocketAddr = config.transport.tcp.parse().context("[transport] tcp")?;
@@ -56,6 +50,13 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
         port_file = Some(file);
         tracing::info!("listening on {bound}");
         listeners.push(tokio::spawn(tcp.serve(server.clone(), serving.clone())));
+    }
+    // The socket comes last: once it answers, the port file is there too.
+    #[cfg(unix)]
+    {
+        let uds = crabtalk_proto::transport::UdsListener::bind(home.socket_path()).await?;
+        tracing::info!("listening on {}", uds.path().display());
+        listeners.push(tokio::spawn(uds.serve(server.clone(), serving.clone())));
     }
     tracing::info!("crabtalkd {VERSION} ready (home {})", home.root().display());
 
@@ -154,3 +155,21 @@ pub async fn reload(home: &Home) -> anyhow::Result<()> {
     println!("reloaded");
     Ok(())
 }
+
+/// The exit status for a failed run: 78 (EX_CONFIG) when the configuration
+/// is at fault — service units do not restart on it, since restarting
+/// cannot help — and 1 otherwise.
+pub fn exit_code(err: &anyhow::Error) -> u8 {
+    let config_error = err.chain().any(|cause| {
+        cause.is::<crate::config::ConfigError>()
+            || cause.is::<crate::runtime::StartError>()
+            || matches!(
+                cause.downcast_ref::<crabtalk_proto::transport::BindError>(),
+                Some(crabtalk_proto::transport::BindError::TokenRequired { .. })
+            )
+    });
+    if config_error { EX_CONFIG } else { 1 }
+}
+
+/// The exit status that says "fix the configuration".
+pub const EX_CONFIG: u8 = 78;

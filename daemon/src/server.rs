@@ -345,6 +345,7 @@ impl Server for DaemonServer {
             active_conversations: self.runtime.conversations.len() as u32,
             registered_agents: snapshot.agents.len() as u32,
             active_model: snapshot.registry.active_model().unwrap_or_default(),
+            default_agent: snapshot.config.default_agent.clone(),
         })
     }
 

@@ -241,7 +241,11 @@ async fn a_broken_config_stops_startup_with_file_line_and_column() {
         .env("CRABTALK_HOME", home.path())
         .output()
         .unwrap();
-    assert!(!output.status.success());
+    assert_eq!(
+        output.status.code(),
+        Some(78),
+        "EX_CONFIG: service units do not restart on it"
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("config.toml:2:"), "{stderr}");
 }

@@ -89,16 +89,13 @@ impl Session {
         Ok(session)
     }
 
-    /// The daemon's default agent, from its config; empty (the daemon
-    /// fills it in) if the config cannot be read.
+    /// The daemon's default agent; empty (the daemon fills it in) if the
+    /// daemon does not say.
     async fn default_agent(&self) -> String {
-        let Ok(config) = self.client.get_config(GetConfig {}).await else {
-            return String::new();
-        };
-        serde_json::from_str::<serde_json::Value>(&config.config)
-            .ok()
-            .and_then(|config| config["default_agent"].as_str().map(str::to_owned))
-            .unwrap_or_default()
+        match self.client.get_stats(GetStats {}).await {
+            Ok(stats) => stats.default_agent,
+            Err(_) => String::new(),
+        }
     }
 
     /// Switches to `name`, which must exist.
