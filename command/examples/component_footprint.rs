@@ -58,6 +58,7 @@ fn wait_for_port_file(path: &Path) -> PortFile {
 
 fn main() {
     let runs: usize = std::env::args().nth(1).map_or(20, |n| n.parse().unwrap());
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (mut starts, mut idle, mut served) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {

@@ -42,6 +42,7 @@ fn answers_tools_list_at_its_port_and_removes_the_port_file_on_sigterm() {
     let file = wait_for("the port file", TIMEOUT, || PortFile::read(&path).ok());
     assert_eq!(file.pid, Some(child.id()));
 
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let tools = tokio::runtime::Runtime::new().unwrap().block_on(async {
         let transport =
             StreamableHttpClientTransport::from_uri(format!("http://127.0.0.1:{}/mcp", file.port));

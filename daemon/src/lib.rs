@@ -20,6 +20,7 @@ pub mod bus;
 pub mod cli;
 pub mod config;
 pub mod lock;
+pub mod mcp;
 pub mod memory;
 pub mod process;
 pub mod provider;

@@ -31,6 +31,8 @@ const EVICTION_INTERVAL: Duration = Duration::from_secs(60);
 /// Runs the daemon for `home` until `shutdown` fires.
 pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> {
     prepare_home(&home)?;
+    // One process-wide TLS provider (ring) for every HTTPS client.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let _lock = InstanceLock::acquire(&home.lock_file())?;
     let environment = detect_environment().await;
     let runtime = Runtime::start(home.clone(), environment)?;
@@ -60,6 +62,11 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
     }
     tracing::info!("crabtalkd {VERSION} ready (home {})", home.root().display());
 
+    let discovery = tokio::spawn(crate::mcp::discovery::watch(
+        runtime.mcp.clone(),
+        home.run_dir(),
+        serving.clone(),
+    ));
     let sweeper = tokio::spawn(evict_idle_conversations(
         runtime.clone(),
         config.conversations.idle_evict_secs,
@@ -77,6 +84,7 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
         }
     }
     sweeper.abort();
+    discovery.abort();
     if let Some(ours) = port_file {
         remove_port_file_if_ours(&home, &ours);
     }

@@ -140,7 +140,7 @@ impl Server for DaemonServer {
     fn stream(
         &self,
         request: StreamMsg,
-    ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send {
+    ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send + 'static {
         let (client, events) = mpsc::unbounded_channel();
         let stream: BoxStream<'static, Result<StreamEvent, ErrorMsg>> =
             match self.turn(request.into(), Some(client)) {
@@ -448,10 +448,40 @@ impl Server for DaemonServer {
         Ok(pong())
     }
 
+    async fn list_mcps(&self, request: ListMcpsMsg) -> Result<McpList, ErrorMsg> {
+        let agent = (!request.agent.is_empty()).then_some(request.agent.as_str());
+        Ok(McpList {
+            mcps: self.runtime.mcp.list(agent),
+        })
+    }
+
+    async fn upsert_mcp(&self, request: UpsertMcpMsg) -> Result<McpInfo, ErrorMsg> {
+        let name = self.runtime.upsert_mcp(&request.agent, &request.config)?;
+        let agent = self.runtime.key(&request.agent, "").agent;
+        self.runtime
+            .mcp
+            .list(Some(&agent))
+            .into_iter()
+            .find(|info| info.name == crate::mcp::server_name(&name))
+            .ok_or_else(|| ErrorMsg::internal("the server was saved but is not listed"))
+    }
+
+    async fn delete_mcp(&self, request: DeleteMcpMsg) -> Result<Pong, ErrorMsg> {
+        self.runtime.delete_mcp(&request.agent, &request.name)?;
+        Ok(pong())
+    }
+
+    fn subscribe_mcp_events(
+        &self,
+        _: SubscribeMcpEventsMsg,
+    ) -> impl Stream<Item = Result<McpEventMsg, ErrorMsg>> + Send + 'static {
+        self.runtime.mcp.subscribe()
+    }
+
     fn subscribe_events(
         &self,
         _: SubscribeEvents,
-    ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send {
+    ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send + 'static {
         self.runtime.hub.subscribe()
     }
 }

@@ -604,3 +604,37 @@ async fn subscribers_see_events_with_the_real_sender_and_run_ids() {
     );
     assert!(done[0].error.is_empty());
 }
+
+#[tokio::test]
+async fn turns_on_one_conversation_run_in_the_order_they_were_sent() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    llm.push(Reply::Gated("first answer".into()));
+    llm.push(Reply::text("second answer"));
+    // Both sent before either is answered.
+    let first = client
+        .stream(message("crab", "user", "first question"))
+        .await
+        .unwrap();
+    let second = client
+        .stream(message("crab", "user", "second question"))
+        .await
+        .unwrap();
+    llm.wait_for_requests(1).await;
+    let asked_first = roles_and_contents(&llm.requests()[0]);
+    assert_eq!(asked_first.last().unwrap().1, "first question");
+    llm.release();
+    let (first, second) = (Turn::collect(first).await, Turn::collect(second).await);
+    assert_eq!(
+        (first.text().as_str(), second.text().as_str()),
+        ("first answer", "second answer")
+    );
+    let contents: Vec<String> = roles_and_contents(&llm.requests()[1])
+        .into_iter()
+        .map(|(_, c)| c)
+        .collect();
+    assert_eq!(
+        contents[1..],
+        ["first question", "first answer", "second question"]
+    );
+}

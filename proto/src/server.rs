@@ -21,6 +21,7 @@
 //! ```
 
 use std::future::Future;
+use std::sync::Arc;
 
 use futures::stream::{self, BoxStream, Stream, StreamExt};
 
@@ -64,7 +65,7 @@ macro_rules! define_server {
             fn stream(
                 &self,
                 request: StreamMsg,
-            ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send {
+            ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send + 'static {
                 let _ = request;
                 stream::once(async { Err(ErrorMsg::not_implemented("stream")) })
             }
@@ -73,7 +74,7 @@ macro_rules! define_server {
             fn subscribe_events(
                 &self,
                 request: SubscribeEvents,
-            ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send {
+            ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send + 'static {
                 let _ = request;
                 stream::once(async { Err(ErrorMsg::not_implemented("subscribe_events")) })
             }
@@ -82,25 +83,35 @@ macro_rules! define_server {
             fn subscribe_mcp_events(
                 &self,
                 request: SubscribeMcpEventsMsg,
-            ) -> impl Stream<Item = Result<McpEventMsg, ErrorMsg>> + Send {
+            ) -> impl Stream<Item = Result<McpEventMsg, ErrorMsg>> + Send + 'static {
                 let _ = request;
                 stream::once(async { Err(ErrorMsg::not_implemented("subscribe_mcp_events")) })
             }
 
             /// Routes one client message to its operation.
             ///
+            /// The operation is started here — a streaming operation's stream
+            /// is created (a subscription subscribes) before this returns — and
+            /// runs as the returned stream is polled. The transport calls this
+            /// in the order requests arrive, so operations start in that order
+            /// even though they then run concurrently.
+            ///
             /// Replies carry no `request_id`; the transport sets it. `Hello`
             /// and `Cancel` belong to the connection and are handled by the
             /// transport before dispatch.
-            fn dispatch(&self, message: ClientMessage) -> BoxStream<'_, ServerMessage> {
+            fn dispatch(self: Arc<Self>, message: ClientMessage) -> BoxStream<'static, ServerMessage> {
                 use client_message::Msg;
                 match message.msg {
                     $(
                         Some(Msg::$variant(request)) => {
-                            unary(self.$method(request), server_message::Msg::$reply)
+                            let this = self.clone();
+                            unary(async move { this.$method(request).await }, server_message::Msg::$reply)
                         }
                     )*
-                    Some(Msg::Ping(request)) => unary(self.ping(request), server_message::Msg::Pong),
+                    Some(Msg::Ping(request)) => {
+                        let this = self.clone();
+                        unary(async move { this.ping(request).await }, server_message::Msg::Pong)
+                    }
                     Some(Msg::Stream(request)) => terminated(
                         self.stream(request),
                         server_message::Msg::Stream,
@@ -202,7 +213,7 @@ mod tests {
         fn stream(
             &self,
             request: StreamMsg,
-        ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send {
+        ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send + 'static {
             let n: usize = request.content.parse().unwrap_or(0);
             let chunks = (0..n).map(|i| {
                 Ok(StreamChunk {
@@ -225,13 +236,13 @@ mod tests {
         fn subscribe_events(
             &self,
             _: SubscribeEvents,
-        ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send {
+        ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send + 'static {
             stream::iter([Ok(AgentEventMsg::default())])
         }
     }
 
-    fn collect(server: &impl Server, msg: client_message::Msg) -> Vec<ServerMessage> {
-        futures::executor::block_on(server.dispatch(msg.into()).collect())
+    fn collect<S: Server>(server: S, msg: client_message::Msg) -> Vec<ServerMessage> {
+        futures::executor::block_on(Arc::new(server).dispatch(msg.into()).collect())
     }
 
     fn error_code(reply: &ServerMessage) -> u32 {
@@ -243,10 +254,10 @@ mod tests {
 
     #[test]
     fn unprovided_operations_answer_501() {
-        let replies = collect(&Empty, client_message::Msg::ListAgents(ListAgentsMsg {}));
+        let replies = collect(Empty, client_message::Msg::ListAgents(ListAgentsMsg {}));
         assert_eq!(replies.len(), 1);
         assert_eq!(error_code(&replies[0]), 501);
-        let replies = collect(&Empty, client_message::Msg::Stream(StreamMsg::default()));
+        let replies = collect(Empty, client_message::Msg::Stream(StreamMsg::default()));
         assert_eq!(replies.len(), 1);
         assert_eq!(error_code(&replies[0]), 501);
     }
@@ -258,13 +269,13 @@ mod tests {
             client_message::Msg::ServiceOp25(UnsupportedOperation {}),
             client_message::Msg::PluginOp37(UnsupportedOperation {}),
         ] {
-            assert_eq!(error_code(&collect(&Empty, msg)[0]), 501);
+            assert_eq!(error_code(&collect(Empty, msg)[0]), 501);
         }
     }
 
     #[test]
     fn ping_answers_with_versions_by_default() {
-        let replies = collect(&Empty, client_message::Msg::Ping(Ping::default()));
+        let replies = collect(Empty, client_message::Msg::Ping(Ping::default()));
         match &replies[0].msg {
             Some(server_message::Msg::Pong(pong)) => {
                 assert_eq!(pong.protocol, crate::PROTOCOL);
@@ -277,7 +288,9 @@ mod tests {
     #[test]
     fn empty_message_answers_400() {
         let replies = futures::executor::block_on(
-            Empty.dispatch(ClientMessage::default()).collect::<Vec<_>>(),
+            Arc::new(Empty)
+                .dispatch(ClientMessage::default())
+                .collect::<Vec<_>>(),
         );
         assert_eq!(replies.len(), 1);
         assert_eq!(error_code(&replies[0]), 400);
@@ -293,14 +306,15 @@ mod tests {
         let message = ClientMessage::decode(bytes.as_slice()).expect("unknown fields decode");
         assert_eq!(message.msg, None);
         assert_eq!(message.request_id, 7);
-        let replies = futures::executor::block_on(Empty.dispatch(message).collect::<Vec<_>>());
+        let replies =
+            futures::executor::block_on(Arc::new(Empty).dispatch(message).collect::<Vec<_>>());
         assert_eq!(error_code(&replies[0]), 400);
     }
 
     #[test]
     fn a_turn_stream_ends_at_stream_end() {
         let replies = collect(
-            &Talkative,
+            Talkative,
             client_message::Msg::Stream(StreamMsg {
                 content: "3".into(),
                 ..Default::default()
@@ -320,7 +334,7 @@ mod tests {
     #[test]
     fn a_subscription_that_stops_ends_with_503() {
         let replies = collect(
-            &Talkative,
+            Talkative,
             client_message::Msg::SubscribeEvents(SubscribeEvents {}),
         );
         assert_eq!(replies.len(), 2);

@@ -32,10 +32,21 @@ async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
 ///   then ends;
 /// - `forever` streams one chunk and then nothing, and reports on `dropped`
 ///   when the server drops the stream.
-#[derive(Default)]
 struct TestServer {
     gates: Mutex<HashMap<String, Arc<Notify>>>,
     dropped: Mutex<Option<mpsc::UnboundedSender<()>>>,
+    /// `PublishEventMsg` payloads, to `SubscribeEvents` subscribers.
+    events: tokio::sync::broadcast::Sender<AgentEventMsg>,
+}
+
+impl Default for TestServer {
+    fn default() -> Self {
+        Self {
+            gates: Mutex::default(),
+            dropped: Mutex::default(),
+            events: tokio::sync::broadcast::channel(16).0,
+        }
+    }
 }
 
 impl TestServer {
@@ -82,6 +93,27 @@ fn end(agent: &str) -> Result<StreamEvent, ErrorMsg> {
 }
 
 impl Server for TestServer {
+    async fn publish_event(&self, request: PublishEventMsg) -> Result<Pong, ErrorMsg> {
+        let _ = self.events.send(AgentEventMsg {
+            content: request.payload,
+            ..Default::default()
+        });
+        Ok(Pong::default())
+    }
+
+    fn subscribe_events(
+        &self,
+        _: SubscribeEvents,
+    ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send + 'static {
+        // Subscribed now, when the request is dispatched, not when the
+        // stream is first polled.
+        let receiver = self.events.subscribe();
+        stream::unfold(receiver, |mut receiver| async move {
+            let event = receiver.recv().await.ok()?;
+            Some((Ok(event), receiver))
+        })
+    }
+
     async fn list_agents(&self, _: ListAgentsMsg) -> Result<AgentList, ErrorMsg> {
         Ok(AgentList {
             agents: vec![AgentInfo {
@@ -101,7 +133,7 @@ impl Server for TestServer {
     fn stream(
         &self,
         request: StreamMsg,
-    ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send {
+    ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send + 'static {
         let agent = request.agent.clone();
         let script = request.content;
         if let Some(n) = script.strip_prefix("count:") {
@@ -537,4 +569,27 @@ async fn a_request_over_the_frame_limit_fails_locally() {
         .unwrap();
     let mut encoded = Vec::new();
     assert!(encode_frame(&Ping::default(), &mut encoded).is_ok());
+}
+
+// Multi-threaded: with one thread, spawned tasks run in order anyway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn requests_on_one_connection_start_in_the_order_they_arrive() {
+    let (_running, client) = serve_uds().await;
+    for round in 0..500 {
+        // Not waiting between the two: the subscription must already be in
+        // place when the publish runs.
+        let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
+        client
+            .publish_event(PublishEventMsg {
+                source: "test".into(),
+                payload: round.to_string(),
+            })
+            .await
+            .unwrap();
+        let event = within("the published event", events.next())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(event.content, round.to_string());
+    }
 }

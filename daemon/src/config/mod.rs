@@ -39,8 +39,31 @@ pub struct DaemonConfig {
     pub skill_dirs: Vec<PathBuf>,
     pub events: EventSettings,
     pub delegation: DelegationSettings,
+    pub mcp: McpConfig,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
+}
+
+/// `[mcp]`: connections to MCP servers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct McpConfig {
+    /// A tool call that takes longer fails (and is cancelled).
+    pub call_timeout_secs: u64,
+    /// Connecting and listing tools may take this long.
+    pub connect_timeout_secs: u64,
+    #[serde(flatten, skip_serializing)]
+    pub unknown: BTreeMap<String, toml::Value>,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            call_timeout_secs: 60,
+            connect_timeout_secs: 30,
+            unknown: BTreeMap::new(),
+        }
+    }
 }
 
 /// `[events]`: the event bus.
@@ -99,6 +122,7 @@ impl Default for DaemonConfig {
             skill_dirs: Vec::new(),
             events: EventSettings::default(),
             delegation: DelegationSettings::default(),
+            mcp: McpConfig::default(),
             unknown: BTreeMap::new(),
         }
     }
@@ -231,6 +255,7 @@ impl DaemonConfig {
         collect("conversations", &self.conversations.unknown);
         collect("events", &self.events.unknown);
         collect("delegation", &self.delegation.unknown);
+        collect("mcp", &self.mcp.unknown);
         for (i, provider) in self.providers.iter().enumerate() {
             collect(&format!("providers[{i}]"), &provider.unknown);
         }

@@ -130,6 +130,9 @@ pub struct Conversation {
     last_used: Mutex<Instant>,
     /// The latest metadata, for listings (the file may lag behind).
     latest_meta: Mutex<Option<Meta>>,
+    /// Turns in the order they were started (see [`TurnTicket`]).
+    order: Mutex<TurnOrder>,
+    order_changed: tokio::sync::Notify,
     /// Files read in this conversation, and what they held then (for edit).
     reads: Mutex<HashMap<std::path::PathBuf, crate::tools::files::FileStamp>>,
     meta_writer: Arc<MetaWriter>,
@@ -164,6 +167,8 @@ impl Conversation {
             last_used: Mutex::new(Instant::now()),
             latest_meta: Mutex::new(None),
             reads: Mutex::new(HashMap::new()),
+            order: Mutex::new(TurnOrder::default()),
+            order_changed: tokio::sync::Notify::new(),
             meta_writer: Arc::new(MetaWriter {
                 path: meta_path,
                 pending: Mutex::new(None),
@@ -348,11 +353,29 @@ impl Conversation {
         Arc::strong_count(self) == 1 && !self.is_busy()
     }
 
-    /// Whether a turn runs, a question waits, or the history is locked.
+    /// Whether a turn runs or waits, a question waits, or the history is
+    /// locked.
     fn is_busy(&self) -> bool {
-        self.run.lock().is_some()
+        let waiting = {
+            let order = self.order.lock();
+            order.serving < order.next
+        };
+        waiting
+            || self.run.lock().is_some()
             || !self.asks.lock().is_empty()
             || self.history.try_lock().is_err()
+    }
+
+    /// Takes this conversation's next turn number. Called when a turn is
+    /// started, so numbers follow the order requests arrived in.
+    pub fn take_ticket(self: &Arc<Self>) -> TurnTicket {
+        let mut order = self.order.lock();
+        let number = order.next;
+        order.next += 1;
+        TurnTicket {
+            conversation: self.clone(),
+            number,
+        }
     }
 
     /// Waits (briefly) until nothing else holds this conversation: a turn
@@ -411,6 +434,53 @@ impl MetaWriter {
         if let Err(err) = meta.save(&self.path) {
             tracing::warn!("cannot save {}: {err}", self.path.display());
         }
+    }
+}
+
+/// Which turn of a conversation may run: tickets are numbered as turns are
+/// started; `serving` is the lowest number not yet finished.
+#[derive(Default)]
+struct TurnOrder {
+    next: u64,
+    serving: u64,
+    /// Finished tickets above `serving` (a turn that gave up its place).
+    done: std::collections::BTreeSet<u64>,
+}
+
+/// A turn's place in its conversation's queue. Turns on one conversation
+/// run in the order they were started, not in the order their tasks happen
+/// to be scheduled; dropping the ticket lets the next one go.
+pub struct TurnTicket {
+    conversation: Arc<Conversation>,
+    number: u64,
+}
+
+impl TurnTicket {
+    /// Resolves when every turn started before this one has finished.
+    pub async fn wait(&self) {
+        loop {
+            let changed = self.conversation.order_changed.notified();
+            if self.conversation.order.lock().serving == self.number {
+                return;
+            }
+            changed.await;
+        }
+    }
+}
+
+impl Drop for TurnTicket {
+    fn drop(&mut self) {
+        let mut order = self.conversation.order.lock();
+        order.done.insert(self.number);
+        loop {
+            let serving = order.serving;
+            if !order.done.remove(&serving) {
+                break;
+            }
+            order.serving += 1;
+        }
+        drop(order);
+        self.conversation.order_changed.notify_waiters();
     }
 }
 
@@ -680,6 +750,38 @@ mod tests {
         drop(run);
         assert_eq!(conversation.running(), None);
         assert!(!conversation.steer("late"));
+    }
+
+    #[tokio::test]
+    async fn turns_run_in_ticket_order_whatever_order_they_wait_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let conversations = Conversations::new(Storage::new(dir.path()), 8);
+        let conversation = conversations.get_or_create(&key("user"));
+        let tickets: Vec<TurnTicket> = (0..4).map(|_| conversation.take_ticket()).collect();
+        let (done, mut order) = tokio::sync::mpsc::unbounded_channel();
+        let mut waiting = Vec::new();
+        // Ticket 2 gives up its place; the others wait, last first.
+        let mut tickets: Vec<Option<TurnTicket>> = tickets.into_iter().map(Some).collect();
+        drop(tickets[2].take());
+        for number in [3usize, 1, 0] {
+            let ticket = tickets[number].take().unwrap();
+            let done = done.clone();
+            waiting.push(tokio::spawn(async move {
+                ticket.wait().await;
+                done.send(number).unwrap();
+                drop(ticket);
+            }));
+        }
+        for task in waiting {
+            task.await.unwrap();
+        }
+        drop(done);
+        let mut served = Vec::new();
+        while let Some(number) = order.recv().await {
+            served.push(number);
+        }
+        assert_eq!(served, [0, 1, 3]);
+        assert!(!conversation.is_busy());
     }
 
     #[tokio::test]

@@ -29,8 +29,10 @@ pub use self::snapshot::Snapshot;
 use self::turn::TurnPlan;
 pub use self::turn::{TurnFailure, TurnOutcome, TurnRequest};
 use crate::bus::EventBus;
+use crate::config::agent::McpServerConfig;
 use crate::config::agent::{AgentConfig, AgentDef, AgentStore, validate_agent_name};
 use crate::config::{ConfigError, DaemonConfig};
+use crate::mcp::{McpHub, McpSettings};
 use crate::provider::{Environment, ModelRegistry};
 use crate::storage::Storage;
 use crate::tools::{ToolSettings, Tools};
@@ -64,6 +66,8 @@ pub struct Runtime {
     bus: EventBus,
     /// This runtime, for the turns it starts from inside (events).
     me: Weak<Runtime>,
+    /// Every MCP connection.
+    pub mcp: Arc<McpHub>,
 }
 
 impl Runtime {
@@ -83,10 +87,11 @@ impl Runtime {
         tokio::spawn(registry.clone().discover());
         let max_in_memory = config.conversations.max_in_memory;
         let bus = EventBus::load(home.subscriptions_file());
+        let mcp = McpHub::new(mcp_settings(&config));
         // Run ids grow across restarts: they start from the clock.
         let first_run = chrono::Utc::now().timestamp_millis().max(1) as u64 * 1000;
         Ok(Arc::new_cyclic(|runtime| {
-            let tools = Tools::standard(runtime.clone(), &tool_settings(&home, &config));
+            let tools = Tools::standard(runtime.clone(), &tool_settings(&home, &config, &mcp));
             let snapshot = Snapshot {
                 config: Arc::new(config),
                 agents,
@@ -106,8 +111,20 @@ impl Runtime {
                 turns: TaskTracker::new(),
                 closing: AtomicBool::new(false),
                 me: runtime.clone(),
+                mcp,
             }
         }))
+        .inspect(|runtime| runtime.reconcile_mcp())
+    }
+
+    /// Connects what the agents declare, and closes what they no longer do.
+    fn reconcile_mcp(&self) {
+        let snapshot = self.snapshot();
+        self.mcp.reconcile(
+            &snapshot.agents,
+            &snapshot.config.env,
+            mcp_settings(&snapshot.config),
+        );
     }
 
     /// A fresh id, unique across restarts (run ids, delegate senders).
@@ -214,8 +231,16 @@ impl Runtime {
             None => default_cwd(&self.home),
         };
         let run_id = self.next_run.fetch_add(1, Ordering::Relaxed);
+        let key = ConversationKey {
+            agent: primary.name.clone(),
+            sender: request.sender.clone(),
+        };
+        let conversation = self.conversations.get_or_create(&key);
+        let ticket = conversation.take_ticket();
         let plan = TurnPlan {
             request,
+            conversation,
+            ticket,
             snapshot,
             primary,
             guest,
@@ -322,13 +347,17 @@ impl Runtime {
             warnings.push(format!("the active model {active} is no longer configured"));
         }
         tokio::spawn(registry.clone().discover());
-        let tools = Tools::standard(self.me.clone(), &tool_settings(&self.home, &config));
+        let tools = Tools::standard(
+            self.me.clone(),
+            &tool_settings(&self.home, &config, &self.mcp),
+        );
         *self.snapshot.write() = Arc::new(Snapshot {
             config: Arc::new(config),
             agents,
             registry,
             tools,
         });
+        self.reconcile_mcp();
         for warning in &warnings {
             tracing::warn!("{warning}");
         }
@@ -437,6 +466,58 @@ impl Runtime {
         self.snapshot().agent(new).map_err(ErrorMsg::internal)
     }
 
+    /// Adds (or replaces, by name) an MCP server in `agent`'s config, from
+    /// `McpServerConfig` JSON; returns the server's name.
+    pub fn upsert_mcp(&self, agent: &str, config_json: &str) -> Result<String, ErrorMsg> {
+        let config: McpServerConfig = serde_json::from_str(config_json)
+            .map_err(|err| ErrorMsg::bad_request(format!("not McpServerConfig JSON: {err}")))?;
+        if config.name.trim().is_empty() {
+            return Err(ErrorMsg::bad_request("the MCP server needs a name"));
+        }
+        if config.command.is_none() == config.url.is_none() {
+            return Err(ErrorMsg::bad_request(
+                "give the MCP server either a command or a url",
+            ));
+        }
+        let key = self.key(agent, "");
+        let snapshot = self.snapshot();
+        let mut def = AgentDef::clone(&*snapshot.agent(&key.agent).map_err(ErrorMsg::not_found)?);
+        match def
+            .config
+            .mcps
+            .iter_mut()
+            .find(|existing| existing.name == config.name)
+        {
+            Some(existing) => *existing = config.clone(),
+            None => def.config.mcps.push(config.clone()),
+        }
+        self.agent_store.save(&def).map_err(|err| {
+            ErrorMsg::internal(format!("cannot save agent {:?}: {err}", def.name))
+        })?;
+        self.refresh_agents(&snapshot, &def.name);
+        Ok(config.name)
+    }
+
+    /// Removes the MCP server `name` from `agent`'s config.
+    pub fn delete_mcp(&self, agent: &str, name: &str) -> Result<(), ErrorMsg> {
+        let key = self.key(agent, "");
+        let snapshot = self.snapshot();
+        let mut def = AgentDef::clone(&*snapshot.agent(&key.agent).map_err(ErrorMsg::not_found)?);
+        let before = def.config.mcps.len();
+        def.config.mcps.retain(|mcp| mcp.name != name);
+        if def.config.mcps.len() == before {
+            return Err(ErrorMsg::not_found(format!(
+                "agent {:?} declares no MCP server named {name:?}",
+                def.name
+            )));
+        }
+        self.agent_store.save(&def).map_err(|err| {
+            ErrorMsg::internal(format!("cannot save agent {:?}: {err}", def.name))
+        })?;
+        self.refresh_agents(&snapshot, &def.name);
+        Ok(())
+    }
+
     /// Refuses to delete or rename the built-in worker (it has no file).
     fn refuse_builtin(&self, name: &str) -> Result<(), ErrorMsg> {
         if name == WORKER && !self.agent_store.exists(name) {
@@ -497,6 +578,7 @@ impl Runtime {
         let agents = load_agents(&self.agent_store, &snapshot.config);
         let agent = agents.get(name).cloned();
         *self.snapshot.write() = Arc::new(snapshot.with_agents(agents));
+        self.reconcile_mcp();
         agent.unwrap_or_else(|| {
             Arc::new(AgentDef {
                 name: name.to_owned(),
@@ -510,6 +592,7 @@ impl Runtime {
     pub async fn shutdown(&self, grace: Duration) {
         self.closing.store(true, Ordering::Release);
         self.hub.close();
+        self.mcp.shutdown();
         self.conversations.kill_all("the daemon is shutting down");
         self.turns.close();
         if tokio::time::timeout(grace, self.turns.wait())
@@ -575,13 +658,21 @@ fn load_agents(store: &AgentStore, config: &DaemonConfig) -> BTreeMap<String, Ar
     agents
 }
 
-fn tool_settings(home: &Home, config: &DaemonConfig) -> ToolSettings {
+fn tool_settings(home: &Home, config: &DaemonConfig, mcp: &Arc<McpHub>) -> ToolSettings {
     let mut skill_dirs = vec![home.skills_dir()];
     skill_dirs.extend(config.skill_dirs.iter().cloned());
     ToolSettings {
         skill_dirs,
+        mcp: mcp.clone(),
         max_delegation_depth: config.delegation.max_depth,
         max_delegated_tasks: config.delegation.max_tasks,
+    }
+}
+
+fn mcp_settings(config: &DaemonConfig) -> McpSettings {
+    McpSettings {
+        call_timeout: Duration::from_secs(config.mcp.call_timeout_secs.max(1)),
+        connect_timeout: Duration::from_secs(config.mcp.connect_timeout_secs.max(1)),
     }
 }
 

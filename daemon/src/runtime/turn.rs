@@ -28,7 +28,7 @@ use futures::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 
 use super::Runtime;
-use super::conversation::{Conversation, ConversationKey, History};
+use super::conversation::{Conversation, History};
 use super::events::{TurnSink, tool_call_infos};
 use super::instructions;
 use super::request::{RequestParts, Speaker};
@@ -117,6 +117,9 @@ impl From<std::io::Error> for TurnError {
 /// The resolved pieces of a turn.
 pub(super) struct TurnPlan {
     pub request: TurnRequest,
+    pub conversation: Arc<Conversation>,
+    /// The turn's place in its conversation, taken when it was started.
+    pub ticket: super::conversation::TurnTicket,
     pub snapshot: Arc<Snapshot>,
     pub primary: Arc<AgentDef>,
     pub guest: Option<Arc<AgentDef>>,
@@ -128,17 +131,16 @@ pub(super) struct TurnPlan {
 pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
     let TurnPlan {
         request,
+        conversation,
+        ticket,
         snapshot,
         primary,
         guest,
         cwd,
         run_id,
     } = plan;
-    let key = ConversationKey {
-        agent: primary.name.clone(),
-        sender: request.sender.clone(),
-    };
-    let conversation = runtime.conversations.get_or_create(&key);
+    let key = conversation.key.clone();
+    ticket.wait().await;
     let speaker = guest.clone().unwrap_or_else(|| primary.clone());
     let sink = TurnSink::new(
         request.client,
@@ -213,6 +215,8 @@ pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
     conversation.save_meta(&history.meta);
     drop(history);
     drop(run);
+    // The next turn of this conversation may start now.
+    drop(ticket);
     sink.finish(
         StreamEnd {
             agent: speaker.name.clone(),

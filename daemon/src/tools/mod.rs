@@ -12,6 +12,7 @@ pub mod bash;
 pub mod delegate;
 mod edit;
 pub mod files;
+mod mcp;
 mod read;
 pub mod scope;
 mod skill;
@@ -27,6 +28,7 @@ pub use self::ask_user::AskUserHook;
 pub use self::bash::BashHook;
 pub use self::delegate::DelegateHook;
 pub use self::edit::EditHook;
+pub use self::mcp::McpHook;
 pub use self::read::ReadHook;
 use self::scope::Scope;
 pub use self::skill::SkillHook;
@@ -98,6 +100,7 @@ pub struct PromptContext<'a> {
 /// How the daemon's tools are set up.
 pub struct ToolSettings {
     pub skill_dirs: Vec<PathBuf>,
+    pub mcp: Arc<crate::mcp::McpHub>,
     pub max_delegation_depth: u32,
     pub max_delegated_tasks: usize,
 }
@@ -106,6 +109,16 @@ pub struct ToolSettings {
 pub trait Hook: Send + Sync {
     /// The tools this hook owns.
     fn tools(&self) -> Vec<ToolSpec>;
+
+    /// The tools this hook offers `agent`: by default those of
+    /// [`Hook::tools`] that [`Hook::offers`] lets through. Hooks whose tools
+    /// depend on the agent (MCP servers) answer directly.
+    fn tools_for(&self, agent: &AgentDef) -> Vec<ToolSpec> {
+        self.tools()
+            .into_iter()
+            .filter(|spec| self.offers(agent, &spec.name))
+            .collect()
+    }
 
     /// Whether this hook offers `tool` to `agent` at all (for example, memory
     /// tools only where memory is enabled).
@@ -157,6 +170,7 @@ impl Tools {
                 settings.max_delegation_depth,
                 settings.max_delegated_tasks,
             )),
+            Arc::new(McpHook::new(settings.mcp.clone())),
         ])
     }
 
@@ -170,8 +184,8 @@ impl Tools {
     pub fn specs_for(&self, agent: &AgentDef) -> Vec<ToolSpec> {
         let mut specs = Vec::new();
         for hook in &self.hooks {
-            for spec in hook.tools() {
-                if hook.offers(agent, &spec.name) && Self::in_scope(agent, &spec.name) {
+            for spec in hook.tools_for(agent) {
+                if Self::in_scope(agent, &spec.name) {
                     specs.push(spec);
                 }
             }
@@ -229,8 +243,10 @@ impl Tools {
             return Box::pin(std::future::ready(ToolOutput::error(message)));
         }
         for hook in &self.hooks {
-            if !hook.tools().iter().any(|spec| spec.name == call.name)
-                || !hook.offers(&agent, &call.name)
+            if !hook
+                .tools_for(&agent)
+                .iter()
+                .any(|spec| spec.name == call.name)
             {
                 continue;
             }

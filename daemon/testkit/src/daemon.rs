@@ -30,6 +30,25 @@ pub fn daemon_binary() -> PathBuf {
     binary
 }
 
+/// An example binary built alongside the running test
+/// (`target/<profile>/examples/<name>`); `cargo test` builds examples.
+pub fn example_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let binary = profile_dir
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        binary.exists(),
+        "{} is not built; run the tests through cargo test --workspace (or cargo build --examples)",
+        binary.display()
+    );
+    binary
+}
+
 /// A running `crabtalkd` with its own temp `CRABTALK_HOME`.
 pub struct TestDaemon {
     home: TempDir,

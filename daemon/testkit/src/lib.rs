@@ -16,7 +16,7 @@ pub mod turn;
 use std::future::Future;
 use std::time::Duration;
 
-pub use daemon::{TestDaemon, daemon_binary};
+pub use daemon::{TestDaemon, daemon_binary, example_binary};
 pub use llm::{Reply, ScriptedLlm, ToolCall};
 
 /// How long a test waits for anything before failing.

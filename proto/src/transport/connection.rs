@@ -170,7 +170,12 @@ pub(crate) async fn serve_connection<S, R, W>(
             }
             _ => requests.spawn(
                 request_id,
-                forward(server.clone(), message, replies.clone()),
+                // Started here, in arrival order; driven by its own task.
+                forward(
+                    server.clone().dispatch(message),
+                    request_id,
+                    replies.clone(),
+                ),
             ),
         }
     }
@@ -188,14 +193,12 @@ pub(crate) async fn serve_connection<S, R, W>(
     }
 }
 
-/// Runs one request and forwards its replies, stamped with its id.
-async fn forward<S: Server>(
-    server: Arc<S>,
-    message: ClientMessage,
+/// Forwards a request's replies, stamped with its id.
+async fn forward(
+    mut stream: futures::stream::BoxStream<'static, ServerMessage>,
+    request_id: u64,
     replies: mpsc::Sender<ServerMessage>,
 ) {
-    let request_id = message.request_id;
-    let mut stream = server.dispatch(message);
     while let Some(reply) = stream.next().await {
         if replies.send(reply.answering(request_id)).await.is_err() {
             break;

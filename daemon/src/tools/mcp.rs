@@ -1,0 +1,56 @@
+//! MCP tools: the tools of an agent's own MCP servers and of the components
+//! the daemon found, named `server__tool`. Which tools an agent has depends
+//! on what it declares and what is connected right now, so this hook lists
+//! them per agent.
+
+use std::sync::Arc;
+
+use super::{Hook, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec};
+use crate::config::agent::AgentDef;
+use crate::mcp::McpHub;
+
+/// The MCP tools.
+pub struct McpHook {
+    hub: Arc<McpHub>,
+}
+
+impl McpHook {
+    pub fn new(hub: Arc<McpHub>) -> Self {
+        Self { hub }
+    }
+}
+
+impl Hook for McpHook {
+    fn tools(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+
+    fn tools_for(&self, agent: &AgentDef) -> Vec<ToolSpec> {
+        self.hub.tools_for(agent)
+    }
+
+    fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture> {
+        let arguments =
+            match serde_json::from_str::<serde_json::Value>(if call.arguments.trim().is_empty() {
+                "{}"
+            } else {
+                &call.arguments
+            }) {
+                Ok(serde_json::Value::Object(map)) => Some(map),
+                Ok(serde_json::Value::Null) => None,
+                Ok(other) => {
+                    let message = format!(
+                        "the arguments of {} must be a JSON object, not {other}",
+                        call.name
+                    );
+                    return Some(Box::pin(std::future::ready(ToolOutput::error(message))));
+                }
+                Err(err) => {
+                    let message = format!("invalid arguments for {}: {err}", call.name);
+                    return Some(Box::pin(std::future::ready(ToolOutput::error(message))));
+                }
+            };
+        let running = self.hub.call(&context.agent, &call.name, arguments)?;
+        Some(Box::pin(running))
+    }
+}

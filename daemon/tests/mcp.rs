@@ -1,0 +1,433 @@
+//! MCP servers on the real daemon: real servers built with rmcp
+//! (`examples/mcp_test_server.rs`), over stdio and streamable HTTP.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use crabtalk_proto::Client;
+use crabtalk_proto::msg::*;
+use crabtalk_testkit::turn::{Turn, message};
+use crabtalk_testkit::{
+    Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, eventually, example_binary, within,
+};
+use futures::StreamExt;
+use serde_json::json;
+
+fn server() -> String {
+    example_binary("mcp_test_server").display().to_string()
+}
+
+async fn start(extra_config: &str) -> (ScriptedLlm, TestDaemon) {
+    let llm = ScriptedLlm::start().await;
+    let config = format!("{}{extra_config}", TestDaemon::config_for(&llm.base_url()));
+    (llm, TestDaemon::start(daemon_binary(), &config).await)
+}
+
+/// Creates `agent` declaring one stdio server named `calc` with `env`.
+async fn agent_with_calc(client: &Client, agent: &str, env: serde_json::Value) {
+    let config = json!({"mcps": [{"name": "calc", "command": server(), "env": env}]});
+    client
+        .create_agent(CreateAgentMsg {
+            name: agent.into(),
+            config: config.to_string(),
+            prompt: String::new(),
+        })
+        .await
+        .unwrap();
+}
+
+/// Waits until `agent` sees a connected server `name`.
+async fn connected(client: &Client, agent: &str, name: &str) -> McpInfo {
+    within(&format!("{name} to connect"), async {
+        loop {
+            let list = client
+                .list_mcps(ListMcpsMsg {
+                    agent: agent.into(),
+                })
+                .await
+                .unwrap();
+            if let Some(info) = list.mcps.into_iter().find(|info| info.name == name)
+                && info.status == McpStatus::Connected as i32
+            {
+                return info;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+}
+
+fn pids(dir: &Path) -> Vec<u32> {
+    let mut pids: Vec<u32> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort();
+    pids
+}
+
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// Runs a turn in which the model makes `calls`; the results in call order.
+async fn call(
+    llm: &ScriptedLlm,
+    client: &Client,
+    agent: &str,
+    sender: &str,
+    calls: Vec<ToolCall>,
+) -> Vec<ToolResultEvent> {
+    let ids: Vec<String> = calls.iter().map(|call| call.id.clone()).collect();
+    llm.push(Reply::tools(calls));
+    llm.push(Reply::text("done"));
+    let results = Turn::run(client, message(agent, sender, "use the tools"))
+        .await
+        .tool_results();
+    ids.iter()
+        .map(|id| {
+            results
+                .iter()
+                .find(|r| &r.call_id == id)
+                .cloned()
+                .expect("a result per call")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_agents_stdio_server_gives_it_namespaced_tools() {
+    let (llm, daemon) = start("").await;
+    let client = daemon.client().await;
+    agent_with_calc(&client, "mathy", json!({})).await;
+    let info = connected(&client, "mathy", "calc").await;
+    assert_eq!(
+        (info.tool_count, info.source_kind),
+        (4, SourceKind::Local as i32)
+    );
+    assert!(info.source.contains("mathy"), "{}", info.source);
+
+    let results = call(
+        &llm,
+        &client,
+        "mathy",
+        "user",
+        vec![
+            ToolCall::new("c1", "calc__add", json!({"a": 2, "b": 3})),
+            ToolCall::new("c2", "calc__fail", json!({})),
+        ],
+    )
+    .await;
+    assert_eq!(
+        (results[0].output.as_str(), results[0].is_error),
+        ("5", false)
+    );
+    assert_eq!(
+        (results[1].output.as_str(), results[1].is_error),
+        ("it failed on purpose", true)
+    );
+    let offered = llm.requests()[0]["tools"].to_string();
+    assert!(
+        offered.contains("\"calc__add\"") && offered.contains("[calc] Add two numbers"),
+        "{offered}"
+    );
+
+    // An agent that did not declare it has no such tool.
+    let results = call(
+        &llm,
+        &client,
+        "crab",
+        "user",
+        vec![ToolCall::new("c3", "calc__add", json!({"a": 1, "b": 1}))],
+    )
+    .await;
+    assert!(
+        results[0].is_error && results[0].output.contains("no tool named"),
+        "{}",
+        results[0].output
+    );
+}
+
+#[tokio::test]
+async fn identical_declarations_share_one_process_and_the_last_owner_closes_it() {
+    let (llm, daemon) = start("").await;
+    let client = daemon.client().await;
+    let pid_dir = tempfile::tempdir().unwrap();
+    let env = json!({"MCP_TEST_PID_DIR": pid_dir.path().display().to_string()});
+    agent_with_calc(&client, "a", env.clone()).await;
+    agent_with_calc(&client, "b", env.clone()).await;
+    connected(&client, "a", "calc").await;
+    connected(&client, "b", "calc").await;
+    assert_eq!(pids(pid_dir.path()).len(), 1, "one process for both agents");
+    let listed = client.list_mcps(ListMcpsMsg::default()).await.unwrap().mcps;
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].source.contains("a, b"), "{}", listed[0].source);
+    assert!(listed[0].env.values().all(|value| value == "<redacted>"));
+
+    // A different environment is a different server.
+    agent_with_calc(
+        &client,
+        "c",
+        json!({"MCP_TEST_PID_DIR": pid_dir.path().display().to_string(), "MCP_TEST_NAME": "other"}),
+    )
+    .await;
+    connected(&client, "c", "calc").await;
+    let first_two = pids(pid_dir.path());
+    assert_eq!(first_two.len(), 2);
+    let whoami = |agent: &'static str| {
+        let (llm, client) = (&llm, &client);
+        async move {
+            call(
+                llm,
+                client,
+                agent,
+                "user",
+                vec![ToolCall::new("w", "calc__whoami", json!({}))],
+            )
+            .await[0]
+                .output
+                .clone()
+        }
+    };
+    assert_eq!(whoami("a").await, whoami("b").await);
+    assert!(whoami("c").await.ends_with("name=other"));
+
+    // The shared process lives while one owner is left.
+    let shared: u32 = whoami("a")
+        .await
+        .trim_start_matches("pid=")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    client
+        .delete_agent(DeleteAgentMsg { name: "a".into() })
+        .await
+        .unwrap();
+    assert!(alive(shared));
+    client
+        .delete_mcp(DeleteMcpMsg {
+            name: "calc".into(),
+            agent: "b".into(),
+        })
+        .await
+        .unwrap();
+    eventually("the undeclared server's process to exit", || !alive(shared)).await;
+}
+
+#[tokio::test]
+async fn a_slow_server_times_out_without_holding_up_other_conversations() {
+    let (llm, daemon) = start("\n[mcp]\ncall_timeout_secs = 1\n").await;
+    let client = daemon.client().await;
+    agent_with_calc(&client, "mathy", json!({})).await;
+    connected(&client, "mathy", "calc").await;
+
+    llm.push(Reply::tools(vec![ToolCall::new(
+        "s",
+        "calc__slow",
+        json!({"secs": 30}),
+    )]));
+    let mut slow = client
+        .stream(message("mathy", "slow-user", "take your time"))
+        .await
+        .unwrap();
+    let mut slow_turn = Turn::default();
+    slow_turn
+        .read_until(&mut slow, |e| {
+            matches!(e, stream_event::Event::ToolStart(_))
+        })
+        .await;
+    // Meanwhile, another conversation of the same agent gets its answer.
+    llm.push(Reply::text("quick answer"));
+    let quick = Turn::run(&client, message("mathy", "quick-user", "quick")).await;
+    assert_eq!(quick.text(), "quick answer");
+    llm.push(Reply::text("gave up"));
+    slow_turn.read_until(&mut slow, |_| false).await;
+    let result = &slow_turn.tool_results()[0];
+    assert!(
+        result.is_error && result.output.contains("did not answer within 1 s"),
+        "{}",
+        result.output
+    );
+}
+
+#[tokio::test]
+async fn lifecycle_events_are_published_and_a_dead_server_is_reconnected() {
+    let (_llm, daemon) = start("").await;
+    let client = daemon.client().await;
+    let mut events = client
+        .subscribe_mcp_events(SubscribeMcpEventsMsg {})
+        .await
+        .unwrap();
+    let pid_dir = tempfile::tempdir().unwrap();
+    agent_with_calc(
+        &client,
+        "mathy",
+        json!({"MCP_TEST_PID_DIR": pid_dir.path().display().to_string()}),
+    )
+    .await;
+    next(&mut events, McpEventKind::Connecting).await;
+    let up = next(&mut events, McpEventKind::Connected).await;
+    assert_eq!(up.name, "calc");
+    assert!(up.tools.contains(&"add".to_owned()), "{:?}", up.tools);
+    assert_eq!(up.agent, "mathy");
+
+    let pid = pids(pid_dir.path())[0];
+    // SAFETY: killing the test server, a process this test made the daemon start.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    next(&mut events, McpEventKind::Disconnected).await;
+    next(&mut events, McpEventKind::Connected).await;
+    assert_eq!(pids(pid_dir.path()).len(), 2, "a new process was started");
+}
+
+/// The next event of `kind`.
+async fn next(
+    events: &mut crabtalk_proto::client::ReplyStream<McpEventMsg>,
+    kind: McpEventKind,
+) -> McpEventMsg {
+    within(&format!("{kind:?}"), async {
+        loop {
+            let event = events.next().await.unwrap().unwrap();
+            if event.kind == kind as i32 {
+                return event;
+            }
+        }
+    })
+    .await
+}
+
+struct Component(Child);
+
+impl Drop for Component {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn components_are_discovered_from_their_port_files() {
+    let (llm, daemon) = start("").await;
+    let client = daemon.client().await;
+    let port_file = daemon.path().join("run").join("calc.port");
+    let component = Component(
+        Command::new(server())
+            .arg("http")
+            .arg(&port_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let info = connected(&client, "crab", "calc").await;
+    assert_eq!(info.source_kind, SourceKind::External as i32);
+    assert!(
+        info.url.starts_with("http://127.0.0.1:") && info.url.ends_with("/mcp"),
+        "{}",
+        info.url
+    );
+
+    let results = call(
+        &llm,
+        &client,
+        "crab",
+        "user",
+        vec![ToolCall::new("c", "calc__add", json!({"a": 20, "b": 22}))],
+    )
+    .await;
+    assert_eq!(results[0].output, "42");
+
+    drop(component);
+    std::fs::remove_file(&port_file).unwrap();
+    within("the component to be forgotten", async {
+        while client
+            .list_mcps(ListMcpsMsg::default())
+            .await
+            .unwrap()
+            .mcps
+            .iter()
+            .any(|info| info.name == "calc")
+        {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn servers_are_managed_through_the_protocol() {
+    let (_llm, daemon) = start("").await;
+    let client = daemon.client().await;
+    let config = json!({"name": "calc", "command": server(), "env": {"SECRET": "hunter2"}});
+    let info = client
+        .upsert_mcp(UpsertMcpMsg {
+            config: config.to_string(),
+            agent: "crab".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(info.name, "calc");
+    assert_eq!(
+        info.env.get("SECRET").map(String::as_str),
+        Some("<redacted>")
+    );
+    let toml = std::fs::read_to_string(daemon.path().join("agents/crab.toml")).unwrap();
+    assert!(
+        toml.contains("[[mcps]]") && toml.contains("name = \"calc\""),
+        "{toml}"
+    );
+    connected(&client, "crab", "calc").await;
+
+    for bad in [
+        "{not json",
+        r#"{"name": "x"}"#,
+        r#"{"name": "", "command": "x"}"#,
+    ] {
+        let err = client
+            .upsert_mcp(UpsertMcpMsg {
+                config: bad.into(),
+                agent: "crab".into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Some(400), "{bad}: {err}");
+    }
+    let err = client
+        .delete_mcp(DeleteMcpMsg {
+            name: "nope".into(),
+            agent: "crab".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(404));
+    client
+        .delete_mcp(DeleteMcpMsg {
+            name: "calc".into(),
+            agent: "crab".into(),
+        })
+        .await
+        .unwrap();
+    let toml = std::fs::read_to_string(daemon.path().join("agents/crab.toml")).unwrap();
+    assert!(!toml.contains("calc"), "{toml}");
+    within("the server to close", async {
+        while !client
+            .list_mcps(ListMcpsMsg::default())
+            .await
+            .unwrap()
+            .mcps
+            .is_empty()
+        {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
