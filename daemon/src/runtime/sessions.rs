@@ -40,6 +40,9 @@ use crate::storage::{CompactMarker, ConversationFiles, Message, Meta, Role, Stor
 /// A position is remembered for every this many numbered lines.
 const STRIDE: u64 = 64;
 
+/// Logs read ahead of the indexing during a rebuild.
+const READ_AHEAD: usize = 16;
+
 /// Set in tests only: the rebuild waits, after reading every log and before
 /// swapping in, until this file exists. It makes "an append during the
 /// rebuild" something a test can arrange instead of a race it hopes for.
@@ -371,22 +374,41 @@ impl SessionSearch {
     }
 
     /// Fills `rebuild` from every log and swaps it in.
+    ///
+    /// One thread reads the files a few ahead of the one that indexes them,
+    /// so waiting for the disk and indexing overlap.
     pub fn rebuild(&self, mut rebuild: Rebuild) -> io::Result<RebuildReport> {
         let started = Instant::now();
         let mut report = RebuildReport::default();
-        let mut buffer = Vec::new();
         let mut positions = HashMap::new();
-        for files in self.storage.logs()? {
-            match self.index_log(&mut rebuild, &files, &mut buffer) {
-                Ok((messages, found)) => {
-                    report.conversations += 1;
-                    report.messages += messages;
-                    report.bytes += buffer.len() as u64;
-                    positions.insert(files.handle.as_str().to_owned(), found);
+        let logs = self.storage.logs()?;
+        std::thread::scope(|scope| {
+            let (ahead, read) = std::sync::mpsc::sync_channel(READ_AHEAD);
+            scope.spawn(move || {
+                for files in logs {
+                    let log = StoredLog::read(&files);
+                    if ahead.send((files, log)).is_err() {
+                        return;
+                    }
                 }
-                Err(err) => tracing::warn!("session index: skipped {}: {err}", files.log.display()),
+            });
+            for (files, log) in read {
+                let indexed = log.and_then(|log| {
+                    report.bytes += log.bytes.len() as u64;
+                    index_log(&mut rebuild, &files, &log)
+                });
+                match indexed {
+                    Ok((messages, found)) => {
+                        report.conversations += 1;
+                        report.messages += messages;
+                        positions.insert(files.handle.as_str().to_owned(), found);
+                    }
+                    Err(err) => {
+                        tracing::warn!("session index: skipped {}: {err}", files.log.display())
+                    }
+                }
             }
-        }
+        });
         if let Some(gate) = std::env::var_os(REBUILD_GATE_ENV) {
             let gate = PathBuf::from(gate);
             while !gate.exists() {
@@ -409,13 +431,14 @@ impl SessionSearch {
     /// Re-indexes the conversations of an agent that was renamed from
     /// `old` to `new` (their handles changed). Blocking.
     pub fn move_agent(&self, old: &str, new: &str) -> io::Result<()> {
-        let mut buffer = Vec::new();
         for files in self.storage.logs_of(new)? {
             let (_, sender) = files.handle.halves();
             let old_handle = format!("{}/{sender}", names::encode(old));
             self.forget(old, &old_handle);
             let mut live = &self.index;
-            match self.index_log(&mut live, &files, &mut buffer) {
+            let indexed =
+                StoredLog::read(&files).and_then(|log| index_log(&mut live, &files, &log));
+            match indexed {
                 Ok((_, found)) => {
                     self.positions
                         .lock()
@@ -434,86 +457,6 @@ impl SessionSearch {
     pub fn forget(&self, agent: &str, handle: &str) {
         self.index.remove_conversation(agent, handle);
         self.positions.lock().remove(handle);
-    }
-
-    /// Indexes one log into `target`; returns how many messages it has and
-    /// where its lines start. `buffer` is reused between logs and holds the
-    /// log afterwards.
-    fn index_log(
-        &self,
-        target: &mut impl Target,
-        files: &ConversationFiles,
-        buffer: &mut Vec<u8>,
-    ) -> io::Result<(u64, Positions)> {
-        let meta = Meta::load(&files.meta).ok().flatten();
-        let (agent, sender) = conversation_names(files, meta.as_ref()).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                "no readable metadata and a shortened file name: whose conversation it is is unknown",
-            )
-        })?;
-        let conv = ConversationRef {
-            agent: &agent,
-            sender: &sender,
-            conversation: files.handle.as_str(),
-        };
-        buffer.clear();
-        let mut file = File::open(&files.log)?;
-        let file_id = FileId::of(&file.metadata()?);
-        file.read_to_end(buffer)?;
-        let mut positions = Positions {
-            file: file_id,
-            offsets: Vec::new(),
-        };
-        let mut last_summary: Option<String> = None;
-        let end = numbering::for_each_line_in(buffer, Position::default(), |line| {
-            let Some(number) = line.number else {
-                if numbering::is_marker(line.bytes)
-                    && let Ok(marker) = serde_json::from_slice::<CompactMarker>(line.bytes)
-                {
-                    last_summary = Some(marker.compact);
-                }
-                return ControlFlow::Continue(());
-            };
-            if number % STRIDE == 0 {
-                positions.offsets.push(line.offset);
-            }
-            let Ok(number) = u32::try_from(number) else {
-                return ControlFlow::Break(());
-            };
-            let Ok(parsed) = serde_json::from_slice::<IndexedLine<'_>>(line.bytes) else {
-                return ControlFlow::Continue(());
-            };
-            let calls = parsed
-                .tool_calls
-                .iter()
-                .map(|call| (call.name.as_ref(), call.arguments.as_ref()));
-            if let Some(document) = Document::of(
-                parsed.role,
-                &parsed.content,
-                calls,
-                parsed.tool_name.as_deref(),
-            ) {
-                target.message(
-                    conv,
-                    number,
-                    document.role,
-                    &document.text,
-                    document.tool_name.as_deref(),
-                );
-            }
-            ControlFlow::Continue(())
-        });
-        let title = meta.as_ref().map(|meta| meta.title.as_str()).unwrap_or("");
-        if !title.is_empty() {
-            target.title(conv, title);
-        }
-        // The log is the truth; the sidecar may lag behind it.
-        let summary = last_summary.or_else(|| meta.and_then(|meta| meta.summary));
-        if summary.is_some() {
-            target.summary(conv, summary.as_deref());
-        }
-        Ok((end.number, positions))
     }
 
     /// Where to start reading `handle`'s log for line `number`: the nearest
@@ -610,6 +553,102 @@ impl MessageSource for SessionSearch {
     ) -> io::Result<Vec<SourceMessage>> {
         self.read_window(conversation, range)
     }
+}
+
+/// A log as read from disk, with its metadata, for indexing.
+struct StoredLog {
+    meta: Option<Meta>,
+    file: FileId,
+    bytes: Vec<u8>,
+}
+
+impl StoredLog {
+    fn read(files: &ConversationFiles) -> io::Result<Self> {
+        let meta = Meta::load(&files.meta).ok().flatten();
+        let mut file = File::open(&files.log)?;
+        let id = FileId::of(&file.metadata()?);
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(Self {
+            meta,
+            file: id,
+            bytes,
+        })
+    }
+}
+
+/// Indexes one log into `target`; returns how many messages it has and
+/// where its lines start.
+fn index_log(
+    target: &mut impl Target,
+    files: &ConversationFiles,
+    log: &StoredLog,
+) -> io::Result<(u64, Positions)> {
+    let meta = log.meta.as_ref();
+    let (agent, sender) = conversation_names(files, meta).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "no readable metadata and a shortened file name: whose conversation it is is unknown",
+        )
+    })?;
+    let conv = ConversationRef {
+        agent: &agent,
+        sender: &sender,
+        conversation: files.handle.as_str(),
+    };
+    let mut positions = Positions {
+        file: log.file,
+        offsets: Vec::new(),
+    };
+    let mut last_summary: Option<String> = None;
+    let end = numbering::for_each_line_in(&log.bytes, Position::default(), |line| {
+        let Some(number) = line.number else {
+            if numbering::is_marker(line.bytes)
+                && let Ok(marker) = serde_json::from_slice::<CompactMarker>(line.bytes)
+            {
+                last_summary = Some(marker.compact);
+            }
+            return ControlFlow::Continue(());
+        };
+        if number % STRIDE == 0 {
+            positions.offsets.push(line.offset);
+        }
+        let Ok(number) = u32::try_from(number) else {
+            return ControlFlow::Break(());
+        };
+        let Ok(parsed) = serde_json::from_slice::<IndexedLine<'_>>(line.bytes) else {
+            return ControlFlow::Continue(());
+        };
+        let calls = parsed
+            .tool_calls
+            .iter()
+            .map(|call| (call.name.as_ref(), call.arguments.as_ref()));
+        if let Some(document) = Document::of(
+            parsed.role,
+            &parsed.content,
+            calls,
+            parsed.tool_name.as_deref(),
+        ) {
+            target.message(
+                conv,
+                number,
+                document.role,
+                &document.text,
+                document.tool_name.as_deref(),
+            );
+        }
+        ControlFlow::Continue(())
+    });
+    let title = meta.map_or("", |meta| meta.title.as_str());
+    if !title.is_empty() {
+        target.title(conv, title);
+    }
+    // The log is the truth; the sidecar may lag behind it.
+    let summary = last_summary.or_else(|| meta.and_then(|meta| meta.summary.clone()));
+    if summary.is_some() {
+        target.summary(conv, summary.as_deref());
+    }
+    Ok((end.number, positions))
 }
 
 /// Whether `offset` is the start of a line of `file` (the byte before it is
