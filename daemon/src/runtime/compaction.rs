@@ -325,7 +325,7 @@ fn title(summary: &str) -> String {
             break;
         }
     }
-    let sentence = line[..end].trim_end_matches(|c: char| c == '*' || c == '_');
+    let sentence = line[..end].trim_end_matches(['*', '_']);
     if sentence.chars().count() <= MAX_TITLE_CHARS {
         return sentence.to_owned();
     }
