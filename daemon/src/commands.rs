@@ -26,26 +26,41 @@ use crate::runtime::memories::memory_file;
 
 /// `crabtalkd memory dump --agent AGENT DIR`.
 pub fn memory_dump(home: &Home, agent: &str, dir: &Path) -> anyhow::Result<String> {
-    validate_agent_name(agent).map_err(|err| anyhow!(err))?;
-    let file = memory_file(&home.memory_dir(), agent);
-    if !file.is_file() && !AgentStore::new(home.agents_dir()).exists(agent) {
-        bail!(
-            "there is no agent {agent:?} and no memory file {}; `crabtalkd memory dump --agent NAME DIR` takes an agent's name",
-            file.display()
-        );
-    }
+    let file = known_memory(home, agent)?;
     let memory = Memory::open(&file)?;
     let written = memory.dump(dir)?;
     Ok(format!(
-        "wrote {written} entries of {agent}'s memory ({}) to {}",
+        "wrote {} of {agent}'s memory ({}) to {}",
+        entries(written),
         file.display(),
         dir.display()
     ))
 }
 
+/// The memory file of `agent`, which must be an agent or have a memory (a
+/// mistyped name is an error, not an empty memory).
+fn known_memory(home: &Home, agent: &str) -> anyhow::Result<std::path::PathBuf> {
+    validate_agent_name(agent).map_err(|err| anyhow!(err))?;
+    let file = memory_file(&home.memory_dir(), agent);
+    if !file.is_file() && !AgentStore::new(home.agents_dir()).exists(agent) {
+        bail!(
+            "there is no agent {agent:?} and no memory file {}; --agent takes an agent's name",
+            file.display()
+        );
+    }
+    Ok(file)
+}
+
+fn entries(n: usize) -> String {
+    match n {
+        1 => "1 entry".to_owned(),
+        n => format!("{n} entries"),
+    }
+}
+
 /// `crabtalkd memory load --agent AGENT DIR`.
 pub fn memory_load(home: &Home, agent: &str, dir: &Path) -> anyhow::Result<String> {
-    validate_agent_name(agent).map_err(|err| anyhow!(err))?;
+    let file = known_memory(home, agent)?;
     crate::process::prepare_home(home)?;
     let _lock = InstanceLock::acquire(&home.lock_file()).map_err(|err| match err {
         LockError::Held { pid, .. } => anyhow!(
@@ -55,14 +70,14 @@ pub fn memory_load(home: &Home, agent: &str, dir: &Path) -> anyhow::Result<Strin
         ),
         other => anyhow!(other),
     })?;
-    let file = memory_file(&home.memory_dir(), agent);
     let mut memory = Memory::open(&file)?;
     let before = memory.len();
     let loaded = memory
         .load(dir)
         .with_context(|| format!("nothing was changed in {}", file.display()))?;
     Ok(format!(
-        "loaded {loaded} entries from {} into {agent}'s memory ({}; it held {before})",
+        "loaded {} from {} into {agent}'s memory ({}; it held {before})",
+        entries(loaded),
         dir.display(),
         file.display()
     ))

@@ -426,6 +426,18 @@ async fn memory_dump_and_load_on_a_real_home() {
         text(&broken)
     );
     std::fs::remove_file(book.path().join("notes/bad%zz.md")).unwrap();
+    let mistyped = crabtalkd(
+        &home,
+        &[
+            "memory",
+            "load",
+            "--agent",
+            "crabb",
+            book.path().to_str().unwrap(),
+        ],
+    );
+    assert!(!mistyped.status.success());
+    assert!(!home.join("memory/crabb.crmem").exists());
     let loaded = crabtalkd(
         &home,
         &[
@@ -438,7 +450,7 @@ async fn memory_dump_and_load_on_a_real_home() {
     );
     assert!(loaded.status.success(), "{}", text(&loaded));
     assert!(
-        text(&loaded).contains("loaded 1 entries"),
+        text(&loaded).contains("loaded 1 entry"),
         "{}",
         text(&loaded)
     );
