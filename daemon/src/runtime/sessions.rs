@@ -5,7 +5,7 @@
 //!   through its [`SessionFeed`], under its message number (see
 //!   [`crate::storage::numbering`]); compaction feeds the summary.
 //! - **Rebuilding.** At start the index is rebuilt from every log in
-//!   `sessions/` on a blocking thread ([`SessionSearch::start_rebuild`]);
+//!   `sessions/` on a thread of its own ([`SessionSearch::start_rebuild`]);
 //!   live appends go on meanwhile and are replayed onto the rebuilt index
 //!   before it is swapped in, so none is lost.
 //! - **Windows.** [`SessionSearch`] is the index's [`MessageSource`]: it
@@ -348,29 +348,28 @@ impl SessionSearch {
         })
     }
 
-    /// Starts rebuilding the index from every log, on a blocking thread.
-    /// The rebuild is registered before this returns, so every message
-    /// appended from now on is kept even if the rebuild read the file
-    /// before it was written. Call it at start, before any turn.
-    pub fn start_rebuild(&self) -> tokio::task::JoinHandle<Option<RebuildReport>> {
+    /// Starts rebuilding the index from every log, on a thread of its own
+    /// that ends with the rebuild (with no logs at all, at once, without
+    /// one). The rebuild is registered before this returns, so every
+    /// message appended from now on is kept even if the rebuild read the
+    /// file before it was written. Call it at start, before any turn.
+    pub fn start_rebuild(&self) {
         let rebuild = self.index.start_rebuild();
+        let nothing_stored = std::fs::read_dir(self.storage.dir())
+            .map_or(true, |mut entries| entries.next().is_none());
+        if nothing_stored {
+            log_rebuild(self.rebuild(rebuild));
+            return;
+        }
         let this = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let report = this.rebuild(rebuild);
-            match &report {
-                Ok(report) => tracing::info!(
-                    "session index rebuilt: {} conversations, {} messages ({:.1} MiB) in {} ms",
-                    report.conversations,
-                    report.messages,
-                    report.bytes as f64 / (1024.0 * 1024.0),
-                    report.elapsed.as_millis()
-                ),
-                Err(err) => tracing::warn!(
-                    "the session index was not rebuilt: {err}; only messages from now on are searchable"
-                ),
-            }
-            report.ok()
-        })
+        let spawned = std::thread::Builder::new()
+            .name("session-index".into())
+            .spawn(move || log_rebuild(this.rebuild(rebuild)));
+        if let Err(err) = spawned {
+            tracing::warn!(
+                "the session index was not rebuilt: cannot start a thread: {err}; only messages from now on are searchable"
+            );
+        }
     }
 
     /// Fills `rebuild` from every log and swaps it in.
@@ -382,6 +381,13 @@ impl SessionSearch {
         let mut report = RebuildReport::default();
         let mut positions = HashMap::new();
         let logs = self.storage.logs()?;
+        if logs.is_empty() {
+            rebuild
+                .finish()
+                .map_err(|err| io::Error::other(err.to_string()))?;
+            report.elapsed = started.elapsed();
+            return Ok(report);
+        }
         std::thread::scope(|scope| {
             let (ahead, read) = std::sync::mpsc::sync_channel(READ_AHEAD);
             scope.spawn(move || {
@@ -552,6 +558,21 @@ impl MessageSource for SessionSearch {
         range: Range<u32>,
     ) -> io::Result<Vec<SourceMessage>> {
         self.read_window(conversation, range)
+    }
+}
+
+fn log_rebuild(report: io::Result<RebuildReport>) {
+    match report {
+        Ok(report) => tracing::info!(
+            "session index rebuilt: {} conversations, {} messages ({:.1} MiB) in {} ms",
+            report.conversations,
+            report.messages,
+            report.bytes as f64 / (1024.0 * 1024.0),
+            report.elapsed.as_millis()
+        ),
+        Err(err) => tracing::warn!(
+            "the session index was not rebuilt: {err}; only messages from now on are searchable"
+        ),
     }
 }
 
