@@ -52,10 +52,68 @@ pub enum Command {
     Run(RunArgs),
     /// Ask the running daemon to re-read its configuration and agents.
     Reload,
+    /// Read or replace an agent's memory as Markdown files.
+    #[command(subcommand)]
+    Memory(MemoryCommand),
+    /// Search past conversations.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
 }
 
 #[derive(Debug, Args, Default)]
 pub struct RunArgs {}
+
+/// `crabtalkd memory dump|load`.
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Write an agent's memory to DIR as an mdbook: notes/<name>.md,
+    /// archives/<name>.md (summaries of compacted conversations), SUMMARY.md,
+    /// and a book.toml if there is none. Safe while the daemon runs. Only
+    /// notes/ and archives/ are replaced; other files in DIR are left alone.
+    Dump(MemoryArgs),
+    /// Replace an agent's memory with the entries in DIR (a tree written by
+    /// dump, possibly edited). The whole tree is checked first; nothing
+    /// changes if any file is wrong. The daemon must be stopped: it keeps the
+    /// memory open.
+    Load(MemoryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MemoryArgs {
+    /// The agent whose memory it is.
+    #[arg(long, value_name = "NAME")]
+    pub agent: String,
+    /// The mdbook folder.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// `crabtalkd sessions search`.
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Search an agent's past conversations by keywords (asks the running
+    /// daemon, which keeps the index).
+    Search(SearchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// Keywords.
+    #[arg(value_name = "QUERY", required = true, num_args = 1..)]
+    pub query: Vec<String>,
+    /// The agent whose conversations to search (default: the default agent).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Only conversations with this sender.
+    #[arg(long, value_name = "SENDER")]
+    pub sender: Option<String>,
+    /// At most this many matches (up to 20).
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub limit: u32,
+    /// Messages shown before and after each match.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub context: u32,
+}
 
 impl Cli {
     /// The tracing filter for the verbosity flags.
@@ -87,6 +145,40 @@ mod tests {
         let cli = Cli::try_parse_from(["crabtalkd", "run", "-v", "--home", "/tmp/h"]).unwrap();
         assert_eq!(cli.verbose, 1);
         assert_eq!(cli.home.as_deref(), Some(std::path::Path::new("/tmp/h")));
+    }
+
+    #[test]
+    fn memory_and_sessions_commands_parse() {
+        let cli = Cli::try_parse_from(["crabtalkd", "memory", "dump", "--agent", "crab", "brain"])
+            .unwrap();
+        match cli.command {
+            Command::Memory(MemoryCommand::Dump(args)) => {
+                assert_eq!(
+                    (args.agent.as_str(), args.dir.to_str()),
+                    ("crab", Some("brain"))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(Cli::try_parse_from(["crabtalkd", "memory", "load", "brain"]).is_err());
+        let cli = Cli::try_parse_from([
+            "crabtalkd",
+            "sessions",
+            "search",
+            "cron",
+            "bug",
+            "--sender",
+            "tg:1",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Sessions(SessionsCommand::Search(args)) => {
+                assert_eq!(args.query, ["cron", "bug"]);
+                assert_eq!(args.sender.as_deref(), Some("tg:1"));
+                assert_eq!((args.agent, args.limit, args.context), (None, 10, 2));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use crabtalk_proto::home::Home;
-use crabtalkd::cli::{Cli, Command};
+use crabtalkd::cli::{Cli, Command, MemoryCommand, SessionsCommand};
 use tokio_util::sync::CancellationToken;
 
 fn main() -> ExitCode {
@@ -50,6 +50,19 @@ fn main() -> ExitCode {
                 crabtalkd::process::run(home, shutdown).await
             }
             Command::Reload => crabtalkd::process::reload(&home).await,
+            Command::Memory(MemoryCommand::Dump(args)) => {
+                crabtalkd::commands::memory_dump(&home, &args.agent, &args.dir)
+                    .map(|done| println!("{done}"))
+            }
+            Command::Memory(MemoryCommand::Load(args)) => {
+                crabtalkd::commands::memory_load(&home, &args.agent, &args.dir)
+                    .map(|done| println!("{done}"))
+            }
+            Command::Sessions(SessionsCommand::Search(args)) => {
+                crabtalkd::commands::sessions_search(&home, &args)
+                    .await
+                    .map(|found| println!("{found}"))
+            }
         }
     });
     match result {

@@ -93,7 +93,7 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
 }
 
 /// Creates the home's folders (`run/` private).
-fn prepare_home(home: &Home) -> anyhow::Result<()> {
+pub(crate) fn prepare_home(home: &Home) -> anyhow::Result<()> {
     for dir in [
         home.root().to_owned(),
         home.agents_dir(),

@@ -12,6 +12,7 @@ use futures::stream::{self, BoxStream, Stream, StreamExt};
 use tokio::sync::mpsc;
 
 use crate::config::agent::AgentDef;
+use crate::runtime::sessions::SessionQuery;
 use crate::runtime::{Runtime, TurnOutcome, TurnRequest};
 use crate::storage::{Entry, HandleError, Role, read_entries};
 
@@ -21,6 +22,10 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Most history returned by `GetConversationHistory`, in bytes of content;
 /// older messages beyond it are summarised by a count.
 const MAX_HISTORY_BYTES: usize = 8 * 1024 * 1024;
+
+/// `SearchSessionsMsg` defaults: hits, and messages before and after each.
+const DEFAULT_SEARCH_HITS: usize = 10;
+const DEFAULT_SEARCH_CONTEXT: usize = 2;
 
 pub struct DaemonServer {
     runtime: Arc<Runtime>,
@@ -264,10 +269,59 @@ impl Server for DaemonServer {
         let storage = self.runtime.conversations.storage();
         let files = storage.resolve(&request.file_path).map_err(handle_error)?;
         self.runtime.release_conversation(&files).await?;
+        let meta = crate::storage::Meta::load(&files.meta).ok().flatten();
         storage
             .delete(&files)
             .map_err(|err| ErrorMsg::internal(format!("cannot delete the conversation: {err}")))?;
+        if let Some(meta) = meta {
+            self.runtime
+                .sessions()
+                .forget(&meta.agent, files.handle.as_str());
+        }
         Ok(pong())
+    }
+
+    async fn compact(&self, request: CompactMsg) -> Result<CompactResponse, ErrorMsg> {
+        let summary = self
+            .runtime
+            .compact(&request.agent, &request.sender)
+            .await?;
+        Ok(CompactResponse { summary })
+    }
+
+    async fn search_sessions(
+        &self,
+        request: SearchSessionsMsg,
+    ) -> Result<SessionHitList, ErrorMsg> {
+        if request.query.trim().is_empty() {
+            return Err(ErrorMsg::bad_request("the search query is empty"));
+        }
+        let agent = self.runtime.key(&request.agent, "").agent;
+        self.runtime
+            .snapshot()
+            .agent(&agent)
+            .map_err(ErrorMsg::not_found)?;
+        let query = SessionQuery {
+            agent: agent.clone(),
+            sender: Some(request.sender).filter(|sender| !sender.is_empty()),
+            query: request.query,
+            limit: match request.limit {
+                None | Some(0) => DEFAULT_SEARCH_HITS,
+                Some(limit) => limit as usize,
+            },
+            context: request
+                .context
+                .map_or(DEFAULT_SEARCH_CONTEXT, |c| c as usize),
+        };
+        let hits = self
+            .runtime
+            .sessions()
+            .run(query)
+            .await
+            .map_err(|err| ErrorMsg::internal(err.to_string()))?;
+        Ok(SessionHitList {
+            hits: hits.into_iter().map(session_hit).collect(),
+        })
     }
 
     async fn list_agents(&self, _: ListAgentsMsg) -> Result<AgentList, ErrorMsg> {
@@ -483,6 +537,29 @@ impl Server for DaemonServer {
         _: SubscribeEvents,
     ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send + 'static {
         self.runtime.hub.subscribe()
+    }
+}
+
+/// A search hit in its wire shape.
+fn session_hit(hit: crate::search::SessionHit) -> SessionHit {
+    SessionHit {
+        conversation: hit.conversation,
+        sender: hit.sender,
+        title: hit.title.unwrap_or_default(),
+        field: hit.field.name().into(),
+        msg_idx: hit.msg_idx.map(u64::from),
+        score: hit.score,
+        window: hit
+            .window
+            .into_iter()
+            .map(|item| SessionWindowItem {
+                field: item.field.name().into(),
+                msg_idx: item.msg_idx.map(u64::from),
+                snippet: item.snippet,
+                truncated: item.truncated,
+                tool_name: item.tool_name.unwrap_or_default(),
+            })
+            .collect(),
     }
 }
 

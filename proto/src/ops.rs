@@ -75,6 +75,8 @@ macro_rules! unary_operations {
             delete_mcp(DeleteMcp, DeleteMcpMsg) -> Pong(Pong);
             /// Renames an agent, keeping its conversations.
             rename_agent(RenameAgent, RenameAgentMsg) -> AgentInfo(AgentInfo);
+            /// Searches one agent's stored conversations (extension).
+            search_sessions(SearchSessions, SearchSessionsMsg) -> SessionHits(SessionHitList);
         }
     };
 }

@@ -53,7 +53,7 @@ pub struct Scored<K> {
 /// An inverted BM25 index over documents keyed by `K`.
 #[derive(Debug, Clone)]
 pub struct Index<K> {
-    term_ids: HashMap<Box<str>, u32, FastHash>,
+    term_ids: HashMap<TermKey, u32, FastHash>,
     /// Posting lists by term id, each sorted by document key.
     postings: Vec<Vec<Posting<K>>>,
     docs: HashMap<K, Doc, FastHash>,
@@ -237,7 +237,7 @@ impl<K: Copy + Ord + Hash> Index<K> {
         }
         let id = u32::try_from(self.postings.len()).expect("fewer than 2^32 distinct terms");
         self.postings.push(Vec::new());
-        self.term_ids.insert(term.into(), id);
+        self.term_ids.insert(TermKey::new(term), id);
         id
     }
 }
@@ -315,6 +315,71 @@ pub fn top<K: Ord + Copy>(ranked: &mut Vec<Scored<K>>, limit: usize) {
 /// FxHash (the rustc hasher): integer and short-string keys hash in a few
 /// instructions. The keys here are ours, not an attacker's choice of
 /// collisions worth defending against.
+/// A term as a key of the term dictionary. Short terms — nearly every word —
+/// are stored in the table itself, so a lookup compares bytes it has already
+/// loaded instead of following a pointer to the heap: that pointer chase was
+/// the largest single cost of indexing (a cache miss per word).
+#[derive(Clone)]
+enum TermKey {
+    Inline { len: u8, bytes: [u8; INLINE_TERM] },
+    Heap(Box<str>),
+}
+
+/// Longest term stored inline (the key is then 24 bytes, like a `String`).
+const INLINE_TERM: usize = 22;
+
+impl TermKey {
+    fn new(term: &str) -> Self {
+        if term.len() > INLINE_TERM {
+            return Self::Heap(term.into());
+        }
+        let mut bytes = [0u8; INLINE_TERM];
+        bytes[..term.len()].copy_from_slice(term.as_bytes());
+        Self::Inline {
+            len: term.len() as u8,
+            bytes,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // SAFETY: `bytes[..len]` was copied from a `&str` in `new`, so it
+            // is valid UTF-8.
+            Self::Inline { len, bytes } => unsafe {
+                std::str::from_utf8_unchecked(&bytes[..usize::from(*len)])
+            },
+            Self::Heap(term) => term,
+        }
+    }
+}
+
+impl std::borrow::Borrow<str> for TermKey {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for TermKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for TermKey {}
+
+impl Hash for TermKey {
+    // The same hash as the `str` it stands for, as `Borrow` requires.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl std::fmt::Debug for TermKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
 type FastHash = BuildHasherDefault<FxHasher>;
 
 #[derive(Default, Clone, Copy)]
@@ -380,6 +445,21 @@ mod tests {
             .iter()
             .map(|s| s.doc)
             .collect()
+    }
+
+    #[test]
+    fn terms_stored_inline_and_on_the_heap_are_both_found() {
+        let mut index = Index::new();
+        let inline = "a".repeat(INLINE_TERM);
+        let heap = "b".repeat(INLINE_TERM + 1);
+        index.insert(1u64, &format!("{inline} {heap} 会议"));
+        index.insert(2u64, &format!("{inline}a {heap}"));
+        assert_eq!(docs(&index, &inline), [1]);
+        let mut both = docs(&index, &heap);
+        both.sort_unstable();
+        assert_eq!(both, [1, 2]);
+        assert_eq!(docs(&index, "议"), [1]);
+        assert!(index.idf(&format!("{inline}a")).is_some());
     }
 
     #[test]

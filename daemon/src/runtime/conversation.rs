@@ -24,6 +24,8 @@ use parking_lot::Mutex;
 use tokio::sync::{MutexGuard, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::sessions::SessionFeed;
+use crate::search::SessionIndex;
 use crate::storage::{
     CompactMarker, ConversationFiles, Entry, Message, Meta, Role, SessionLog, Storage, now_rfc3339,
 };
@@ -43,21 +45,35 @@ pub struct History {
     pub marker: Option<CompactMarker>,
     pub meta: Meta,
     log: SessionLog,
+    /// The number the next message gets in the whole log (see
+    /// `storage::numbering`); session search refers to messages by it.
+    next_number: u64,
+    feed: SessionFeed,
 }
 
 impl History {
-    /// Appends a message to the log, then to memory.
+    /// Appends a message to the log, then to memory and the session index.
     pub fn append(&mut self, message: Message) -> io::Result<()> {
         self.log.append(&Entry::Message(message.clone()))?;
+        self.feed.message(self.next_number, &message);
+        self.next_number += 1;
         self.messages.push(message);
-        self.meta.message_count += 1;
+        self.meta.message_count = self.next_number;
         self.meta.updated_at = now_rfc3339();
         Ok(())
     }
 
+    /// How many messages the whole log holds (before and after markers).
+    pub fn message_count(&self) -> u64 {
+        self.next_number
+    }
+
     /// Appends a compact marker: the history continues from its summary.
-    pub fn append_marker(&mut self, marker: CompactMarker) -> io::Result<()> {
+    /// The marker records how many messages came before it.
+    pub fn append_marker(&mut self, mut marker: CompactMarker) -> io::Result<()> {
+        marker.messages_before = Some(self.next_number);
         self.log.append(&Entry::Compact(marker.clone()))?;
+        self.feed.summary(&marker.compact);
         self.messages.clear();
         self.meta.summary = Some(marker.compact.clone());
         self.meta.compactions += 1;
@@ -148,9 +164,10 @@ pub enum AnswerError {
 }
 
 impl Conversation {
-    fn new(key: ConversationKey, files: ConversationFiles) -> Self {
+    fn new(key: ConversationKey, files: ConversationFiles, index: SessionIndex) -> Self {
         let log = SessionLog::new(files.log.clone());
         let meta_path = files.meta.clone();
+        let feed = SessionFeed::new(index, &key.agent, &key.sender, files.handle.as_str());
         Self {
             key,
             files,
@@ -160,6 +177,8 @@ impl Conversation {
                 marker: None,
                 meta: Meta::default(),
                 log,
+                next_number: 0,
+                feed,
             }),
             run: Mutex::new(None),
             asks: Mutex::new(VecDeque::new()),
@@ -219,12 +238,16 @@ impl Conversation {
             }
         };
         history.messages = loaded.messages;
-        history.marker = loaded.marker;
         history.meta = meta;
-        history.meta.message_count = history
-            .meta
-            .message_count
-            .max(history.messages.len() as u64);
+        // The log is the truth; the sidecar is written a second late and
+        // lags after a crash.
+        history.next_number = loaded.next_number;
+        history.meta.message_count = loaded.next_number;
+        if let Some(marker) = &loaded.marker {
+            history.meta.summary = Some(marker.compact.clone());
+            history.meta.compactions = history.meta.compactions.max(1);
+        }
+        history.marker = loaded.marker;
         history.loaded = true;
         *self.latest_meta.lock() = Some(history.meta.clone());
         Ok(())
@@ -547,6 +570,8 @@ impl Drop for AskTicket {
 pub struct Conversations {
     map: Mutex<HashMap<ConversationKey, Arc<Conversation>>>,
     storage: Storage,
+    /// Every appended message is indexed here.
+    index: SessionIndex,
     max_in_memory: usize,
 }
 
@@ -555,12 +580,18 @@ impl Conversations {
         Self {
             map: Mutex::new(HashMap::new()),
             storage,
+            index: SessionIndex::new(),
             max_in_memory: max_in_memory.max(1),
         }
     }
 
     pub fn storage(&self) -> &Storage {
         &self.storage
+    }
+
+    /// The session index the conversations feed.
+    pub fn index(&self) -> &SessionIndex {
+        &self.index
     }
 
     /// The conversation `key`, created in memory on first reference (its
@@ -575,7 +606,7 @@ impl Conversations {
             evict_lru(&mut map, excess);
         }
         let files = self.storage.files(&key.agent, &key.sender);
-        let conversation = Arc::new(Conversation::new(key.clone(), files));
+        let conversation = Arc::new(Conversation::new(key.clone(), files, self.index.clone()));
         map.insert(key.clone(), conversation.clone());
         conversation
     }
@@ -686,11 +717,62 @@ mod tests {
         let fresh = Arc::new(Conversation::new(
             key("user"),
             Storage::new(dir.path()).files("crab", "user"),
+            SessionIndex::new(),
         ));
         let history = fresh.lock_history("user").await.unwrap();
         assert_eq!(history.messages.len(), 2);
         assert_eq!(history.meta.sender, "user");
         assert_eq!(history.meta.message_count, 2);
+    }
+
+    #[tokio::test]
+    async fn message_numbers_continue_from_the_log_not_the_lagging_sidecar() {
+        let dir = tempfile::tempdir().unwrap();
+        let conversations = Conversations::new(Storage::new(dir.path()), 8);
+        let conversation = conversations.get_or_create(&key("user"));
+        {
+            let mut history = conversation.lock_history("user").await.unwrap();
+            history.append(Message::user("zero")).unwrap();
+            history.append(Message::assistant("one")).unwrap();
+            history
+                .append_marker(CompactMarker {
+                    compact: "summary".into(),
+                    archive_name: "a".into(),
+                    archived_at: "t".into(),
+                    title: "t".into(),
+                    messages_before: None,
+                })
+                .unwrap();
+            history.append(Message::user("two")).unwrap();
+            assert_eq!(history.message_count(), 3);
+            // The metadata is never saved: as after a kill -9 within the
+            // debounce, the sidecar still says 0 messages.
+        }
+        let restarted = Conversations::new(Storage::new(dir.path()), 8);
+        let conversation = restarted.get_or_create(&key("user"));
+        let mut history = conversation.lock_history("user").await.unwrap();
+        assert_eq!(history.message_count(), 3);
+        assert_eq!(history.meta.message_count, 3);
+        assert_eq!(history.meta.summary.as_deref(), Some("summary"));
+        history.append(Message::assistant("three")).unwrap();
+        drop(history);
+        let sessions = super::super::sessions::SessionSearch::new(
+            restarted.storage().clone(),
+            restarted.index().clone(),
+        );
+        let hits = sessions
+            .search(&crate::search::SearchQuery {
+                agent: "crab",
+                sender: None,
+                query: "three",
+                context_before: 1,
+                context_after: 0,
+                limit: 1,
+            })
+            .unwrap();
+        assert_eq!(hits[0].msg_idx, Some(3));
+        let window: Vec<&str> = hits[0].window.iter().map(|w| w.snippet.as_str()).collect();
+        assert_eq!(window, ["two", "three"]);
     }
 
     #[tokio::test]

@@ -4,10 +4,13 @@
 //! and a swappable [`Snapshot`] of everything that configuration decides.
 //! It opens no sockets; the server calls it.
 
+mod compaction;
 pub mod conversation;
 pub mod events;
 pub mod instructions;
+pub mod memories;
 pub mod request;
+pub mod sessions;
 pub mod snapshot;
 pub mod turn;
 
@@ -25,6 +28,8 @@ use tokio_util::task::TaskTracker;
 
 use self::conversation::{ConversationKey, Conversations};
 use self::events::{EventHub, SUBSCRIBER_BUFFER};
+use self::memories::Memories;
+use self::sessions::SessionSearch;
 pub use self::snapshot::Snapshot;
 use self::turn::TurnPlan;
 pub use self::turn::{TurnFailure, TurnOutcome, TurnRequest};
@@ -64,6 +69,11 @@ pub struct Runtime {
     turns: TaskTracker,
     closing: AtomicBool,
     bus: EventBus,
+    /// Every agent's memory; kept across reloads, each opened once.
+    memories: Arc<Memories>,
+    /// The session index (fed by the conversations) and its logs; kept
+    /// across reloads, rebuilt once at start.
+    sessions: SessionSearch,
     /// This runtime, for the turns it starts from inside (events).
     me: Weak<Runtime>,
     /// Every MCP connection.
@@ -90,6 +100,14 @@ impl Runtime {
         let mcp = McpHub::new(mcp_settings(&config));
         // Run ids grow across restarts: they start from the clock.
         let first_run = chrono::Utc::now().timestamp_millis().max(1) as u64 * 1000;
+        let conversations = Conversations::new(Storage::new(home.sessions_dir()), max_in_memory);
+        let sessions = SessionSearch::new(
+            conversations.storage().clone(),
+            conversations.index().clone(),
+        );
+        // Before any turn can append: appends from here on survive the swap.
+        sessions.start_rebuild();
+        let memories = Arc::new(Memories::new(home.memory_dir()));
         Ok(Arc::new_cyclic(|runtime| {
             let tools = Tools::standard(runtime.clone(), &tool_settings(&home, &config, &mcp));
             let snapshot = Snapshot {
@@ -99,7 +117,7 @@ impl Runtime {
                 tools,
             };
             Self {
-                conversations: Conversations::new(Storage::new(home.sessions_dir()), max_in_memory),
+                conversations,
                 home,
                 agent_store,
                 snapshot: RwLock::new(Arc::new(snapshot)),
@@ -110,6 +128,8 @@ impl Runtime {
                 started: Instant::now(),
                 turns: TaskTracker::new(),
                 closing: AtomicBool::new(false),
+                memories,
+                sessions,
                 me: runtime.clone(),
                 mcp,
             }
@@ -181,6 +201,16 @@ impl Runtime {
                 );
             }
         }
+    }
+
+    /// Every agent's memory.
+    pub fn memories(&self) -> &Arc<Memories> {
+        &self.memories
+    }
+
+    /// Session search over every stored conversation.
+    pub fn sessions(&self) -> &SessionSearch {
+        &self.sessions
     }
 
     /// The event bus's subscription table.
@@ -454,6 +484,12 @@ impl Runtime {
                 "{old:?} is the default agent; change default_agent in config.toml before renaming it"
             )));
         }
+        if self.memories.exists(new) {
+            return Err(ErrorMsg::conflict(format!(
+                "{} already exists (the memory of an earlier agent {new:?}); move it aside first",
+                self.memories.file(new).display()
+            )));
+        }
         self.release_conversations(old).await?;
         let internal =
             |err: std::io::Error| ErrorMsg::internal(format!("cannot rename agent {old:?}: {err}"));
@@ -462,6 +498,14 @@ impl Runtime {
             .storage()
             .rename_agent(old, new)
             .map_err(internal)?;
+        self.memories.rename(old, new).map_err(internal)?;
+        let sessions = self.sessions.clone();
+        let (from, to) = (old.to_owned(), new.to_owned());
+        tokio::task::spawn_blocking(move || {
+            if let Err(err) = sessions.move_agent(&from, &to) {
+                tracing::warn!("session index: cannot move {from}'s conversations to {to}: {err}");
+            }
+        });
         self.refresh_agents(&snapshot, old);
         self.snapshot().agent(new).map_err(ErrorMsg::internal)
     }

@@ -101,6 +101,19 @@ pub enum Field {
 }
 
 impl Field {
+    /// A short name: `summary`, `title`, `user`, `assistant`, `tool_call`,
+    /// `tool_result` (the protocol and the tools use it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::Summary => "summary",
+            Field::Title => "title",
+            Field::Message(Role::User) => "user",
+            Field::Message(Role::Assistant) => "assistant",
+            Field::Message(Role::ToolCall) => "tool_call",
+            Field::Message(Role::ToolResult) => "tool_result",
+        }
+    }
+
     /// The multiplier applied to this field's BM25 scores.
     pub fn weight(self) -> f64 {
         match self {

@@ -126,6 +126,11 @@ pub struct CompactMarker {
     pub archived_at: String,
     #[serde(default)]
     pub title: String,
+    /// How many numbered lines (messages) the log holds before this marker,
+    /// so loading from the marker knows the next message number (see
+    /// `storage::numbering`). Absent in markers from older logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_before: Option<u64>,
 }
 
 /// Now, as RFC 3339 with seconds.
@@ -144,6 +149,7 @@ mod tests {
             archive_name: "a1".into(),
             archived_at: "t".into(),
             title: "T".into(),
+            messages_before: Some(3),
         });
         let line = serde_json::to_string(&marker).unwrap();
         assert!(line.starts_with("{\"compact\":"), "{line}");

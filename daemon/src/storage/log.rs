@@ -10,12 +10,13 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::entry::{CompactMarker, Entry, Message};
+use super::numbering;
 
 /// Bytes read per step when scanning backwards.
 const SCAN_BLOCK: u64 = 64 * 1024;
 
 /// What a marker line starts with.
-const MARKER_PREFIX: &[u8] = b"{\"compact\":";
+pub(super) const MARKER_PREFIX: &[u8] = b"{\"compact\":";
 
 /// The writable end of a conversation log.
 #[derive(Debug)]
@@ -31,6 +32,9 @@ pub struct LoadedHistory {
     pub messages: Vec<Message>,
     /// The last compact marker, if the conversation was ever compacted.
     pub marker: Option<CompactMarker>,
+    /// The number the next appended message gets: how many numbered lines
+    /// the whole log holds (see [`numbering`]).
+    pub next_number: u64,
     /// What was wrong with the file (a torn last line, unreadable lines).
     pub problems: Vec<String>,
 }
@@ -85,11 +89,11 @@ impl SessionLog {
         }
         let start = last_marker_offset(&mut file)?;
         file.seek(SeekFrom::Start(start))?;
-        let mut text = String::new();
-        // Lossy: one bad byte must not cost the whole conversation.
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
-        text.push_str(&String::from_utf8_lossy(&bytes));
+        let after_marker = numbering::count_numbered(&bytes);
+        // Lossy: one bad byte must not cost the whole conversation.
+        let text = String::from_utf8_lossy(&bytes);
         for (n, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
@@ -107,6 +111,21 @@ impl SessionLog {
                 )),
             }
         }
+        let before_marker = match &loaded.marker {
+            None => 0,
+            Some(CompactMarker {
+                messages_before: Some(count),
+                ..
+            }) => *count,
+            // A marker written without the count: count the lines before it.
+            Some(_) => {
+                let mut prefix = vec![0; start as usize];
+                file.seek(SeekFrom::Start(0))?;
+                file.read_exact(&mut prefix)?;
+                numbering::count_numbered(&prefix)
+            }
+        };
+        loaded.next_number = before_marker + after_marker;
         Ok(loaded)
     }
 }
@@ -204,6 +223,7 @@ mod tests {
             archive_name: "a".into(),
             archived_at: "t".into(),
             title: String::new(),
+            messages_before: None,
         })
     }
 
@@ -269,6 +289,39 @@ mod tests {
         let contents: Vec<_> = loaded.messages.iter().map(|m| m.content.as_str()).collect();
         assert_eq!(contents, ["kept", "after"]);
         assert!(loaded.problems.is_empty());
+    }
+
+    #[test]
+    fn the_next_message_number_counts_the_whole_log_from_the_last_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let mut log = SessionLog::new(&path);
+        log.append(&Entry::Message(Message::user("0"))).unwrap();
+        log.append(&Entry::Message(Message::user("1"))).unwrap();
+        // An older marker without a count: the lines before it are counted.
+        log.append(&marker("old")).unwrap();
+        log.append(&Entry::Message(Message::user("2"))).unwrap();
+        assert_eq!(SessionLog::new(&path).load().unwrap().next_number, 3);
+        // A marker with a count is trusted, and nothing before it is read.
+        log.append(&Entry::Compact(CompactMarker {
+            messages_before: Some(3),
+            ..match marker("new") {
+                Entry::Compact(marker) => marker,
+                Entry::Message(_) => unreachable!(),
+            }
+        }))
+        .unwrap();
+        log.append(&Entry::Message(Message::user("3"))).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"not json\n{\"role\":\"user\",\"con")
+            .unwrap();
+        let loaded = SessionLog::new(&path).load().unwrap();
+        // The unreadable line keeps its number; the torn tail has none.
+        assert_eq!(loaded.next_number, 5);
+        assert_eq!(loaded.messages.len(), 1);
     }
 
     #[test]

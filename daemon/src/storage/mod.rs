@@ -15,6 +15,7 @@ pub mod entry;
 mod log;
 mod meta;
 pub mod names;
+pub mod numbering;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,11 @@ pub struct Handle(String);
 impl Handle {
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The encoded agent and sender halves.
+    pub fn halves(&self) -> (&str, &str) {
+        self.0.split_once('/').unwrap_or((&self.0, ""))
     }
 }
 
@@ -145,6 +151,46 @@ impl Storage {
                 .then_with(|| a.files.handle.0.cmp(&b.files.handle.0))
         });
         Ok(found)
+    }
+
+    /// Every conversation log under `sessions/`, whether or not its
+    /// metadata is readable (for rebuilding the session index).
+    pub fn logs(&self) -> io::Result<Vec<ConversationFiles>> {
+        let folders = read_names(&self.dir, |name| {
+            names::is_encoded(name).then(|| name.to_owned())
+        })?;
+        let mut found = Vec::new();
+        for folder in folders {
+            found.extend(self.logs_in(&folder)?);
+        }
+        found.sort_by(|a, b| a.handle.0.cmp(&b.handle.0));
+        Ok(found)
+    }
+
+    /// The logs of `agent`'s conversations.
+    pub fn logs_of(&self, agent: &str) -> io::Result<Vec<ConversationFiles>> {
+        self.logs_in(&names::encode(agent))
+    }
+
+    fn logs_in(&self, folder: &str) -> io::Result<Vec<ConversationFiles>> {
+        let senders = read_names(&self.dir.join(folder), |name| {
+            name.strip_suffix(".jsonl")
+                .filter(|s| names::is_encoded(s))
+                .map(str::to_owned)
+        })?;
+        Ok(senders
+            .iter()
+            .map(|sender| self.files_encoded(folder, sender))
+            .collect())
+    }
+
+    /// The handle `(agent, sender)` has (whether or not it exists).
+    pub fn handle(&self, agent: &str, sender: &str) -> Handle {
+        Handle(format!(
+            "{}/{}",
+            names::encode(agent),
+            names::encode(sender)
+        ))
     }
 
     /// Deletes a conversation's files.

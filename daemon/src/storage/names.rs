@@ -82,6 +82,31 @@ pub fn is_encoded(encoded: &str) -> bool {
     !body.is_empty() && encoded.len() <= MAX_ENCODED + 17
 }
 
+/// The name `encoded` stands for, when the encoding kept all of it (names
+/// shortened with a hash cannot be decoded; their metadata has the name).
+pub fn decode(encoded: &str) -> Option<String> {
+    if encoded == "%" {
+        return Some(String::new());
+    }
+    if !is_encoded(encoded) || encoded.contains('~') {
+        return None;
+    }
+    let bytes = encoded.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// FNV-1a, 64 bits: a stable hash for shortened names.
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
@@ -145,6 +170,16 @@ mod tests {
         ] {
             assert!(!is_encoded(bad), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn decoding_reverses_encoding_except_for_shortened_names() {
+        for name in ["crab", "Crab", "tg:123", "a b", "../x", "", "é会"] {
+            assert_eq!(decode(&encode(name)).as_deref(), Some(name), "{name:?}");
+        }
+        assert_eq!(decode(&encode(&"x".repeat(500))), None);
+        assert_eq!(decode("a%2"), None);
+        assert_eq!(decode("A"), None);
     }
 
     proptest! {

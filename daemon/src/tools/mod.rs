@@ -13,8 +13,10 @@ pub mod delegate;
 mod edit;
 pub mod files;
 mod mcp;
+mod memory;
 mod read;
 pub mod scope;
+mod search_sessions;
 mod skill;
 
 use std::collections::BTreeMap;
@@ -29,8 +31,10 @@ pub use self::bash::BashHook;
 pub use self::delegate::DelegateHook;
 pub use self::edit::EditHook;
 pub use self::mcp::McpHook;
+pub use self::memory::MemoryHook;
 pub use self::read::ReadHook;
 use self::scope::Scope;
+pub use self::search_sessions::SessionSearchHook;
 pub use self::skill::SkillHook;
 use crate::config::agent::AgentDef;
 use crate::runtime::conversation::Conversation;
@@ -166,11 +170,13 @@ impl Tools {
                 settings.skill_dirs.clone(),
             ))),
             Arc::new(DelegateHook::new(
-                runtime,
+                runtime.clone(),
                 settings.max_delegation_depth,
                 settings.max_delegated_tasks,
             )),
             Arc::new(McpHook::new(settings.mcp.clone())),
+            Arc::new(MemoryHook::new(runtime.clone())),
+            Arc::new(SessionSearchHook::new(runtime)),
         ])
     }
 

@@ -37,8 +37,11 @@ use crate::text::{Color, Line, Span, Style, sanitize};
 
 const PROMPT: &str = "› ";
 
-/// The message for `/search` until the daemon offers session search.
-pub const SEARCH_UNAVAILABLE: &str = "Session search is not available yet: this daemon does not offer it. /sessions lists the stored conversations.";
+/// The message for `/search` when the daemon is too old to search.
+pub const SEARCH_UNAVAILABLE: &str = "Session search is not available: this daemon does not offer it. /sessions lists the stored conversations.";
+
+/// How much of a snippet `/search` shows.
+const SNIPPET_CHARS: usize = 240;
 
 /// Runs the chat until the person quits.
 pub async fn run(session: Session, history: History) -> Result<(), TuiError> {
@@ -443,7 +446,7 @@ impl Repl {
                 }
             }
             Command::Sessions => self.sessions().await,
-            Command::Search(_) => self.info(SEARCH_UNAVAILABLE),
+            Command::Search(query) => self.search(query).await,
             Command::Events => self.events().await,
             Command::Expand(number) => {
                 let record = match number {
@@ -485,6 +488,64 @@ impl Repl {
                 }
             }
         }
+    }
+
+    /// `/search`: the agent's past conversations that match, best first,
+    /// each with the messages around the match.
+    async fn search(&mut self, query: String) {
+        let request = SearchSessionsMsg {
+            agent: self.session.agent.clone(),
+            sender: String::new(),
+            query: query.clone(),
+            limit: Some(10),
+            context: Some(1),
+        };
+        let hits = match self.session.client.search_sessions(request).await {
+            Ok(list) => list.hits,
+            Err(err) if err.code() == Some(ErrorMsg::NOT_IMPLEMENTED) => {
+                return self.info(SEARCH_UNAVAILABLE);
+            }
+            Err(err) => return self.client_error(err).await,
+        };
+        if hits.is_empty() {
+            let agent = self.session.agent_label();
+            return self.info(&format!(
+                "Nothing in {agent}'s past conversations matches {query:?}."
+            ));
+        }
+        let mut text = String::new();
+        for (number, hit) in hits.iter().enumerate() {
+            let title = if hit.title.is_empty() {
+                String::new()
+            } else {
+                format!(" · {}", hit.title)
+            };
+            text.push_str(&format!(
+                "**{}.** with {}{title} · {} match\n\n",
+                number + 1,
+                hit.sender,
+                hit.field
+            ));
+            for item in &hit.window {
+                let here = hit.msg_idx.is_some() && item.msg_idx == hit.msg_idx;
+                let snippet: String = item
+                    .snippet
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let mut cut: String = snippet.chars().take(SNIPPET_CHARS).collect();
+                if cut.len() < snippet.len() || item.truncated {
+                    cut.push('…');
+                }
+                text.push_str(&format!(
+                    "> {}*{}*: {cut}\n>\n",
+                    if here { "▶ " } else { "" },
+                    item.field
+                ));
+            }
+            text.push('\n');
+        }
+        self.markdown(&text);
     }
 
     async fn sessions(&mut self) {

@@ -377,14 +377,29 @@ async fn multi_line_input_and_history_survive_a_restart() {
 }
 
 #[tokio::test]
-async fn search_and_compact_say_what_is_not_there_yet() {
-    let (_llm, daemon) = daemon().await;
+async fn search_and_compact_work_and_other_commands_answer() {
+    let (llm, daemon) = daemon().await;
     let mut tui = Tui::start(daemon.path(), &[], 30, 100).await;
-    tui.line("/search crab recipes");
-    tui.wait_for("Session search is not available yet").await;
-    tui.line("/compact");
-    tui.wait_for("Compaction is not available in this daemon yet")
+    llm.push(Reply::text("Crab cakes need fresh crab and little else."));
+    tui.line("what do you know about crab recipes?");
+    tui.wait_for("little else.").await;
+    tui.wait_for_prompt().await;
+
+    tui.line("/search crab cakes");
+    tui.wait_for("1. with tester").await;
+    tui.wait_for("▶ assistant: Crab cakes need fresh crab")
         .await;
+    tui.wait_for_prompt().await;
+    tui.line("/search zeppelin");
+    tui.wait_for("Nothing in crab's past conversations matches \"zeppelin\".")
+        .await;
+
+    llm.push(Reply::text("We talked about crab recipes."));
+    tui.line("/compact");
+    tui.wait_for("The conversation was compacted. Summary:")
+        .await;
+    tui.wait_for("We talked about crab recipes.").await;
+
     tui.line("/model");
     tui.wait_for("scripted ← default").await;
     tui.line("/help");

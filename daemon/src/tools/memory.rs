@@ -1,0 +1,419 @@
+//! `remember`, `forget` and `recall`: the agent's long-term memory (RFC
+//! 0150), one store per agent (see [`crate::runtime::memories`]).
+//!
+//! Offered only to agents whose `[memory] enabled` is true (the default),
+//! with a short guidance fragment in the system prompt. Recall is driven by
+//! the model: nothing is searched or injected on its behalf (RFC 0189).
+//! Every failure is an error result the model can read and act on.
+
+use std::fmt::Write;
+use std::sync::{Arc, Weak};
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{Hook, PromptContext, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
+use crate::config::agent::AgentDef;
+use crate::memory::{Entry, EntryKind, MemoryError, Op};
+use crate::runtime::Runtime;
+use crate::storage::ToolCallRecord;
+
+/// Recall results when the model asks for no number.
+const DEFAULT_RECALL: usize = 5;
+/// Most recall results.
+const MAX_RECALL: usize = 20;
+/// Each recalled entry's content is cut to this many bytes.
+const MAX_RECALLED_BYTES: usize = 8 * 1024;
+
+/// The memory tools.
+pub struct MemoryHook {
+    runtime: Weak<Runtime>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RememberArgs {
+    name: String,
+    content: String,
+    #[serde(default)]
+    aliases: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForgetArgs {
+    name: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecallArgs {
+    query: String,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+impl MemoryHook {
+    pub fn new(runtime: Weak<Runtime>) -> Self {
+        Self { runtime }
+    }
+}
+
+/// Whether `agent` gets memory tools at all.
+pub fn memory_enabled(agent: &AgentDef) -> bool {
+    agent.config.memory.enabled
+}
+
+impl Hook for MemoryHook {
+    fn tools(&self) -> Vec<ToolSpec> {
+        vec![
+            ToolSpec {
+                name: "remember".into(),
+                description:
+                    "Save a note to your long-term memory, which lasts across conversations. \
+                    Saving under a name that exists replaces that note's content."
+                        .into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "description": "A short, unique name for the note, e.g. \"deploy steps\" or \"user's editor\"."},
+                        "content": {"type": "string", "description": "What to remember, self-contained: you will read it without this conversation."},
+                        "aliases": {"type": "array", "items": {"type": "string"}, "description": "Other names or keywords to find the note by. Given, they replace the note's aliases; omitted, they stay."}
+                    },
+                    "required": ["name", "content"],
+                    "additionalProperties": false
+                }),
+            },
+            ToolSpec {
+                name: "forget".into(),
+                description: "Delete a note from your long-term memory, by its name or an alias."
+                    .into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "description": "The note's name or one of its aliases."}
+                    },
+                    "required": ["name"],
+                    "additionalProperties": false
+                }),
+            },
+            ToolSpec {
+                name: "recall".into(),
+                description:
+                    "Search your long-term memory — your notes and the summaries of earlier \
+                    conversations — by keywords. Returns the best matches, whole."
+                        .into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "string", "description": "Keywords, e.g. \"deploy production\"."},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL, "description": "How many entries at most (default 5)."}
+                    },
+                    "required": ["query"],
+                    "additionalProperties": false
+                }),
+            },
+        ]
+    }
+
+    fn offers(&self, agent: &AgentDef, _tool: &str) -> bool {
+        memory_enabled(agent)
+    }
+
+    fn system_prompt(&self, context: &PromptContext<'_>) -> Option<String> {
+        let agent = context.agent;
+        if !memory_enabled(agent) {
+            return None;
+        }
+        let has = |tool| super::Tools::in_scope(agent, tool);
+        let mut lines = Vec::new();
+        if has("remember") {
+            lines.push(
+                "- `remember` what will still matter in a later conversation: the user's preferences \
+                 and circumstances, decisions and why they were made, how things are done here. \
+                 Not passing details. Update a note rather than adding a near-copy.",
+            );
+        }
+        if has("recall") {
+            lines.push(
+                "- Nothing from memory is shown to you unless you ask: `recall` when the user refers \
+                 to something earlier, or before you redo work that may have been done. Summaries of \
+                 compacted conversations are in memory too.",
+            );
+        }
+        if has("search_sessions") {
+            lines.push(
+                "- `search_sessions` finds the exact passages of your past conversations when a \
+                 summary is not enough.",
+            );
+        }
+        if has("forget") {
+            lines.push("- `forget` a note that turns out wrong or that the user asks you to drop.");
+        }
+        if lines.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "<memory>\nYou have a long-term memory that outlasts this conversation.\n{}\n</memory>",
+            lines.join("\n")
+        ))
+    }
+
+    fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture> {
+        let runtime = self.runtime.clone();
+        let agent = context.agent.name.clone();
+        let run: ToolFuture = match call.name.as_str() {
+            "remember" => {
+                let args = match parse_arguments::<RememberArgs>(call) {
+                    Ok(args) => args,
+                    Err(output) => return Some(ready(output)),
+                };
+                Box::pin(with_memory(runtime, agent, move |memory| {
+                    remember(memory, args)
+                }))
+            }
+            "forget" => {
+                let args = match parse_arguments::<ForgetArgs>(call) {
+                    Ok(args) => args,
+                    Err(output) => return Some(ready(output)),
+                };
+                Box::pin(with_memory(runtime, agent, move |memory| {
+                    forget(memory, args)
+                }))
+            }
+            "recall" => {
+                let args = match parse_arguments::<RecallArgs>(call) {
+                    Ok(args) => args,
+                    Err(output) => return Some(ready(output)),
+                };
+                Box::pin(with_memory(runtime, agent, move |memory| {
+                    recall(memory, args)
+                }))
+            }
+            _ => return None,
+        };
+        Some(run)
+    }
+}
+
+fn ready(output: ToolOutput) -> ToolFuture {
+    Box::pin(std::future::ready(output))
+}
+
+/// Runs `f` on `agent`'s memory on a blocking thread.
+async fn with_memory(
+    runtime: Weak<Runtime>,
+    agent: String,
+    f: impl FnOnce(&mut crate::memory::Memory) -> ToolOutput + Send + 'static,
+) -> ToolOutput {
+    let Some(runtime) = runtime.upgrade() else {
+        return ToolOutput::error("the daemon is shutting down");
+    };
+    let memories: Arc<_> = runtime.memories().clone();
+    drop(runtime);
+    match memories.run(&agent, f).await {
+        Ok(output) => output,
+        Err(err) => ToolOutput::error(format!("your memory is not available: {err}")),
+    }
+}
+
+fn failed(err: MemoryError) -> ToolOutput {
+    ToolOutput::error(err.to_string())
+}
+
+fn remember(memory: &mut crate::memory::Memory, args: RememberArgs) -> ToolOutput {
+    let RememberArgs {
+        name,
+        content,
+        aliases,
+    } = args;
+    let existing = memory
+        .get(&name)
+        .map(|entry| (entry.name.clone(), entry.kind, entry.aliases.clone()));
+    match existing {
+        Some((_, EntryKind::Archive, _)) => ToolOutput::error(format!(
+            "{name:?} is the summary of a compacted conversation, not a note; remember under another name"
+        )),
+        Some((canonical, EntryKind::Note, current_aliases)) => {
+            let op = Op::Update {
+                name: canonical.clone(),
+                content,
+                aliases: aliases.unwrap_or(current_aliases),
+                rename: None,
+            };
+            match memory.apply(op) {
+                Ok(_) => ToolOutput::ok(format!("Updated the note {canonical:?}.")),
+                Err(err) => failed(err),
+            }
+        }
+        None => {
+            let op = Op::Add {
+                name: name.clone(),
+                content,
+                aliases: aliases.unwrap_or_default(),
+                kind: EntryKind::Note,
+            };
+            match memory.apply(op) {
+                Ok(_) => ToolOutput::ok(format!("Remembered the note {name:?}.")),
+                Err(err) => failed(err),
+            }
+        }
+    }
+}
+
+fn forget(memory: &mut crate::memory::Memory, args: ForgetArgs) -> ToolOutput {
+    let Some(entry) = memory.get(&args.name) else {
+        return ToolOutput::error(format!(
+            "no note is named {:?}; `recall` finds notes by keywords",
+            args.name
+        ));
+    };
+    if entry.kind == EntryKind::Archive {
+        return ToolOutput::error(format!(
+            "{:?} is the summary of a compacted conversation, not a note; only notes can be forgotten",
+            args.name
+        ));
+    }
+    let name = entry.name.clone();
+    match memory.apply(Op::Remove { name: name.clone() }) {
+        Ok(_) => ToolOutput::ok(format!("Forgot the note {name:?}.")),
+        Err(err) => failed(err),
+    }
+}
+
+fn recall(memory: &mut crate::memory::Memory, args: RecallArgs) -> ToolOutput {
+    if args.query.trim().is_empty() {
+        return ToolOutput::error("the query is empty; give keywords to search for");
+    }
+    let limit = args.limit.unwrap_or(DEFAULT_RECALL).clamp(1, MAX_RECALL);
+    let found = memory.search(&args.query, limit);
+    if found.is_empty() {
+        let what = if memory.is_empty() {
+            "your memory is empty"
+        } else {
+            "nothing in your memory matches"
+        };
+        return ToolOutput::ok(format!("{what} ({:?}).", args.query));
+    }
+    let mut out = format!("{} found for {:?}, best first:\n", found.len(), args.query);
+    for recalled in found {
+        describe(&mut out, recalled.entry);
+    }
+    ToolOutput::ok(out)
+}
+
+/// One recalled entry: a heading with its name, kind, aliases and date,
+/// then its content.
+fn describe(out: &mut String, entry: &Entry) {
+    let kind = match entry.kind {
+        EntryKind::Note => "note",
+        EntryKind::Archive => "summary of a compacted conversation",
+    };
+    let date = chrono::DateTime::from_timestamp(entry.created_at as i64, 0)
+        .map(|at| at.format("%Y-%m-%d").to_string())
+        .unwrap_or_default();
+    let _ = write!(out, "\n## {} ({kind}, {date}", entry.name);
+    if !entry.aliases.is_empty() {
+        let _ = write!(out, "; aliases: {}", entry.aliases.join(", "));
+    }
+    out.push_str(")\n");
+    let content = entry.content.trim();
+    if content.len() <= MAX_RECALLED_BYTES {
+        out.push_str(content);
+    } else {
+        let mut end = MAX_RECALLED_BYTES;
+        while !content.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.push_str(&content[..end]);
+        let _ = write!(out, "\n[… {} more bytes not shown]", content.len() - end);
+    }
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::Memory;
+
+    fn remember_args(name: &str, content: &str, aliases: Option<&[&str]>) -> RememberArgs {
+        RememberArgs {
+            name: name.into(),
+            content: content.into(),
+            aliases: aliases.map(|a| a.iter().map(|s| s.to_string()).collect()),
+        }
+    }
+
+    #[test]
+    fn remember_upserts_keeps_aliases_unless_given_and_refuses_archives() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut memory = Memory::open(dir.path().join("m.crmem")).unwrap();
+        let out = remember(
+            &mut memory,
+            remember_args("deploy", "make release", Some(&["ship"])),
+        );
+        assert!(!out.is_error, "{}", out.text);
+        let out = remember(
+            &mut memory,
+            remember_args("ship", "make release && tag", None),
+        );
+        assert_eq!(out.text, "Updated the note \"deploy\".");
+        let entry = memory.get("deploy").unwrap();
+        assert_eq!(
+            (entry.content.as_str(), entry.aliases.clone()),
+            ("make release && tag", vec!["ship".to_owned()])
+        );
+
+        memory
+            .apply(Op::Add {
+                name: "compaction-user-1".into(),
+                content: "summary".into(),
+                aliases: Vec::new(),
+                kind: EntryKind::Archive,
+            })
+            .unwrap();
+        let out = remember(&mut memory, remember_args("compaction-user-1", "x", None));
+        assert!(out.is_error, "{}", out.text);
+        let out = forget(
+            &mut memory,
+            ForgetArgs {
+                name: "compaction-user-1".into(),
+            },
+        );
+        assert!(out.is_error, "{}", out.text);
+        let out = remember(&mut memory, remember_args("bad\nname", "x", None));
+        assert!(out.is_error && out.text.contains("control"), "{}", out.text);
+
+        let out = recall(
+            &mut memory,
+            RecallArgs {
+                query: "tag".into(),
+                limit: None,
+            },
+        );
+        assert!(
+            out.text.contains("## deploy (note, ") && out.text.contains("aliases: ship"),
+            "{}",
+            out.text
+        );
+        let out = forget(
+            &mut memory,
+            ForgetArgs {
+                name: "ship".into(),
+            },
+        );
+        assert_eq!(out.text, "Forgot the note \"deploy\".");
+        let out = recall(
+            &mut memory,
+            RecallArgs {
+                query: "tag".into(),
+                limit: Some(0),
+            },
+        );
+        assert!(
+            !out.is_error && out.text.starts_with("nothing in your memory matches"),
+            "{}",
+            out.text
+        );
+    }
+}
