@@ -273,6 +273,16 @@ async fn the_search_sessions_tool_searches_only_the_calling_agents_conversations
             "search_sessions",
             json!({"query": "kraken", "sender": "nobody"}),
         ),
+        ToolCall::new(
+            "s3",
+            "search_sessions",
+            json!({"query": "kraken", "sender": "alice"}),
+        ),
+        ToolCall::new(
+            "s4",
+            "search_sessions",
+            json!({"query": "kraken", "sender": "bob"}),
+        ),
     ]));
     llm.push(Reply::text("Found."));
     let turn = Turn::run(&client, message("crab", "bob", "what about the kraken?")).await;
@@ -306,6 +316,20 @@ async fn the_search_sessions_tool_searches_only_the_calling_agents_conversations
     );
     let filtered = result("s2");
     assert_eq!(filtered.output, "No past conversation matches \"kraken\".");
+    // The filter keeps exactly the named sender's conversations: bob's own
+    // question is already indexed when the tool runs.
+    let alice = result("s3");
+    assert!(
+        alice.output.contains("(crab/alice)") && !alice.output.contains("(crab/bob)"),
+        "{}",
+        alice.output
+    );
+    let bob = result("s4");
+    assert!(
+        bob.output.contains("(crab/bob)") && !bob.output.contains("(crab/alice)"),
+        "{}",
+        bob.output
+    );
 }
 
 #[tokio::test]

@@ -373,14 +373,28 @@ mod tests {
             })
             .unwrap();
         let out = remember(&mut memory, remember_args("compaction-user-1", "x", None));
-        assert!(out.is_error, "{}", out.text);
+        assert!(
+            out.is_error && out.text.contains("remember under another name"),
+            "{}",
+            out.text
+        );
         let out = forget(
             &mut memory,
             ForgetArgs {
                 name: "compaction-user-1".into(),
             },
         );
-        assert!(out.is_error, "{}", out.text);
+        assert!(
+            out.is_error && out.text.contains("only notes can be forgotten"),
+            "{}",
+            out.text
+        );
+        let archive = memory.get("compaction-user-1").unwrap();
+        assert_eq!(
+            (archive.kind, archive.content.as_str()),
+            (EntryKind::Archive, "summary"),
+            "a refused remember or forget leaves the archive as it was"
+        );
         let out = remember(&mut memory, remember_args("bad\nname", "x", None));
         assert!(out.is_error && out.text.contains("control"), "{}", out.text);
 
