@@ -3,7 +3,8 @@
 //! windows are read back from those files.
 //!
 //! `cargo bench -p crabtalkd --bench session_rebuild`
-//! (`SESSION_REBUILD_MESSAGES=1000000` for another size)
+//! (`SESSION_REBUILD_MESSAGES=1000000` for another size,
+//! `SESSION_REBUILD_RUNS=N` to cap the rebuilds of each kind)
 //!
 //! The logs are written with the daemon's own storage into a temp dir:
 //! conversations of 100 messages cycling user / assistant calling `bash` /
@@ -157,7 +158,15 @@ fn main() {
         started.elapsed()
     );
 
-    for (label, runs, cold) in [("warm", WARM_RUNS, false), ("cold", COLD_RUNS, true)] {
+    // SESSION_REBUILD_RUNS=N caps the rebuilds of each kind (a 1M-message
+    // rebuild takes seconds, and the searches after them are what matter).
+    let cap: usize = std::env::var("SESSION_REBUILD_RUNS")
+        .ok()
+        .map_or(usize::MAX, |n| n.parse().unwrap());
+    for (label, runs, cold) in [
+        ("warm", WARM_RUNS.min(cap), false),
+        ("cold", COLD_RUNS.min(cap), true),
+    ] {
         let mut samples = Vec::with_capacity(runs);
         for run in 0..runs {
             if cold {
