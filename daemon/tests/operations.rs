@@ -373,3 +373,47 @@ async fn idle_conversations_are_evicted_and_reloaded_on_demand() {
         "a reloaded conversation keeps its history: {text}"
     );
 }
+
+#[tokio::test]
+async fn conversations_idle_past_the_reloaded_limit_leave_memory_and_come_back_whole() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    let active = || async {
+        client
+            .get_stats(GetStats {})
+            .await
+            .unwrap()
+            .active_conversations
+    };
+    llm.push(Reply::text("hi a"));
+    Turn::run(&client, message("crab", "a", "I am a")).await;
+    assert_eq!(active().await, 1);
+
+    // The default idle time is half an hour; a reload makes it a second.
+    let config = TestDaemon::config_for(&llm.base_url())
+        .replace("[llm]\n", "[conversations]\nidle_evict_secs = 1\n\n[llm]\n");
+    std::fs::write(daemon.path().join("config.toml"), config).unwrap();
+    client.reload(ReloadMsg {}).await.unwrap();
+    let reloaded = std::time::Instant::now();
+    within("eviction of the idle conversation", async {
+        while active().await > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    // At most an idle time plus a sweep (half of it) after the reload.
+    assert!(
+        reloaded.elapsed() < std::time::Duration::from_secs(5),
+        "evicted after {:?}",
+        reloaded.elapsed()
+    );
+
+    llm.push(Reply::text("welcome back"));
+    let turn = Turn::run(&client, message("crab", "a", "remember me?")).await;
+    assert_eq!(turn.text(), "welcome back");
+    let text = llm.requests().last().unwrap().to_string();
+    assert!(
+        text.contains("I am a") && text.contains("hi a"),
+        "the conversation is read back from disk: {text}"
+    );
+}
