@@ -24,8 +24,8 @@ HOME DIRECTORY
     logs/                   daemon.log when run as a service
 
   With no provider configured the daemon still starts; the first turn explains
-  what to set. OPENAI_API_KEY, ANTHROPIC_API_KEY and a local Ollama on
-  127.0.0.1:11434 are picked up automatically.
+  what to set. OPENAI_API_KEY, ANTHROPIC_API_KEY and a local Ollama (on
+  127.0.0.1:11434, or at $OLLAMA_HOST) are picked up automatically.
 
   Run it as a service with `crabup daemon start`, or in the foreground with
   `crabtalkd run`.";

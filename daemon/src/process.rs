@@ -25,9 +25,6 @@ use crate::server::{DaemonServer, VERSION};
 /// How long running turns get to wind down at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// How often idle conversations are looked for.
-const EVICTION_INTERVAL: Duration = Duration::from_secs(60);
-
 /// Runs the daemon for `home` until `shutdown` fires.
 pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> {
     prepare_home(&home)?;
@@ -67,10 +64,7 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
         home.run_dir(),
         serving.clone(),
     ));
-    let sweeper = tokio::spawn(evict_idle_conversations(
-        runtime.clone(),
-        config.conversations.idle_evict_secs,
-    ));
+    let sweeper = tokio::spawn(runtime.clone().evict_idle_conversations());
     shutdown.cancelled().await;
     tracing::info!("shutting down");
     runtime.shutdown(SHUTDOWN_GRACE).await;
@@ -117,18 +111,6 @@ fn remove_port_file_if_ours(home: &Home, ours: &PortFile) {
     let path = home.daemon_port_file();
     if PortFile::read(&path).is_ok_and(|found| found.pid == ours.pid) {
         let _ = std::fs::remove_file(&path);
-    }
-}
-
-async fn evict_idle_conversations(runtime: Arc<Runtime>, idle_secs: u64) {
-    let idle = Duration::from_secs(idle_secs);
-    let mut ticks = tokio::time::interval(EVICTION_INTERVAL);
-    loop {
-        ticks.tick().await;
-        let evicted = runtime.conversations.evict_idle(idle);
-        if evicted > 0 {
-            tracing::debug!("evicted {evicted} idle conversations");
-        }
     }
 }
 

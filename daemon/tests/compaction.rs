@@ -314,3 +314,64 @@ async fn failed_or_pointless_compactions_change_nothing() {
     assert!(again.to_string().contains("nothing to compact"), "{again}");
     assert_eq!(memory(&daemon, "crab").len(), 1);
 }
+
+/// Compaction's summary is one non-streamed call with the retries of any
+/// whole call: a bad key fails at once and leaves everything as it was; a
+/// rate limit and an overload are waited out.
+async fn compaction_retries_transient_failures_only(llm: &ScriptedLlm, daemon: &TestDaemon) {
+    let client = daemon.client().await;
+    llm.push(Reply::text("Hello."));
+    Turn::run(&client, message("crab", "user", "hi")).await;
+    assert_eq!(llm.requests().len(), 1);
+
+    llm.push(Reply::Status(401, "bad key".into()));
+    let failed = client.compact(compact("crab", "user")).await.unwrap_err();
+    assert_eq!(failed.code(), Some(400), "{failed}");
+    assert!(failed.to_string().contains("HTTP 401"), "{failed}");
+    assert_eq!(llm.requests().len(), 2, "a bad key is not retried");
+    assert_eq!(log_lines(daemon, "crab", "user").len(), 2, "no marker");
+
+    llm.push(Reply::Status(429, "slow down".into()));
+    llm.push(Reply::Status(503, "overloaded".into()));
+    llm.push(Reply::text("The user said hi."));
+    let summary = client
+        .compact(compact("crab", "user"))
+        .await
+        .unwrap()
+        .summary;
+    assert_eq!(summary, "The user said hi.");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 5, "two retries, then the summary");
+    for request in &requests[1..] {
+        assert_ne!(
+            request.get("stream"),
+            Some(&json!(true)),
+            "the summary is not streamed: {request}"
+        );
+    }
+    assert_eq!(requests[2], requests[4], "a retry repeats the request");
+    assert!(
+        log_lines(daemon, "crab", "user")[2]
+            .get("compact")
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn compaction_retries_a_rate_limit_but_not_a_bad_key() {
+    let (llm, daemon) = setup().await;
+    compaction_retries_transient_failures_only(&llm, &daemon).await;
+}
+
+#[tokio::test]
+async fn compaction_through_the_anthropic_api_is_retried_the_same_way() {
+    let llm = ScriptedLlm::start().await;
+    let config = format!(
+        "default_model = \"claude-scripted\"\n\n\
+         [[providers]]\nkind = \"anthropic\"\napi_key = \"test\"\nbase_url = \"{}\"\nmodels = [\"claude-scripted\"]\n\n\
+         [transport]\ntcp = \"off\"\n\n[llm]\nretry_backoff_ms = 20\n",
+        llm.base_url()
+    );
+    let daemon = TestDaemon::start(daemon_binary(), &config).await;
+    compaction_retries_transient_failures_only(&llm, &daemon).await;
+}

@@ -373,3 +373,91 @@ async fn idle_conversations_are_evicted_and_reloaded_on_demand() {
         "a reloaded conversation keeps its history: {text}"
     );
 }
+
+#[tokio::test]
+async fn conversations_idle_past_the_reloaded_limit_leave_memory_and_come_back_whole() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    let active = || async {
+        client
+            .get_stats(GetStats {})
+            .await
+            .unwrap()
+            .active_conversations
+    };
+    llm.push(Reply::text("hi a"));
+    Turn::run(&client, message("crab", "a", "I am a")).await;
+    assert_eq!(active().await, 1);
+
+    // The default idle time is half an hour; a reload makes it a second.
+    let config = TestDaemon::config_for(&llm.base_url())
+        .replace("[llm]\n", "[conversations]\nidle_evict_secs = 1\n\n[llm]\n");
+    std::fs::write(daemon.path().join("config.toml"), config).unwrap();
+    client.reload(ReloadMsg {}).await.unwrap();
+    let reloaded = std::time::Instant::now();
+    within("eviction of the idle conversation", async {
+        while active().await > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    // At most an idle time plus a sweep (half of it) after the reload.
+    assert!(
+        reloaded.elapsed() < std::time::Duration::from_secs(5),
+        "evicted after {:?}",
+        reloaded.elapsed()
+    );
+
+    llm.push(Reply::text("welcome back"));
+    let turn = Turn::run(&client, message("crab", "a", "remember me?")).await;
+    assert_eq!(turn.text(), "welcome back");
+    let text = llm.requests().last().unwrap().to_string();
+    assert!(
+        text.contains("I am a") && text.contains("hi a"),
+        "the conversation is read back from disk: {text}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_config_keys_reach_the_log_at_start_and_on_reload() {
+    let llm = ScriptedLlm::start().await;
+    let config = TestDaemon::config_for(&llm.base_url());
+    let daemon = TestDaemon::start(
+        daemon_binary(),
+        &format!("colour = \"blue\"\n{config}retyr = 3\n"),
+    )
+    .await;
+    let logged = |key: &str| {
+        daemon
+            .log()
+            .lines()
+            .any(|line| line.contains("WARN") && line.contains(&format!("unknown key `{key}`")))
+    };
+    assert!(logged("colour") && logged("llm.retyr"), "{}", daemon.log());
+    assert!(!logged("conversations.idle_evict_sec"));
+
+    std::fs::write(
+        daemon.path().join("config.toml"),
+        format!("{config}\n[conversations]\nidle_evict_sec = 5\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        daemon.path().join("agents/owl.toml"),
+        "description = \"wise\"\nfeathers = 12\n",
+    )
+    .unwrap();
+    daemon.client().await.reload(ReloadMsg {}).await.unwrap();
+    crabtalk_testkit::eventually("the reload's warnings in the log", || {
+        logged("conversations.idle_evict_sec") && logged("feathers")
+    })
+    .await;
+    let log = daemon.log();
+    let agent_warning = log
+        .lines()
+        .find(|line| line.contains("`feathers`"))
+        .unwrap();
+    assert!(
+        agent_warning.contains("owl.toml"),
+        "the warning names the file: {agent_warning}"
+    );
+}

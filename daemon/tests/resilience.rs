@@ -296,17 +296,18 @@ async fn sigint_shuts_down_as_cleanly_as_sigterm() {
 
 #[tokio::test]
 async fn a_local_ollama_and_provider_keys_are_detected_when_nothing_is_configured() {
-    // A scripted server where Ollama listens; skip if the port is taken (a
-    // real Ollama, or another run of this test).
-    let Some(ollama) = ScriptedLlm::start_at("127.0.0.1:11434").await else {
-        eprintln!("127.0.0.1:11434 is taken; skipping");
-        return;
-    };
+    // A scripted server on a free port stands in for Ollama; OLLAMA_HOST
+    // says where, in its URL form.
+    let ollama = ScriptedLlm::start().await;
     ollama.push(Reply::text("hello from ollama"));
+    let ollama_host = format!("http://{}", ollama.addr());
     let daemon = TestDaemon::start_with_env(
         daemon_binary(),
         "[transport]\ntcp = \"off\"\n",
-        &[("OPENAI_API_KEY", "sk-test-detected")],
+        &[
+            ("OPENAI_API_KEY", "sk-test-detected"),
+            ("OLLAMA_HOST", &ollama_host),
+        ],
     )
     .await;
     let client = daemon.client().await;

@@ -13,6 +13,14 @@ async fn setup() -> (ScriptedLlm, TestDaemon) {
     (llm, daemon)
 }
 
+/// One Anthropic provider at `llm` serving `claude-scripted`.
+fn anthropic_config(llm: &ScriptedLlm) -> String {
+    format!(
+        "default_model = \"claude-scripted\"\n[[providers]]\nkind = \"anthropic\"\napi_key = \"test\"\nbase_url = \"{}\"\nmodels = [\"claude-scripted\"]\n[transport]\ntcp = \"off\"\n",
+        llm.base_url()
+    )
+}
+
 /// The messages of a recorded request, as (role, content) pairs.
 fn roles_and_contents(request: &Value) -> Vec<(String, String)> {
     request["messages"]
@@ -88,11 +96,7 @@ async fn a_streamed_turn_emits_events_in_order() {
 #[tokio::test]
 async fn the_anthropic_api_streams_text_and_tool_calls() {
     let llm = ScriptedLlm::start().await;
-    let config = format!(
-        "default_model = \"claude-scripted\"\n[[providers]]\nkind = \"anthropic\"\napi_key = \"test\"\nbase_url = \"{}\"\nmodels = [\"claude-scripted\"]\n[transport]\ntcp = \"off\"\n",
-        llm.base_url()
-    );
-    let daemon = TestDaemon::start(daemon_binary(), &config).await;
+    let daemon = TestDaemon::start(daemon_binary(), &anthropic_config(&llm)).await;
     let client = daemon.client().await;
     llm.push(Reply::Tools {
         text: "Asking.".into(),
@@ -132,6 +136,93 @@ async fn the_anthropic_api_streams_text_and_tool_calls() {
     let second = &llm.requests()[1];
     let text = second.to_string();
     assert!(text.contains("toolu_1") && text.contains("blue"), "{text}");
+}
+
+/// Text with characters of two, three and four bytes in UTF-8.
+const MIXED: &str = "Grüße — ça va? 🦀 数据 ok";
+
+/// A turn whose model streams arrive cut anywhere in their bytes: text,
+/// thinking and two tool calls, all with multi-byte characters, must come
+/// through whole.
+async fn a_turn_over_streams_cut_anywhere(llm: &ScriptedLlm, daemon: &TestDaemon) {
+    llm.chop_streams();
+    llm.push(Reply::Tools {
+        text: MIXED.into(),
+        calls: vec![ask("call_1", "Farbe? 🎨"), ask("call_2", "Größe?")],
+    });
+    llm.push(Reply::Thinking {
+        thinking: "überlegen… 🤔".into(),
+        text: MIXED.into(),
+    });
+    let client = daemon.client().await;
+    let mut stream = client
+        .stream(message("crab", "user", "zwei Fragen"))
+        .await
+        .unwrap();
+    let mut turn = Turn::default();
+    let mut asks = 0;
+    turn.read_until(&mut stream, |e| {
+        asks += matches!(e, Event::AskUser(_)) as usize;
+        asks == 2
+    })
+    .await;
+    let Some(Event::ToolStart(start)) = turn
+        .events
+        .iter()
+        .find(|e| matches!(e, Event::ToolStart(_)))
+    else {
+        panic!("no ToolStart: {:?}", turn.kinds());
+    };
+    let calls: Vec<(&str, String)> = start
+        .calls
+        .iter()
+        .map(|call| {
+            let arguments: Value = serde_json::from_str(&call.arguments).unwrap();
+            let question = arguments["questions"][0]["question"].as_str().unwrap();
+            (call.id.as_str(), question.to_owned())
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [("call_1", "Farbe? 🎨".into()), ("call_2", "Größe?".into())]
+    );
+    answer(&client, "crab", "user", "groß", "call_2")
+        .await
+        .unwrap();
+    answer(&client, "crab", "user", "blau", "call_1")
+        .await
+        .unwrap();
+    turn.read_until(&mut stream, |_| false).await;
+    assert!(turn.end().error.is_empty(), "{}", turn.end().error);
+    assert_eq!(turn.text(), format!("{MIXED}{MIXED}"));
+    let thinking: String = turn
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Thinking(thinking) => Some(thinking.content.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(thinking, "überlegen… 🤔");
+    let usage = turn.end().usage.unwrap();
+    assert_eq!(usage.completion_tokens, 14, "usage of both calls arrived");
+    // Both results went back, in call order.
+    let second = llm.requests()[1].to_string();
+    let (blau, gross) = (second.find("blau").unwrap(), second.find("groß").unwrap());
+    assert!(blau < gross, "{second}");
+}
+
+#[tokio::test]
+async fn openai_streams_cut_anywhere_in_their_bytes_come_through_whole() {
+    let (llm, daemon) = setup().await;
+    a_turn_over_streams_cut_anywhere(&llm, &daemon).await;
+}
+
+#[tokio::test]
+async fn anthropic_streams_cut_anywhere_in_their_bytes_come_through_whole() {
+    let llm = ScriptedLlm::start().await;
+    let daemon = TestDaemon::start(daemon_binary(), &anthropic_config(&llm)).await;
+    a_turn_over_streams_cut_anywhere(&llm, &daemon).await;
 }
 
 #[tokio::test]
@@ -243,6 +334,7 @@ async fn kill_mid_stream_ends_the_turn_and_the_conversation_goes_on() {
     let mut turn = Turn::default();
     turn.read_until(&mut stream, |e| matches!(e, Event::Chunk(_)))
         .await;
+    assert_eq!(llm.aborted_streams(), 0);
     client
         .kill(KillMsg {
             agent: "crab".into(),
@@ -256,6 +348,9 @@ async fn kill_mid_stream_ends_the_turn_and_the_conversation_goes_on() {
         "{}",
         turn.end().error
     );
+    // The daemon hung up on the model: the stalled reply, which never ends
+    // by itself, was dropped by its client.
+    llm.wait_for_aborted_streams(1).await;
 
     llm.push(Reply::text("fresh start"));
     let next = Turn::run(&client, message("crab", "user", "again")).await;

@@ -5,7 +5,8 @@
 //!
 //! 1. Take the conversation's turn lock and keep it to the end: a turn sent
 //!    meanwhile waits and runs after, on the compacted history.
-//! 2. Ask the agent's model for a summary of a transcript of the history
+//! 2. Ask the agent's model (one non-streamed call, with the retries of
+//!    [`crate::provider::retry`]) for a summary of a transcript of the history
 //!    since the last marker (the previous summary first; tool outputs and
 //!    arguments cut to the agent's `compact_tool_max_len`; guests' messages
 //!    under their names).
@@ -200,25 +201,15 @@ impl Runtime {
     }
 }
 
-/// Streams the summary and collects its text.
+/// Asks for the summary in one non-streamed call: nobody watches it arrive,
+/// and a whole call can be retried after any transient failure (a stream
+/// only until its first chunk).
 async fn summarize(
     snapshot: &Snapshot,
     request: ChatCompletionRequest,
 ) -> Result<String, LlmError> {
-    let (mut stream, _model) = snapshot.registry.stream(request).await?;
-    let mut text = String::new();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk?;
-        if let Some(content) = chunk
-            .choices
-            .into_iter()
-            .next()
-            .and_then(|choice| choice.delta.content)
-        {
-            text.push_str(&content);
-        }
-    }
-    Ok(text)
+    let response = snapshot.registry.complete(request).await?;
+    Ok(response.content().unwrap_or_default().to_owned())
 }
 
 /// The history since the last marker, as text for the summarising model.

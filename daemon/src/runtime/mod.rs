@@ -7,6 +7,7 @@
 mod compaction;
 pub mod conversation;
 pub mod events;
+mod eviction;
 pub mod instructions;
 pub mod memories;
 pub mod request;
@@ -78,6 +79,8 @@ pub struct Runtime {
     me: Weak<Runtime>,
     /// Every MCP connection.
     pub mcp: Arc<McpHub>,
+    /// Marked after every reload, for tasks that follow the configuration.
+    reloads: tokio::sync::watch::Sender<()>,
 }
 
 impl Runtime {
@@ -132,6 +135,7 @@ impl Runtime {
                 sessions,
                 me: runtime.clone(),
                 mcp,
+                reloads: tokio::sync::watch::Sender::new(()),
             }
         }))
         .inspect(|runtime| runtime.reconcile_mcp())
@@ -388,6 +392,7 @@ impl Runtime {
             tools,
         });
         self.reconcile_mcp();
+        self.reloads.send_replace(());
         for warning in &warnings {
             tracing::warn!("{warning}");
         }

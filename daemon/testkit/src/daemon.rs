@@ -136,6 +136,7 @@ impl TestDaemon {
             .env("CRABTALK_HOME", self.home.path())
             .env_remove("OPENAI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OLLAMA_HOST")
             .env_remove("RUST_LOG")
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())

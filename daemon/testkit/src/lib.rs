@@ -3,7 +3,10 @@
 //! - [`ScriptedLlm`]: an HTTP server on `127.0.0.1:0` that answers the
 //!   OpenAI chat-completions and Anthropic messages APIs from a script, with
 //!   streams shaped like the real ones (deltas split mid-word, tool-call
-//!   arguments split across chunks, usage at the end, `[DONE]`).
+//!   arguments split across chunks, usage at the end, `[DONE]`), whole JSON
+//!   replies to requests that do not ask for a stream, optionally streams
+//!   cut anywhere in their bytes, and a count of streams their client
+//!   dropped.
 //! - [`TestDaemon`]: the real `crabtalkd` binary running in a temp
 //!   `CRABTALK_HOME`, reached with the real protocol client.
 //! - [`eventually`]: wait for a condition with a timeout instead of

@@ -3,11 +3,21 @@
 //! Push [`Reply`]s; each request to `/v1/chat/completions` or
 //! `/v1/messages` takes the next one (or the default reply when the script
 //! is empty). Every request body is recorded for assertions.
+//!
+//! Both APIs answer `"stream": true` with server-sent events and anything
+//! else with one JSON body, as the real services do. Streams are written an
+//! event at a time, or, after [`ScriptedLlm::chop_streams`], in pieces cut
+//! anywhere in their bytes. A stream the client walks away from before its
+//! end is counted ([`ScriptedLlm::aborted_streams`]).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -16,7 +26,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
-use futures::stream::{self, StreamExt};
+use futures::stream::{self, BoxStream, Stream, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -72,9 +82,14 @@ struct Script {
     queue: Mutex<VecDeque<Reply>>,
     default: Mutex<Reply>,
     requests: Mutex<Vec<Value>>,
-    recording: std::sync::atomic::AtomicBool,
+    recording: AtomicBool,
     gate: Notify,
     arrived: Notify,
+    /// Write streams in pieces cut anywhere (see [`chop`]).
+    chop: AtomicBool,
+    /// Streams dropped before their end: the client went away.
+    aborted: AtomicUsize,
+    aborted_changed: Notify,
 }
 
 /// The server; dropping it stops it.
@@ -106,9 +121,12 @@ impl ScriptedLlm {
             queue: Mutex::new(VecDeque::new()),
             default: Mutex::new(Reply::text("(no scripted reply)")),
             requests: Mutex::new(Vec::new()),
-            recording: std::sync::atomic::AtomicBool::new(true),
+            recording: AtomicBool::new(true),
             gate: Notify::new(),
             arrived: Notify::new(),
+            chop: AtomicBool::new(false),
+            aborted: AtomicUsize::new(0),
+            aborted_changed: Notify::new(),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(openai))
@@ -137,6 +155,40 @@ impl ScriptedLlm {
         format!("http://{}/v1", self.addr)
     }
 
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// From now on, writes every stream in small pieces cut at arbitrary
+    /// bytes — inside `data:` lines, inside JSON strings, inside UTF-8
+    /// characters — each flushed on its own after a short pause, so the
+    /// client's SSE parser sees events and characters split across reads.
+    pub fn chop_streams(&self) {
+        self.script.chop.store(true, Ordering::Relaxed);
+    }
+
+    /// How many streamed replies were dropped before their end because the
+    /// client went away (a stalled reply ends no other way).
+    pub fn aborted_streams(&self) -> usize {
+        self.script.aborted.load(Ordering::SeqCst)
+    }
+
+    /// Waits until at least `n` streamed replies were abandoned by their
+    /// client.
+    pub async fn wait_for_aborted_streams(&self, n: usize) {
+        crate::within(&format!("{n} streams dropped by the client"), async {
+            loop {
+                let changed = self.script.aborted_changed.notified();
+                if self.aborted_streams() >= n {
+                    return;
+                }
+                changed.await;
+            }
+        })
+        .await
+    }
+
     /// Queues a reply.
     pub fn push(&self, reply: Reply) {
         self.script.queue.lock().unwrap().push_back(reply);
@@ -149,9 +201,7 @@ impl ScriptedLlm {
 
     /// Stops keeping request bodies (for load tests).
     pub fn stop_recording(&self) {
-        self.script
-            .recording
-            .store(false, std::sync::atomic::Ordering::Relaxed);
+        self.script.recording.store(false, Ordering::Relaxed);
     }
 
     /// Lets one [`Reply::Gated`] answer.
@@ -180,7 +230,7 @@ impl ScriptedLlm {
 }
 
 fn next_reply(script: &Script, body: &Value) -> Reply {
-    if script.recording.load(std::sync::atomic::Ordering::Relaxed) {
+    if script.recording.load(Ordering::Relaxed) {
         script.requests.lock().unwrap().push(body.clone());
     }
     script.arrived.notify_waiters();
@@ -201,22 +251,104 @@ fn pieces(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn sse(events: Vec<String>, stall: bool) -> Response {
-    let frames = stream::iter(
-        events
-            .into_iter()
-            .map(|event| Ok::<_, Infallible>(Bytes::from(event))),
-    );
-    let body = if stall {
-        Body::from_stream(frames.chain(stream::pending()))
+/// The pause between the pieces of a chopped stream: long enough that each
+/// piece reaches the client in a read of its own.
+const PIECE_PAUSE: Duration = Duration::from_millis(1);
+
+fn sse(script: &Arc<Script>, events: Vec<String>, stall: bool) -> Response {
+    let frames: BoxStream<'static, Bytes> = if script.chop.load(Ordering::Relaxed) {
+        let bytes = events.concat().into_bytes();
+        stream::iter(chop(&bytes))
+            .then(|piece| async move {
+                tokio::time::sleep(PIECE_PAUSE).await;
+                piece
+            })
+            .boxed()
     } else {
-        Body::from_stream(frames)
+        stream::iter(events.into_iter().map(Bytes::from)).boxed()
     };
+    let frames = if stall {
+        frames.chain(stream::pending()).boxed()
+    } else {
+        frames
+    };
+    let body = Body::from_stream(Watched {
+        frames,
+        ended: false,
+        script: script.clone(),
+    });
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
         .body(body)
         .expect("a valid response")
+}
+
+/// A response body that counts itself as aborted when it is dropped before
+/// its end, which only happens when the client has gone away.
+struct Watched {
+    frames: BoxStream<'static, Bytes>,
+    ended: bool,
+    script: Arc<Script>,
+}
+
+impl Stream for Watched {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.frames.poll_next_unpin(cx);
+        if let Poll::Ready(None) = polled {
+            self.ended = true;
+        }
+        polled.map(|frame| frame.map(Ok))
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.script.aborted.fetch_add(1, Ordering::SeqCst);
+            self.script.aborted_changed.notify_waiters();
+        }
+    }
+}
+
+/// Cuts `bytes` into pieces of 1 to 16 bytes at pseudo-random places, and
+/// always inside the first `data:` line and after the first byte of every
+/// multi-byte UTF-8 character, so both splits are certain to occur.
+fn chop(bytes: &[u8]) -> Vec<Bytes> {
+    let mut cuts = BTreeSet::new();
+    // A fixed seed: a failure reproduces.
+    let mut state: u32 = 0x2545_f491;
+    let mut at = 0;
+    while at < bytes.len() {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        at += 1 + (state % 16) as usize;
+        cuts.insert(at.min(bytes.len()));
+    }
+    if let Some(data) = bytes.windows(5).position(|window| window == b"data:") {
+        cuts.insert(data + 3);
+    }
+    for (at, byte) in bytes.iter().enumerate() {
+        // The lead byte of a multi-byte character: 11xxxxxx.
+        if byte & 0xC0 == 0xC0 {
+            cuts.insert(at + 1);
+        }
+    }
+    let mut pieces = Vec::with_capacity(cuts.len());
+    let mut start = 0;
+    for cut in cuts {
+        if cut > start {
+            pieces.push(Bytes::copy_from_slice(&bytes[start..cut]));
+            start = cut;
+        }
+    }
+    if start < bytes.len() {
+        pieces.push(Bytes::copy_from_slice(&bytes[start..]));
+    }
+    pieces
 }
 
 fn error(status: u16, body: String) -> Response {
@@ -336,7 +468,7 @@ async fn openai(
         ));
         events.push("data: [DONE]\n\n".into());
     }
-    sse(events, stall)
+    sse(&script, events, stall)
 }
 
 fn openai_whole(reply: Reply, model: &str) -> Response {
@@ -371,6 +503,9 @@ async fn anthropic(
     let reply = next_reply(&script, &body);
     let reply = wait_gate(&script, reply).await;
     let model = body["model"].as_str().unwrap_or("scripted").to_owned();
+    if body["stream"].as_bool() != Some(true) {
+        return anthropic_whole(reply, &model);
+    }
     let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
     let mut events = vec![event(
         "message_start",
@@ -472,5 +607,66 @@ async fn anthropic(
         ));
         events.push(event("message_stop", json!({"type": "message_stop"})));
     }
-    sse(events, stall)
+    sse(&script, events, stall)
+}
+
+fn anthropic_whole(reply: Reply, model: &str) -> Response {
+    let mut content = Vec::new();
+    let mut stop_reason = "end_turn";
+    match reply {
+        Reply::Status(status, body) => return error(status, body),
+        Reply::Text(text) | Reply::Stall(text) | Reply::Gated(text) => {
+            content.push(json!({"type": "text", "text": text}));
+        }
+        Reply::Thinking { thinking, text } => {
+            content
+                .push(json!({"type": "thinking", "thinking": thinking, "signature": "scripted"}));
+            content.push(json!({"type": "text", "text": text}));
+        }
+        Reply::Tools { text, calls } => {
+            if !text.is_empty() {
+                content.push(json!({"type": "text", "text": text}));
+            }
+            for call in calls {
+                content.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}));
+            }
+            stop_reason = "tool_use";
+        }
+    }
+    axum::Json(json!({
+        "id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
+        "content": content, "stop_reason": stop_reason, "stop_sequence": null,
+        "usage": {"input_tokens": USAGE.0, "output_tokens": USAGE.1}
+    }))
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chopping_keeps_every_byte_and_cuts_lines_and_characters() {
+        let stream = "event: x\ndata: {\"text\":\"ça 🦀 va\"}\n\ndata: [DONE]\n\n";
+        let pieces = chop(stream.as_bytes());
+        assert_eq!(pieces.concat(), stream.as_bytes());
+        assert!(pieces.iter().all(|piece| (1..=16).contains(&piece.len())));
+        // Where each piece ends, as an offset into the stream.
+        let ends: Vec<usize> = pieces
+            .iter()
+            .scan(0, |at, piece| {
+                *at += piece.len();
+                Some(*at)
+            })
+            .collect();
+        let data = stream.find("data:").unwrap();
+        assert!(
+            ends.iter().any(|end| (data + 1..data + 5).contains(end)),
+            "a cut inside `data:`: {pieces:?}"
+        );
+        assert!(
+            ends.iter().any(|end| !stream.is_char_boundary(*end)),
+            "a cut inside a character: {pieces:?}"
+        );
+    }
 }
