@@ -255,6 +255,34 @@ async fn bash_is_refused_to_gateway_senders_unless_allowed_and_honours_deny_and_
 }
 
 #[tokio::test]
+async fn a_zero_bash_timeout_is_refused_before_anything_runs() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let results = call_tools(
+        &llm,
+        &client,
+        in_dir(dir.path(), "user"),
+        vec![ToolCall::new(
+            "z",
+            "bash",
+            json!({"command": "touch ran", "timeout_secs": 0}),
+        )],
+    )
+    .await;
+    assert!(
+        results[0].is_error
+            && results[0]
+                .output
+                .contains("timeout_secs must be at least 1"),
+        "{}",
+        results[0].output
+    );
+    assert!(!marker.exists(), "the command must not have run");
+}
+
+#[tokio::test]
 async fn read_and_edit_work_together_and_refuse_what_is_unsafe() {
     let (llm, daemon) = setup().await;
     let client = daemon.client().await;

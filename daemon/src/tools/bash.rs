@@ -61,7 +61,7 @@ impl Hook for BashHook {
                 "type": "object",
                 "properties": {
                     "command": {"type": "string", "description": "The command line."},
-                    "timeout_secs": {"type": "integer", "description": "Give up after this many seconds (default: the agent's bash timeout, at most 600)."}
+                    "timeout_secs": {"type": "integer", "minimum": 1, "description": "Give up after this many seconds (default: the agent's bash timeout, at most 600)."}
                 },
                 "required": ["command"]
             }),
@@ -89,6 +89,11 @@ impl Hook for BashHook {
                  the agent's config can allow it with [bash] allow_gateway = true",
                 context.sender
             )));
+        }
+        if arguments.timeout_secs == Some(0) {
+            return Some(ready_error(
+                "timeout_secs must be at least 1; leave it out for the agent's default",
+            ));
         }
         if let Some(denied) = denied_word(&arguments.command, &settings.deny) {
             return Some(ready_error(format!(
