@@ -4,6 +4,7 @@
 //! and a swappable [`Snapshot`] of everything that configuration decides.
 //! It opens no sockets; the server calls it.
 
+pub mod chain;
 mod compaction;
 pub mod conversation;
 pub mod events;
@@ -26,6 +27,7 @@ use parking_lot::RwLock;
 use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
+use self::chain::Chain;
 use self::conversation::{ConversationKey, Conversations};
 use self::events::{EventHub, SUBSCRIBER_BUFFER};
 use self::memories::Memories;
@@ -153,9 +155,11 @@ impl Runtime {
     }
 
     /// Publishes an event: every subscription to `source` runs its agent
-    /// with `payload`, as sender `event:<source>`. `hops` counts the events
-    /// that led here; past the limit the chain stops, with a warning.
-    pub fn publish(&self, source: &str, payload: &str, hops: u32) {
+    /// with `payload`, as sender `event:<source>`. `cause` is the chain of
+    /// the turn (or the client) that published it; the fired turns continue
+    /// it one hop further. Past the hop limit the chain stops, with a
+    /// warning.
+    pub fn publish(&self, source: &str, payload: &str, cause: &Chain) {
         let Some(runtime) = self.me.upgrade() else {
             return;
         };
@@ -168,9 +172,10 @@ impl Runtime {
         if !subscribed {
             return;
         }
+        let hops = cause.hops;
         if hops >= max_hops {
             tracing::warn!(
-                "event {source:?} was not delivered: it is the {hops}th in a chain of events, the limit is \
+                "event {source:?} was not delivered: {hops} events already led to it, the limit is \
                  {max_hops} ([events] max_hops); is there a subscription cycle?"
             );
             return;
@@ -190,7 +195,7 @@ impl Runtime {
                 tool_choice: None,
                 created_by: format!("event {source}"),
                 client: None,
-                hops: hops + 1,
+                chain: Some(cause.fired()),
             });
             if let Err(error) = started {
                 tracing::warn!(
@@ -260,6 +265,10 @@ impl Runtime {
             Some(cwd) => validate_cwd(&cwd)?,
             None => default_cwd(&self.home),
         };
+        let chain = request
+            .chain
+            .take()
+            .unwrap_or_else(|| Chain::begun_by(&request.sender));
         let run_id = self.next_run.fetch_add(1, Ordering::Relaxed);
         let key = ConversationKey {
             agent: primary.name.clone(),
@@ -276,9 +285,9 @@ impl Runtime {
             guest,
             cwd,
             run_id,
+            chain: chain.clone(),
         };
         let runtime = self.clone();
-        let hops = plan.request.hops;
         Ok(self.turns.spawn(async move {
             let outcome = turn::run(runtime.clone(), plan).await;
             // The turn has let go of its conversation: now it can be evicted.
@@ -290,7 +299,7 @@ impl Runtime {
                     failure.message, outcome.final_text
                 ),
             };
-            runtime.publish(&format!("agent:{}:done", outcome.agent), &payload, hops);
+            runtime.publish(&format!("agent:{}:done", outcome.agent), &payload, &chain);
             outcome
         }))
     }

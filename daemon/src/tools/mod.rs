@@ -37,6 +37,7 @@ use self::scope::Scope;
 pub use self::search_sessions::SessionSearchHook;
 pub use self::skill::SkillHook;
 use crate::config::agent::AgentDef;
+use crate::runtime::chain::Chain;
 use crate::runtime::conversation::Conversation;
 use crate::runtime::events::TurnSink;
 use crate::storage::ToolCallRecord;
@@ -83,6 +84,8 @@ impl ToolOutput {
 pub struct ToolContext {
     pub agent: Arc<AgentDef>,
     pub sender: String,
+    /// The chain of turns this one belongs to (who began it, how deep).
+    pub chain: Chain,
     /// The effective working directory of this turn.
     pub cwd: PathBuf,
     pub conversation: Arc<Conversation>,
