@@ -82,6 +82,7 @@ fn first_tool_message(request: &Value) -> String {
 async fn foreground_delegation_returns_every_result() {
     let (llm, daemon) = start("").await;
     let client = daemon.client().await;
+    let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
     let scratch = tempfile::tempdir().unwrap();
     llm.push(Reply::tools(vec![delegate(
         "d1",
@@ -150,6 +151,16 @@ async fn foreground_delegation_returns_every_result() {
             .sender
             .starts_with("delegate:")
     );
+    // The task's end was published like any turn's, before the delegating
+    // turn's own.
+    let worker_done = done_of(&mut events, "worker").await;
+    assert_eq!(
+        (worker_done.sender.as_str(), worker_done.content.as_str()),
+        (conversations.conversations[0].sender.as_str(), "forty-two")
+    );
+    assert!(worker_done.error.is_empty(), "{}", worker_done.error);
+    let crab_done = done_of(&mut events, "crab").await;
+    assert_eq!(crab_done.content, "The worker says forty-two.");
 }
 
 #[tokio::test]
@@ -432,6 +443,57 @@ async fn published_events_fire_subscribers_and_subscriptions_survive_a_restart()
     assert_eq!(done.sender, "event:rss:fetch");
     assert_eq!(first_user_message(&llm.requests()[0]), "feed: 3 new items");
     assert!(daemon.path().join("events/subscriptions.toml").exists());
+}
+
+#[tokio::test]
+async fn a_background_task_fires_subscriptions_on_its_done_event() {
+    let (llm, daemon) = start("").await;
+    let client = daemon.client().await;
+    create(&client, "reviewer").await;
+    client
+        .subscribe_event(SubscribeEventMsg {
+            source: "agent:worker:done".into(),
+            target_agent: "reviewer".into(),
+            once: false,
+        })
+        .await
+        .unwrap();
+    let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
+    llm.push(Reply::tools(vec![delegate(
+        "d1",
+        json!([{"agent": "worker", "message": "research"}]),
+        true,
+    )]));
+    // The delegating turn and the task run at once: every reply is the same.
+    llm.set_default(Reply::text("findings"));
+    let turn = Turn::run(&client, message("crab", "user", "start research")).await;
+    let reply: Value = serde_json::from_str(&turn.tool_results()[0].output).unwrap();
+    let task_id = reply["tasks"][0]["id"].as_str().unwrap().to_owned();
+
+    let reviewer_done = done_of(&mut events, "reviewer").await;
+    assert_eq!(reviewer_done.sender, "event:agent:worker:done");
+    // The reviewer was handed the task's result.
+    let reviewer_request = llm
+        .requests()
+        .into_iter()
+        .find(|r| {
+            r["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .contains("You are reviewer.")
+        })
+        .expect("the reviewer's request");
+    assert_eq!(first_user_message(&reviewer_request), "findings");
+    let conversations = client
+        .list_conversations(ListConversationsMsg {
+            agent: "worker".into(),
+            sender: String::new(),
+        })
+        .await
+        .unwrap()
+        .conversations;
+    assert_eq!(conversations.len(), 1);
+    assert_eq!(conversations[0].sender, task_id);
 }
 
 #[tokio::test]
