@@ -424,10 +424,10 @@ impl Server for DaemonServer {
     }
 
     async fn list_skills(&self, _: ListSkillsMsg) -> Result<SkillList, ErrorMsg> {
-        let snapshot = self.runtime.snapshot();
-        let mut dirs = vec![self.runtime.home.skills_dir()];
-        dirs.extend(snapshot.config.skill_dirs.iter().cloned());
-        let skills = crate::skills::SkillDirs::new(dirs)
+        let skills = self
+            .runtime
+            .snapshot()
+            .skills
             .discover()
             .skills
             .into_iter()

@@ -563,3 +563,59 @@ async fn skills_by_slash_and_by_tool_are_read_fresh_and_scoped() {
         "out-of-scope skills are not hinted: {system}"
     );
 }
+
+#[tokio::test]
+async fn duplicate_skills_are_logged_at_start_and_reload_but_not_on_every_use() {
+    let llm = ScriptedLlm::start().await;
+    let folders = tempfile::tempdir().unwrap();
+    let (first, second) = (folders.path().join("first"), folders.path().join("second"));
+    for (folder, body) in [(&first, "Say hi."), (&second, "Say hello.")] {
+        std::fs::create_dir_all(folder.join("greet")).unwrap();
+        std::fs::write(
+            folder.join("greet/SKILL.md"),
+            format!("---\nname: greet\n---\n{body}\n"),
+        )
+        .unwrap();
+    }
+    let config = format!(
+        "skill_dirs = [{:?}, {:?}]\n{}",
+        first.display().to_string(),
+        second.display().to_string(),
+        TestDaemon::config_for(&llm.base_url())
+    );
+    let daemon = TestDaemon::start(daemon_binary(), &config).await;
+    let warning = format!(
+        "skill \"greet\" in {} is ignored: {} has the same name",
+        second.join("greet/SKILL.md").display(),
+        first.join("greet/SKILL.md").display()
+    );
+    let count = |log: String| log.matches(&warning).count();
+    eventually("the duplicate warning at start", || {
+        count(daemon.log()) == 1
+    })
+    .await;
+
+    // Using skills walks the folders again; the warning is not repeated.
+    let client = daemon.client().await;
+    client.list_skills(ListSkillsMsg {}).await.unwrap();
+    llm.push(Reply::tools(vec![ToolCall::new(
+        "s",
+        "skill",
+        json!({"name": "greet"}),
+    )]));
+    llm.push(Reply::text("hi"));
+    let turn = Turn::run(&client, message("crab", "user", "greet me")).await;
+    assert!(
+        turn.tool_results()[0].output.contains("Say hi."),
+        "the first folder wins: {}",
+        turn.tool_results()[0].output
+    );
+    assert_eq!(count(daemon.log()), 1, "{}", daemon.log());
+
+    // A reload reports the skill folders afresh.
+    client.reload(ReloadMsg {}).await.unwrap();
+    eventually("the duplicate warning after a reload", || {
+        count(daemon.log()) == 2
+    })
+    .await;
+}

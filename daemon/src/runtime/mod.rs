@@ -111,12 +111,14 @@ impl Runtime {
         sessions.start_rebuild();
         let memories = Arc::new(Memories::new(home.memory_dir()));
         Ok(Arc::new_cyclic(|runtime| {
-            let tools = Tools::standard(runtime.clone(), &tool_settings(&home, &config, &mcp));
+            let settings = tool_settings(&home, &config, &mcp);
+            let tools = Tools::standard(runtime.clone(), &settings);
             let snapshot = Snapshot {
                 config: Arc::new(config),
                 agents,
                 registry,
                 tools,
+                skills: settings.skill_dirs,
             };
             Self {
                 conversations,
@@ -136,7 +138,16 @@ impl Runtime {
                 mcp,
             }
         }))
-        .inspect(|runtime| runtime.reconcile_mcp())
+        .inspect(|runtime| {
+            runtime.reconcile_mcp();
+            runtime.check_skills();
+        })
+    }
+
+    /// Walks the skill folders once, so that what is wrong with them
+    /// (duplicate names, unreadable files) is in the log from the start.
+    fn check_skills(&self) {
+        self.snapshot().skills.discover();
     }
 
     /// Connects what the agents declare, and closes what they no longer do.
@@ -386,17 +397,17 @@ impl Runtime {
             warnings.push(format!("the active model {active} is no longer configured"));
         }
         tokio::spawn(registry.clone().discover());
-        let tools = Tools::standard(
-            self.me.clone(),
-            &tool_settings(&self.home, &config, &self.mcp),
-        );
+        let settings = tool_settings(&self.home, &config, &self.mcp);
+        let tools = Tools::standard(self.me.clone(), &settings);
         *self.snapshot.write() = Arc::new(Snapshot {
             config: Arc::new(config),
             agents,
             registry,
             tools,
+            skills: settings.skill_dirs,
         });
         self.reconcile_mcp();
+        self.check_skills();
         for warning in &warnings {
             tracing::warn!("{warning}");
         }
@@ -715,7 +726,7 @@ fn tool_settings(home: &Home, config: &DaemonConfig, mcp: &Arc<McpHub>) -> ToolS
     let mut skill_dirs = vec![home.skills_dir()];
     skill_dirs.extend(config.skill_dirs.iter().cloned());
     ToolSettings {
-        skill_dirs,
+        skill_dirs: crate::skills::SkillDirs::new(skill_dirs),
         mcp: mcp.clone(),
         max_delegation_depth: config.delegation.max_depth,
         max_delegated_tasks: config.delegation.max_tasks,

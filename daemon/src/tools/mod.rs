@@ -106,7 +106,7 @@ pub struct PromptContext<'a> {
 
 /// How the daemon's tools are set up.
 pub struct ToolSettings {
-    pub skill_dirs: Vec<PathBuf>,
+    pub skill_dirs: crate::skills::SkillDirs,
     pub mcp: Arc<crate::mcp::McpHub>,
     pub max_delegation_depth: u32,
     pub max_delegated_tasks: usize,
@@ -169,9 +169,7 @@ impl Tools {
             Arc::new(ReadHook),
             Arc::new(EditHook),
             Arc::new(AskUserHook),
-            Arc::new(SkillHook::new(crate::skills::SkillDirs::new(
-                settings.skill_dirs.clone(),
-            ))),
+            Arc::new(SkillHook::new(settings.skill_dirs.clone())),
             Arc::new(DelegateHook::new(
                 runtime.clone(),
                 settings.max_delegation_depth,
