@@ -12,6 +12,7 @@ use futures::stream::{self, BoxStream, Stream, StreamExt};
 use tokio::sync::mpsc;
 
 use crate::config::agent::AgentDef;
+use crate::runtime::chain::Chain;
 use crate::runtime::sessions::SessionQuery;
 use crate::runtime::{Runtime, TurnOutcome, TurnRequest};
 use crate::storage::{Entry, HandleError, Role, read_entries};
@@ -50,7 +51,7 @@ impl DaemonServer {
             guest: request.guest,
             tool_choice: request.tool_choice,
             client,
-            hops: 0,
+            chain: None,
         })
     }
 
@@ -423,10 +424,10 @@ impl Server for DaemonServer {
     }
 
     async fn list_skills(&self, _: ListSkillsMsg) -> Result<SkillList, ErrorMsg> {
-        let snapshot = self.runtime.snapshot();
-        let mut dirs = vec![self.runtime.home.skills_dir()];
-        dirs.extend(snapshot.config.skill_dirs.iter().cloned());
-        let skills = crate::skills::SkillDirs::new(dirs)
+        let skills = self
+            .runtime
+            .snapshot()
+            .skills
             .discover()
             .skills
             .into_iter()
@@ -498,7 +499,9 @@ impl Server for DaemonServer {
                 "the event payload is empty: it becomes the message the agent gets",
             ));
         }
-        self.runtime.publish(&request.source, &request.payload, 0);
+        let cause = Chain::begun_by(&format!("event:{}", request.source));
+        self.runtime
+            .publish(&request.source, &request.payload, &cause);
         Ok(pong())
     }
 

@@ -52,10 +52,37 @@ async fn done_of(events: &mut ReplyStream<AgentEventMsg>, agent: &str) -> AgentE
     .await
 }
 
+/// Waits for the first tool result of `agent` on a subscription.
+async fn tool_result_of(events: &mut ReplyStream<AgentEventMsg>, agent: &str) -> AgentEventMsg {
+    within("a TOOL_RESULT event", async {
+        loop {
+            let event = events.next().await.unwrap().unwrap();
+            if event.kind == AgentEventKind::ToolResult as i32 && event.agent == agent {
+                return event;
+            }
+        }
+    })
+    .await
+}
+
+/// The content of the first tool message in a recorded request.
+fn first_tool_message(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap_or_else(|| panic!("no tool message in {request}"))["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 #[tokio::test]
 async fn foreground_delegation_returns_every_result() {
     let (llm, daemon) = start("").await;
     let client = daemon.client().await;
+    let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
     let scratch = tempfile::tempdir().unwrap();
     llm.push(Reply::tools(vec![delegate(
         "d1",
@@ -124,6 +151,16 @@ async fn foreground_delegation_returns_every_result() {
             .sender
             .starts_with("delegate:")
     );
+    // The task's end was published like any turn's, before the delegating
+    // turn's own.
+    let worker_done = done_of(&mut events, "worker").await;
+    assert_eq!(
+        (worker_done.sender.as_str(), worker_done.content.as_str()),
+        (conversations.conversations[0].sender.as_str(), "forty-two")
+    );
+    assert!(worker_done.error.is_empty(), "{}", worker_done.error);
+    let crab_done = done_of(&mut events, "crab").await;
+    assert_eq!(crab_done.content, "The worker says forty-two.");
 }
 
 #[tokio::test]
@@ -406,4 +443,214 @@ async fn published_events_fire_subscribers_and_subscriptions_survive_a_restart()
     assert_eq!(done.sender, "event:rss:fetch");
     assert_eq!(first_user_message(&llm.requests()[0]), "feed: 3 new items");
     assert!(daemon.path().join("events/subscriptions.toml").exists());
+}
+
+#[tokio::test]
+async fn a_background_task_fires_subscriptions_on_its_done_event() {
+    let (llm, daemon) = start("").await;
+    let client = daemon.client().await;
+    create(&client, "reviewer").await;
+    client
+        .subscribe_event(SubscribeEventMsg {
+            source: "agent:worker:done".into(),
+            target_agent: "reviewer".into(),
+            once: false,
+        })
+        .await
+        .unwrap();
+    let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
+    llm.push(Reply::tools(vec![delegate(
+        "d1",
+        json!([{"agent": "worker", "message": "research"}]),
+        true,
+    )]));
+    // The delegating turn and the task run at once: every reply is the same.
+    llm.set_default(Reply::text("findings"));
+    let turn = Turn::run(&client, message("crab", "user", "start research")).await;
+    let reply: Value = serde_json::from_str(&turn.tool_results()[0].output).unwrap();
+    let task_id = reply["tasks"][0]["id"].as_str().unwrap().to_owned();
+
+    let reviewer_done = done_of(&mut events, "reviewer").await;
+    assert_eq!(reviewer_done.sender, "event:agent:worker:done");
+    // The reviewer was handed the task's result.
+    let reviewer_request = llm
+        .requests()
+        .into_iter()
+        .find(|r| {
+            r["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .contains("You are reviewer.")
+        })
+        .expect("the reviewer's request");
+    assert_eq!(first_user_message(&reviewer_request), "findings");
+    let conversations = client
+        .list_conversations(ListConversationsMsg {
+            agent: "worker".into(),
+            sender: String::new(),
+        })
+        .await
+        .unwrap()
+        .conversations;
+    assert_eq!(conversations.len(), 1);
+    assert_eq!(conversations[0].sender, task_id);
+}
+
+#[tokio::test]
+async fn a_gateway_user_cannot_reach_bash_through_a_delegated_task() {
+    let (llm, daemon) = start("").await;
+    let client = daemon.client().await;
+    let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    llm.push(Reply::tools(vec![delegate(
+        "d1",
+        json!([{"agent": "worker", "message": "create a file", "cwd": scratch.path().display().to_string()}]),
+        false,
+    )]));
+    llm.push(Reply::tools(vec![ToolCall::new(
+        "w1",
+        "bash",
+        json!({"command": "touch created"}),
+    )]));
+    llm.push(Reply::text("bash was refused"));
+    llm.push(Reply::text("The worker could not do it."));
+    let turn = Turn::run(&client, message("crab", "tg:42", "have the worker run it")).await;
+    assert!(turn.end().error.is_empty(), "{}", turn.end().error);
+
+    let refused = tool_result_of(&mut events, "worker").await;
+    assert!(
+        refused.tool_is_error
+            && refused.tool_output.contains("gateway")
+            && refused.tool_output.contains("tg:42")
+            && refused.tool_output.contains("allow_gateway"),
+        "{}",
+        refused.tool_output
+    );
+    assert!(!scratch.path().join("created").exists());
+}
+
+#[tokio::test]
+async fn a_gateway_user_cannot_reach_bash_through_a_done_event() {
+    let (llm, daemon) = start("").await;
+    let client = daemon.client().await;
+    create(&client, "follower").await;
+    client
+        .subscribe_event(SubscribeEventMsg {
+            source: "agent:crab:done".into(),
+            target_agent: "follower".into(),
+            once: false,
+        })
+        .await
+        .unwrap();
+    let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
+    llm.push(Reply::text("hello from crab"));
+    llm.push(Reply::tools(vec![ToolCall::new(
+        "f1",
+        "bash",
+        json!({"command": "echo hi"}),
+    )]));
+    llm.push(Reply::text("refused"));
+    Turn::run(&client, message("crab", "tg:42", "hi")).await;
+    let refused = tool_result_of(&mut events, "follower").await;
+    assert!(
+        refused.tool_is_error && refused.tool_output.contains("tg:42"),
+        "{}",
+        refused.tool_output
+    );
+    assert_eq!(refused.sender, "event:agent:crab:done");
+}
+
+#[tokio::test]
+async fn a_cycle_through_delegation_is_stopped_by_the_hop_limit() {
+    let (llm, daemon) = start("\n[events]\nmax_hops = 3\n").await;
+    let client = daemon.client().await;
+    create(&client, "a").await;
+    create(&client, "b").await;
+    // a's end fires b; b hands a task back to a, whose end fires b again.
+    client
+        .subscribe_event(SubscribeEventMsg {
+            source: "agent:a:done".into(),
+            target_agent: "b".into(),
+            once: false,
+        })
+        .await
+        .unwrap();
+    llm.push(Reply::text("a's news"));
+    for round in 0..3 {
+        llm.push(Reply::tools(vec![delegate(
+            &format!("d{round}"),
+            json!([{"agent": "a", "message": "look again"}]),
+            false,
+        )]));
+        llm.push(Reply::text("a looked again"));
+        llm.push(Reply::text("b passed it on"));
+    }
+    // Without the limit the cycle would go on as long as this default lasts.
+    llm.set_default(Reply::tools(vec![delegate(
+        "more",
+        json!([{"agent": "a", "message": "and again"}]),
+        false,
+    )]));
+    Turn::run(&client, message("a", "user", "start")).await;
+    eventually("the cycle warning", || {
+        daemon.log().contains("is there a subscription cycle")
+    })
+    .await;
+    // a (by the user), then three rounds of b → a (delegated) → b: the
+    // third delegated a's done-event is the one refused.
+    eventually("b's last reply", || llm.requests().len() == 10).await;
+    assert!(
+        daemon
+            .log()
+            .contains("event \"agent:a:done\" was not delivered: 3 events already led to it"),
+        "{}",
+        daemon.log()
+    );
+}
+
+#[tokio::test]
+async fn a_reload_in_the_middle_of_a_chain_keeps_its_delegation_depth() {
+    let (llm, daemon) = start("\n[delegation]\nmax_depth = 2\n").await;
+    let client = daemon.client().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let cwd = scratch.path().display().to_string();
+    // crab → worker (depth 1), which waits for the reload, then → worker
+    // (depth 2), which may not go deeper.
+    llm.push(Reply::tools(vec![delegate(
+        "d1",
+        json!([{"agent": "worker", "message": "level one", "cwd": cwd}]),
+        false,
+    )]));
+    llm.push(Reply::tools(vec![ToolCall::new(
+        "wait",
+        "bash",
+        json!({"command": "while [ ! -e reloaded ]; do sleep 0.02; done", "timeout_secs": 60}),
+    )]));
+    llm.push(Reply::tools(vec![delegate(
+        "d2",
+        json!([{"agent": "worker", "message": "level two"}]),
+        false,
+    )]));
+    llm.push(Reply::tools(vec![delegate(
+        "d3",
+        json!([{"agent": "worker", "message": "level three"}]),
+        false,
+    )]));
+    llm.push(Reply::text("level two could not go deeper"));
+    llm.push(Reply::text("level one done"));
+    llm.push(Reply::text("all done"));
+    let stream = client
+        .stream(message("crab", "user", "go deep"))
+        .await
+        .unwrap();
+    llm.wait_for_requests(2).await;
+    client.reload(ReloadMsg {}).await.unwrap();
+    std::fs::write(scratch.path().join("reloaded"), "").unwrap();
+    let turn = Turn::collect(stream).await;
+    assert_eq!(turn.text(), "all done");
+    let refusal = first_tool_message(&llm.requests()[4]);
+    assert!(
+        refusal.contains("already 2 levels deep (the limit is 2)"),
+        "{refusal}"
+    );
 }

@@ -255,6 +255,34 @@ async fn bash_is_refused_to_gateway_senders_unless_allowed_and_honours_deny_and_
 }
 
 #[tokio::test]
+async fn a_zero_bash_timeout_is_refused_before_anything_runs() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let results = call_tools(
+        &llm,
+        &client,
+        in_dir(dir.path(), "user"),
+        vec![ToolCall::new(
+            "z",
+            "bash",
+            json!({"command": "touch ran", "timeout_secs": 0}),
+        )],
+    )
+    .await;
+    assert!(
+        results[0].is_error
+            && results[0]
+                .output
+                .contains("timeout_secs must be at least 1"),
+        "{}",
+        results[0].output
+    );
+    assert!(!marker.exists(), "the command must not have run");
+}
+
+#[tokio::test]
 async fn read_and_edit_work_together_and_refuse_what_is_unsafe() {
     let (llm, daemon) = setup().await;
     let client = daemon.client().await;
@@ -534,4 +562,60 @@ async fn skills_by_slash_and_by_tool_are_read_fresh_and_scoped() {
         !system.contains("- greet:"),
         "out-of-scope skills are not hinted: {system}"
     );
+}
+
+#[tokio::test]
+async fn duplicate_skills_are_logged_at_start_and_reload_but_not_on_every_use() {
+    let llm = ScriptedLlm::start().await;
+    let folders = tempfile::tempdir().unwrap();
+    let (first, second) = (folders.path().join("first"), folders.path().join("second"));
+    for (folder, body) in [(&first, "Say hi."), (&second, "Say hello.")] {
+        std::fs::create_dir_all(folder.join("greet")).unwrap();
+        std::fs::write(
+            folder.join("greet/SKILL.md"),
+            format!("---\nname: greet\n---\n{body}\n"),
+        )
+        .unwrap();
+    }
+    let config = format!(
+        "skill_dirs = [{:?}, {:?}]\n{}",
+        first.display().to_string(),
+        second.display().to_string(),
+        TestDaemon::config_for(&llm.base_url())
+    );
+    let daemon = TestDaemon::start(daemon_binary(), &config).await;
+    let warning = format!(
+        "skill \"greet\" in {} is ignored: {} has the same name",
+        second.join("greet/SKILL.md").display(),
+        first.join("greet/SKILL.md").display()
+    );
+    let count = |log: String| log.matches(&warning).count();
+    eventually("the duplicate warning at start", || {
+        count(daemon.log()) == 1
+    })
+    .await;
+
+    // Using skills walks the folders again; the warning is not repeated.
+    let client = daemon.client().await;
+    client.list_skills(ListSkillsMsg {}).await.unwrap();
+    llm.push(Reply::tools(vec![ToolCall::new(
+        "s",
+        "skill",
+        json!({"name": "greet"}),
+    )]));
+    llm.push(Reply::text("hi"));
+    let turn = Turn::run(&client, message("crab", "user", "greet me")).await;
+    assert!(
+        turn.tool_results()[0].output.contains("Say hi."),
+        "the first folder wins: {}",
+        turn.tool_results()[0].output
+    );
+    assert_eq!(count(daemon.log()), 1, "{}", daemon.log());
+
+    // A reload reports the skill folders afresh.
+    client.reload(ReloadMsg {}).await.unwrap();
+    eventually("the duplicate warning after a reload", || {
+        count(daemon.log()) == 2
+    })
+    .await;
 }

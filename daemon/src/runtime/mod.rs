@@ -4,6 +4,7 @@
 //! and a swappable [`Snapshot`] of everything that configuration decides.
 //! It opens no sockets; the server calls it.
 
+pub mod chain;
 mod compaction;
 pub mod conversation;
 pub mod events;
@@ -27,6 +28,7 @@ use parking_lot::RwLock;
 use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
+use self::chain::Chain;
 use self::conversation::{ConversationKey, Conversations};
 use self::events::{EventHub, SUBSCRIBER_BUFFER};
 use self::memories::Memories;
@@ -112,12 +114,14 @@ impl Runtime {
         sessions.start_rebuild();
         let memories = Arc::new(Memories::new(home.memory_dir()));
         Ok(Arc::new_cyclic(|runtime| {
-            let tools = Tools::standard(runtime.clone(), &tool_settings(&home, &config, &mcp));
+            let settings = tool_settings(&home, &config, &mcp);
+            let tools = Tools::standard(runtime.clone(), &settings);
             let snapshot = Snapshot {
                 config: Arc::new(config),
                 agents,
                 registry,
                 tools,
+                skills: settings.skill_dirs,
             };
             Self {
                 conversations,
@@ -138,7 +142,16 @@ impl Runtime {
                 reloads: tokio::sync::watch::Sender::new(()),
             }
         }))
-        .inspect(|runtime| runtime.reconcile_mcp())
+        .inspect(|runtime| {
+            runtime.reconcile_mcp();
+            runtime.check_skills();
+        })
+    }
+
+    /// Walks the skill folders once, so that what is wrong with them
+    /// (duplicate names, unreadable files) is in the log from the start.
+    fn check_skills(&self) {
+        self.snapshot().skills.discover();
     }
 
     /// Connects what the agents declare, and closes what they no longer do.
@@ -157,9 +170,11 @@ impl Runtime {
     }
 
     /// Publishes an event: every subscription to `source` runs its agent
-    /// with `payload`, as sender `event:<source>`. `hops` counts the events
-    /// that led here; past the limit the chain stops, with a warning.
-    pub fn publish(&self, source: &str, payload: &str, hops: u32) {
+    /// with `payload`, as sender `event:<source>`. `cause` is the chain of
+    /// the turn (or the client) that published it; the fired turns continue
+    /// it one hop further. Past the hop limit the chain stops, with a
+    /// warning.
+    pub fn publish(&self, source: &str, payload: &str, cause: &Chain) {
         let Some(runtime) = self.me.upgrade() else {
             return;
         };
@@ -172,9 +187,10 @@ impl Runtime {
         if !subscribed {
             return;
         }
+        let hops = cause.hops;
         if hops >= max_hops {
             tracing::warn!(
-                "event {source:?} was not delivered: it is the {hops}th in a chain of events, the limit is \
+                "event {source:?} was not delivered: {hops} events already led to it, the limit is \
                  {max_hops} ([events] max_hops); is there a subscription cycle?"
             );
             return;
@@ -194,7 +210,7 @@ impl Runtime {
                 tool_choice: None,
                 created_by: format!("event {source}"),
                 client: None,
-                hops: hops + 1,
+                chain: Some(cause.fired()),
             });
             if let Err(error) = started {
                 tracing::warn!(
@@ -264,6 +280,10 @@ impl Runtime {
             Some(cwd) => validate_cwd(&cwd)?,
             None => default_cwd(&self.home),
         };
+        let chain = request
+            .chain
+            .take()
+            .unwrap_or_else(|| Chain::begun_by(&request.sender));
         let run_id = self.next_run.fetch_add(1, Ordering::Relaxed);
         let key = ConversationKey {
             agent: primary.name.clone(),
@@ -280,9 +300,9 @@ impl Runtime {
             guest,
             cwd,
             run_id,
+            chain: chain.clone(),
         };
         let runtime = self.clone();
-        let hops = plan.request.hops;
         Ok(self.turns.spawn(async move {
             let outcome = turn::run(runtime.clone(), plan).await;
             // The turn has let go of its conversation: now it can be evicted.
@@ -294,7 +314,7 @@ impl Runtime {
                     failure.message, outcome.final_text
                 ),
             };
-            runtime.publish(&format!("agent:{}:done", outcome.agent), &payload, hops);
+            runtime.publish(&format!("agent:{}:done", outcome.agent), &payload, &chain);
             outcome
         }))
     }
@@ -381,18 +401,18 @@ impl Runtime {
             warnings.push(format!("the active model {active} is no longer configured"));
         }
         tokio::spawn(registry.clone().discover());
-        let tools = Tools::standard(
-            self.me.clone(),
-            &tool_settings(&self.home, &config, &self.mcp),
-        );
+        let settings = tool_settings(&self.home, &config, &self.mcp);
+        let tools = Tools::standard(self.me.clone(), &settings);
         *self.snapshot.write() = Arc::new(Snapshot {
             config: Arc::new(config),
             agents,
             registry,
             tools,
+            skills: settings.skill_dirs,
         });
         self.reconcile_mcp();
         self.reloads.send_replace(());
+        self.check_skills();
         for warning in &warnings {
             tracing::warn!("{warning}");
         }
@@ -711,7 +731,7 @@ fn tool_settings(home: &Home, config: &DaemonConfig, mcp: &Arc<McpHub>) -> ToolS
     let mut skill_dirs = vec![home.skills_dir()];
     skill_dirs.extend(config.skill_dirs.iter().cloned());
     ToolSettings {
-        skill_dirs,
+        skill_dirs: crate::skills::SkillDirs::new(skill_dirs),
         mcp: mcp.clone(),
         max_delegation_depth: config.delegation.max_depth,
         max_delegated_tasks: config.delegation.max_tasks,

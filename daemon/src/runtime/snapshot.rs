@@ -1,5 +1,5 @@
-//! What a turn runs against: the configuration, the agents, the models and
-//! the tools, as one immutable value. Reload and agent edits build a new
+//! What a turn runs against: the configuration, the agents, the models,
+//! the tools and the skill folders, as one immutable value. Reload and agent edits build a new
 //! snapshot and swap it in; a turn keeps the one it started with.
 
 use std::collections::BTreeMap;
@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::config::DaemonConfig;
 use crate::config::agent::AgentDef;
 use crate::provider::ModelRegistry;
+use crate::skills::SkillDirs;
 use crate::tools::Tools;
 
 pub struct Snapshot {
@@ -15,6 +16,8 @@ pub struct Snapshot {
     pub agents: BTreeMap<String, Arc<AgentDef>>,
     pub registry: Arc<ModelRegistry>,
     pub tools: Tools,
+    /// The skill folders (the skill tool shares this, and what it logged).
+    pub skills: SkillDirs,
 }
 
 impl Snapshot {
@@ -25,6 +28,7 @@ impl Snapshot {
             agents,
             registry: self.registry.clone(),
             tools: self.tools.clone(),
+            skills: self.skills.clone(),
         }
     }
 

@@ -28,6 +28,7 @@ use futures::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 
 use super::Runtime;
+use super::chain::Chain;
 use super::conversation::{Conversation, History};
 use super::events::{TurnSink, tool_call_infos};
 use super::instructions;
@@ -50,8 +51,9 @@ pub struct TurnRequest {
     pub created_by: String,
     /// Where the turn's `StreamEvent`s go, if anyone listens.
     pub client: Option<mpsc::UnboundedSender<StreamEvent>>,
-    /// How many event firings led to this turn (0 for a client's turn).
-    pub hops: u32,
+    /// The chain this turn continues (delegation, events); `None` begins a
+    /// new one with this turn's sender as its origin.
+    pub chain: Option<Chain>,
 }
 
 /// How a turn ended.
@@ -125,6 +127,7 @@ pub(super) struct TurnPlan {
     pub guest: Option<Arc<AgentDef>>,
     pub cwd: PathBuf,
     pub run_id: u64,
+    pub chain: Chain,
 }
 
 /// Runs a planned turn to its end.
@@ -138,6 +141,7 @@ pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
         guest,
         cwd,
         run_id,
+        chain,
     } = plan;
     let key = conversation.key.clone();
     ticket.wait().await;
@@ -192,6 +196,7 @@ pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
         speaker: &speaker,
         cwd: &cwd,
         tool_choice: request.tool_choice.as_deref(),
+        chain: &chain,
     };
     let result = tokio::select! {
         biased;
@@ -244,6 +249,7 @@ struct Steps<'a> {
     speaker: &'a Arc<AgentDef>,
     cwd: &'a PathBuf,
     tool_choice: Option<&'a str>,
+    chain: &'a Chain,
 }
 
 /// One model reply.
@@ -400,6 +406,7 @@ impl Steps<'_> {
         let context = ToolContext {
             agent: self.speaker.clone(),
             sender: self.conversation.key.sender.clone(),
+            chain: self.chain.clone(),
             cwd: self.cwd.clone(),
             conversation: self.conversation.clone(),
             sink: self.sink.clone(),

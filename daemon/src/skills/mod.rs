@@ -13,12 +13,19 @@
 //! file, so a skill edited or added on disk is used at once, without a
 //! restart. When two folders hold a skill of the same name, the first folder
 //! wins and the other is reported.
+//!
+//! Reported means logged, once: every walk finds the same problems again,
+//! so a [`SkillDirs`] remembers what it last logged and logs only what is
+//! new (a duplicate added on disk, say). The runtime walks once when it
+//! starts and on every reload, so the log always has the current list.
 
 mod front_matter;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use front_matter::FrontMatter;
+use parking_lot::Mutex;
 
 /// How deep below a skill folder `SKILL.md` files are looked for.
 const MAX_DEPTH: usize = 8;
@@ -51,10 +58,12 @@ pub struct Discovery {
     pub warnings: Vec<String>,
 }
 
-/// The skill folders, in priority order.
+/// The skill folders, in priority order. Clones share what was logged.
 #[derive(Debug, Clone)]
 pub struct SkillDirs {
     dirs: Vec<PathBuf>,
+    /// The warnings of the last walk, all of them logged by now.
+    logged: Arc<Mutex<Vec<String>>>,
 }
 
 /// Whether `name` can be a skill name: letters, digits, `-`, `_`, `.` (not
@@ -71,7 +80,10 @@ pub fn is_valid_name(name: &str) -> bool {
 
 impl SkillDirs {
     pub fn new(dirs: Vec<PathBuf>) -> Self {
-        Self { dirs }
+        Self {
+            dirs,
+            logged: Arc::default(),
+        }
     }
 
     pub fn dirs(&self) -> &[PathBuf] {
@@ -79,7 +91,33 @@ impl SkillDirs {
     }
 
     /// Every skill, sorted by name; duplicates reported, first folder wins.
+    /// Warnings this `SkillDirs` has not logged since they last appeared are
+    /// logged now.
     pub fn discover(&self) -> Discovery {
+        let discovery = self.walk();
+        for warning in self.not_yet_logged(&discovery.warnings) {
+            tracing::warn!("{warning}");
+        }
+        discovery
+    }
+
+    /// Of `warnings` (the latest walk's), those the previous walk did not
+    /// have; remembers `warnings` as logged.
+    fn not_yet_logged(&self, warnings: &[String]) -> Vec<String> {
+        let mut logged = self.logged.lock();
+        if *logged == warnings {
+            return Vec::new();
+        }
+        let new = warnings
+            .iter()
+            .filter(|warning| !logged.contains(warning))
+            .cloned()
+            .collect();
+        *logged = warnings.to_vec();
+        new
+    }
+
+    fn walk(&self) -> Discovery {
         let mut discovery = Discovery::default();
         for dir in &self.dirs {
             let mut files = Vec::new();
@@ -258,6 +296,29 @@ mod tests {
         );
         assert!(dirs.load("secret").is_none());
         assert!(dirs.load("../first/summarize").is_none());
+    }
+
+    #[test]
+    fn a_warning_is_logged_when_it_appears_not_on_every_walk() {
+        let root = tempfile::tempdir().unwrap();
+        let (first, second) = (root.path().join("first"), root.path().join("second"));
+        write(&first.join("a/SKILL.md"), "---\nname: a\n---\none");
+        write(&second.join("a/SKILL.md"), "---\nname: a\n---\ntwo");
+        let dirs = SkillDirs::new(vec![first, second.clone()]);
+        let warnings = dirs.walk().warnings;
+        assert_eq!(dirs.not_yet_logged(&warnings), warnings);
+        assert!(dirs.not_yet_logged(&dirs.walk().warnings).is_empty());
+        assert!(
+            dirs.clone()
+                .not_yet_logged(&dirs.walk().warnings)
+                .is_empty(),
+            "clones share what was logged"
+        );
+        // Gone, then back: logged again.
+        std::fs::remove_file(second.join("a/SKILL.md")).unwrap();
+        assert!(dirs.not_yet_logged(&dirs.walk().warnings).is_empty());
+        write(&second.join("a/SKILL.md"), "---\nname: a\n---\ntwo");
+        assert_eq!(dirs.not_yet_logged(&dirs.walk().warnings), warnings);
     }
 
     #[test]

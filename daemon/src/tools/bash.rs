@@ -9,7 +9,10 @@
 //!
 //! Limits per agent (`[bash]`): `disabled`, a `deny` list of command names,
 //! `timeout_secs`, extra `env`, and `allow_gateway` — without it, senders
-//! that come through a gateway (`tg:…` and the like) cannot use bash.
+//! that come through a gateway (`tg:…` and the like) cannot use bash. That
+//! holds down the whole chain of turns a gateway message begins: a task it
+//! delegates, or a turn its done-event fires, is refused too unless the
+//! agent running it allows gateways.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -38,6 +41,14 @@ pub fn is_gateway_sender(sender: &str) -> bool {
     }
 }
 
+/// The gateway sender behind a turn, if any: its own sender, or the origin
+/// of the chain it belongs to (a task delegated for a `tg:` user).
+fn gateway_in_chain(context: &ToolContext) -> Option<&str> {
+    [context.sender.as_str(), context.chain.origin.as_str()]
+        .into_iter()
+        .find(|sender| is_gateway_sender(sender))
+}
+
 /// The `bash` tool.
 pub struct BashHook;
 
@@ -61,7 +72,7 @@ impl Hook for BashHook {
                 "type": "object",
                 "properties": {
                     "command": {"type": "string", "description": "The command line."},
-                    "timeout_secs": {"type": "integer", "description": "Give up after this many seconds (default: the agent's bash timeout, at most 600)."}
+                    "timeout_secs": {"type": "integer", "minimum": 1, "description": "Give up after this many seconds (default: the agent's bash timeout, at most 600)."}
                 },
                 "required": ["command"]
             }),
@@ -83,12 +94,19 @@ impl Hook for BashHook {
                 "bash is disabled for this agent ([bash] disabled = true)",
             ));
         }
-        if is_gateway_sender(&context.sender) && !settings.allow_gateway {
+        if let Some(gateway) = gateway_in_chain(&context)
+            && !settings.allow_gateway
+        {
             return Some(ready_error(format!(
-                "bash is not available to messages that come through a gateway (sender {:?}); \
-                 the agent's config can allow it with [bash] allow_gateway = true",
-                context.sender
+                "bash is not available here: this turn goes back to a message that came through a \
+                 gateway (sender {gateway:?}); the agent's config can allow it with \
+                 [bash] allow_gateway = true"
             )));
+        }
+        if arguments.timeout_secs == Some(0) {
+            return Some(ready_error(
+                "timeout_secs must be at least 1; leave it out for the agent's default",
+            ));
         }
         if let Some(denied) = denied_word(&arguments.command, &settings.deny) {
             return Some(ready_error(format!(

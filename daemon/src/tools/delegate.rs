@@ -10,12 +10,14 @@
 //!   result is published as `agent:<name>:done`, like every turn's end.
 //!
 //! Limits: at most `max_tasks` tasks per call, and delegated turns may
-//! delegate again only down to `max_depth` levels.
+//! delegate again only down to `max_depth` levels. A task's turn continues
+//! the delegating turn's [`Chain`](crate::runtime::chain::Chain): its depth
+//! is one more, its origin and event hop count are the same. The depth
+//! travels with the turn, so no table here can be lost to a reload or a
+//! restart.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 
-use parking_lot::Mutex;
 use serde::Deserialize;
 
 use super::files::resolve;
@@ -31,8 +33,6 @@ pub const SENDER_PREFIX: &str = "delegate:";
 /// The `delegate` tool.
 pub struct DelegateHook {
     runtime: Weak<Runtime>,
-    /// How deep each live delegated conversation is.
-    depths: Arc<Mutex<HashMap<String, u32>>>,
     max_depth: u32,
     max_tasks: usize,
 }
@@ -56,19 +56,9 @@ impl DelegateHook {
     pub fn new(runtime: Weak<Runtime>, max_depth: u32, max_tasks: usize) -> Self {
         Self {
             runtime,
-            depths: Arc::default(),
             max_depth,
             max_tasks,
         }
-    }
-
-    fn depth_of(&self, sender: &str) -> u32 {
-        if !sender.starts_with(SENDER_PREFIX) {
-            return 0;
-        }
-        // A delegated conversation we no longer track (after a restart)
-        // counts as one level down.
-        self.depths.lock().get(sender).copied().unwrap_or(1)
     }
 }
 
@@ -179,12 +169,11 @@ impl DelegateHook {
                 self.max_tasks
             )));
         }
-        let depth = self.depth_of(&context.sender) + 1;
-        if depth > self.max_depth {
+        let chain = context.chain.delegated();
+        if chain.depth > self.max_depth {
             return Err(ToolOutput::error(format!(
                 "delegation is already {} levels deep (the limit is {}); do this task yourself",
-                depth - 1,
-                self.max_depth
+                context.chain.depth, self.max_depth
             )));
         }
         let snapshot = runtime.snapshot();
@@ -208,13 +197,10 @@ impl DelegateHook {
                 tool_choice: None,
                 created_by: format!("delegated by {} ({})", context.agent.name, context.sender),
                 client: None,
-                hops: 0,
+                chain: Some(chain.clone()),
             });
             match turn {
-                Ok(handle) => {
-                    self.depths.lock().insert(sender.clone(), depth);
-                    started.push((task.agent, sender, Ok(handle)));
-                }
+                Ok(handle) => started.push((task.agent, sender, Ok(handle))),
                 Err(error) => started.push((task.agent, String::new(), Err(error.message))),
             }
         }
@@ -223,14 +209,8 @@ impl DelegateHook {
             let mut tasks = Vec::new();
             for (agent, sender, handle) in started {
                 match handle {
-                    Ok(handle) => {
-                        tasks.push(serde_json::json!({"id": sender, "agent": agent}));
-                        let forget = self.depths_cleanup(sender);
-                        tokio::spawn(async move {
-                            let _ = handle.await;
-                            forget();
-                        });
-                    }
+                    // The turn runs on without us; its result is its done-event.
+                    Ok(_) => tasks.push(serde_json::json!({"id": sender, "agent": agent})),
                     Err(error) => tasks.push(serde_json::json!({"agent": agent, "error": error})),
                 }
             }
@@ -253,11 +233,6 @@ impl DelegateHook {
                 .collect(),
             finished: false,
         };
-        let cleanups: Vec<_> = guard
-            .keys
-            .iter()
-            .map(|(_, sender)| self.depths_cleanup(sender.clone()))
-            .collect();
         Ok(Box::pin(async move {
             let mut results = Vec::new();
             let mut failed = 0;
@@ -284,7 +259,6 @@ impl DelegateHook {
                 results.push(entry);
             }
             guard.disarm();
-            cleanups.into_iter().for_each(|forget| forget());
             let text = serde_json::Value::Array(results).to_string();
             if failed == 0 {
                 ToolOutput::ok(text)
@@ -292,13 +266,5 @@ impl DelegateHook {
                 ToolOutput::error(text)
             }
         }))
-    }
-
-    /// Forgets a delegated conversation's depth once it is done.
-    fn depths_cleanup(&self, sender: String) -> impl FnOnce() + Send + 'static {
-        let depths = self.depths.clone();
-        move || {
-            depths.lock().remove(&sender);
-        }
     }
 }

@@ -92,7 +92,7 @@ fn edit(
     }
     let text = String::from_utf8(bytes).map_err(|_| {
         format!(
-            "{} is not valid UTF-8; edit cannot change it",
+            "{} is not valid UTF-8, so edit cannot change it; use bash (sed, or iconv to convert it) instead",
             path.display()
         )
     })?;
@@ -183,5 +183,36 @@ mod tests {
             std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o755
         );
+    }
+
+    #[test]
+    fn an_empty_old_string_is_refused_and_the_file_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        std::fs::write(&path, "keep me\n").unwrap();
+        let stamp = FileStamp::of(&std::fs::read(&path).unwrap());
+        let message = edit(&path, stamp, "", "inserted").unwrap_err();
+        assert!(
+            message.contains("old_string is empty") && message.contains("exact text"),
+            "{message}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep me\n");
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("latin1.txt");
+        let bytes = b"caf\xe9 au lait\n";
+        std::fs::write(&path, bytes).unwrap();
+        let stamp = FileStamp::of(bytes);
+        let message = edit(&path, stamp, "au", "with").unwrap_err();
+        assert!(
+            message.contains("latin1.txt")
+                && message.contains("not valid UTF-8")
+                && message.contains("use bash"),
+            "{message}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
     }
 }

@@ -37,6 +37,7 @@ use self::scope::Scope;
 pub use self::search_sessions::SessionSearchHook;
 pub use self::skill::SkillHook;
 use crate::config::agent::AgentDef;
+use crate::runtime::chain::Chain;
 use crate::runtime::conversation::Conversation;
 use crate::runtime::events::TurnSink;
 use crate::storage::ToolCallRecord;
@@ -83,6 +84,8 @@ impl ToolOutput {
 pub struct ToolContext {
     pub agent: Arc<AgentDef>,
     pub sender: String,
+    /// The chain of turns this one belongs to (who began it, how deep).
+    pub chain: Chain,
     /// The effective working directory of this turn.
     pub cwd: PathBuf,
     pub conversation: Arc<Conversation>,
@@ -103,7 +106,7 @@ pub struct PromptContext<'a> {
 
 /// How the daemon's tools are set up.
 pub struct ToolSettings {
-    pub skill_dirs: Vec<PathBuf>,
+    pub skill_dirs: crate::skills::SkillDirs,
     pub mcp: Arc<crate::mcp::McpHub>,
     pub max_delegation_depth: u32,
     pub max_delegated_tasks: usize,
@@ -166,9 +169,7 @@ impl Tools {
             Arc::new(ReadHook),
             Arc::new(EditHook),
             Arc::new(AskUserHook),
-            Arc::new(SkillHook::new(crate::skills::SkillDirs::new(
-                settings.skill_dirs.clone(),
-            ))),
+            Arc::new(SkillHook::new(settings.skill_dirs.clone())),
             Arc::new(DelegateHook::new(
                 runtime.clone(),
                 settings.max_delegation_depth,

@@ -168,4 +168,51 @@ mod tests {
         let long = "é".repeat(MAX_LINE + 5);
         assert!(numbered(&long, 1, 1).contains("line cut"));
     }
+
+    #[test]
+    fn a_directory_is_refused_with_a_pointer_to_ls() {
+        let dir = tempfile::tempdir().unwrap();
+        let message = read_file(dir.path()).unwrap_err();
+        assert!(
+            message.contains("is a directory") && message.contains("ls"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_file_over_the_size_limit_is_refused_with_a_way_around() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge.log");
+        // Sparse: takes no room on disk.
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(MAX_FILE + 1)
+            .unwrap();
+        let message = read_file(&path).unwrap_err();
+        assert!(
+            message.contains(&format!("{} bytes", MAX_FILE + 1))
+                && message.contains("head, sed -n, grep"),
+            "{message}"
+        );
+        let missing = read_file(&dir.path().join("nope")).unwrap_err();
+        assert!(missing.contains("does not exist"), "{missing}");
+    }
+
+    #[test]
+    fn output_stops_at_the_byte_cap_and_says_where_to_go_on() {
+        // 1000-character lines: about 260 fit in 256 KiB.
+        let line = "x".repeat(1000);
+        let text: String = (0..1000).map(|_| format!("{line}\n")).collect();
+        let out = numbered(&text, 1, 1000);
+        assert!(out.len() <= MAX_BYTES + 100, "{}", out.len());
+        let last = MAX_BYTES / (line.len() + 8);
+        assert!(
+            out.ends_with(&format!(
+                "[lines 1-{last} of 1000 shown; read on with offset = {}]",
+                last + 1
+            )),
+            "{}",
+            &out[out.len() - 120..]
+        );
+    }
 }
