@@ -246,6 +246,14 @@ impl Client {
         }
     }
 
+    /// How many requests on this connection still have a reply slot: unary
+    /// calls awaiting their answer and streams not yet at their terminal.
+    /// For tests that check slots are freed.
+    #[doc(hidden)]
+    pub fn requests_in_flight(&self) -> usize {
+        self.connection.slots.len()
+    }
+
     /// Pings the server and returns its versions; a protocol other than this
     /// crate's is logged as a warning.
     pub async fn ping(&self) -> Result<Pong, ClientError> {
