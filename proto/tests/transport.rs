@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crabtalk_proto::client::ClientError;
-use crabtalk_proto::codec::{FrameReader, MAX_FRAME_LEN, encode_frame};
+use crabtalk_proto::codec::{FrameError, FrameReader, MAX_FRAME_LEN, encode_frame};
 use crabtalk_proto::home::{Home, PortFile};
 use crabtalk_proto::msg::*;
 use crabtalk_proto::transport::{BindError, TcpListener, UdsListener};
@@ -626,6 +626,57 @@ async fn a_non_loopback_listener_requires_a_token() {
     // The right token works.
     let client = Client::connect_tcp(&addr, Some("s3cret")).await.unwrap();
     within("ping with token", client.ping()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_that_never_says_hello_is_disconnected_after_the_handshake_timeout() {
+    let timeout = Duration::from_millis(300);
+    let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap(), Some("s3cret"))
+        .await
+        .unwrap()
+        .with_handshake_timeout(timeout);
+    let (running, addr) = serve_tcp_listener(listener);
+
+    // Silent, and one that sends half a frame: both are answered 401 and
+    // closed once the timeout passes.
+    let (silent_read, _silent_write) = running.raw_connection().await;
+    let (partial_read, mut partial_write) = running.raw_connection().await;
+    partial_write.write_all(&[0, 0, 0, 9, 1]).await.unwrap();
+    // Admitted in time: not affected by the timeout.
+    let admitted = Client::connect_tcp(&addr, Some("s3cret")).await.unwrap();
+
+    let started = tokio::time::Instant::now();
+    for read in [silent_read, partial_read] {
+        let mut reader = FrameReader::new(read);
+        let reply: ServerMessage = within("the timeout answer", reader.read()).await.unwrap();
+        assert!(
+            matches!(
+                reply.msg,
+                Some(server_message::Msg::Error(ErrorMsg { code: 401, .. }))
+            ),
+            "{reply:?}"
+        );
+        let after = within("the close", reader.read::<ServerMessage>()).await;
+        assert!(matches!(after, Err(FrameError::Closed)), "{after:?}");
+    }
+    assert!(started.elapsed() + Duration::from_millis(50) >= timeout);
+
+    tokio::time::sleep(timeout).await;
+    within("ping on the admitted connection", admitted.ping())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_listener_without_a_token_has_no_handshake_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap(), None)
+        .await
+        .unwrap()
+        .with_handshake_timeout(Duration::from_millis(50));
+    let (_running, addr) = serve_tcp_listener(listener);
+    let client = Client::connect_tcp(&addr, None).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    within("ping after idling", client.ping()).await.unwrap();
 }
 
 /// A peer that answers the first request with a chunk, an error, and then
