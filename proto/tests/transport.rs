@@ -733,6 +733,45 @@ async fn a_client_stream_stops_at_an_error_even_if_more_frames_follow() {
 
 #[cfg(unix)]
 #[tokio::test]
+async fn binding_makes_an_existing_run_dir_private_and_the_socket_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path());
+    std::fs::create_dir(home.run_dir()).unwrap();
+    std::fs::set_permissions(home.run_dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&home.run_dir()), 0o755);
+
+    let listener = UdsListener::bind(home.socket_path()).await.unwrap();
+    assert_eq!(mode(&home.run_dir()), 0o700);
+    assert_eq!(mode(&home.socket_path()), 0o600);
+    drop(listener);
+
+    // A run dir the bind creates is private too.
+    let fresh = Home::new(dir.path().join("fresh"));
+    let listener = UdsListener::bind(fresh.socket_path()).await.unwrap();
+    assert_eq!(mode(&fresh.run_dir()), 0o700);
+    assert_eq!(mode(&fresh.socket_path()), 0o600);
+    drop(listener);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn binding_in_a_shared_sticky_folder_leaves_its_mode_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let listener = UdsListener::bind(shared.join("x.sock")).await.unwrap();
+    let mode = std::fs::metadata(&shared).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o1777);
+    drop(listener);
+}
+
+#[cfg(unix)]
+#[tokio::test]
 async fn a_second_listener_refuses_a_live_socket_and_replaces_a_stale_one() {
     let (running, _client) = serve_uds().await;
     let path = running.home.socket_path();
