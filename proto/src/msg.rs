@@ -10,6 +10,9 @@
 
 include!(concat!(env!("OUT_DIR"), "/crabtalk.protocol.rs"));
 
+#[cfg(test)]
+pub(crate) mod arbitrary;
+
 use std::fmt;
 
 impl ErrorMsg {

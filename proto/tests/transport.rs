@@ -4,17 +4,18 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crabtalk_proto::client::ClientError;
-use crabtalk_proto::codec::{FrameReader, MAX_FRAME_LEN, encode_frame};
+use crabtalk_proto::codec::{FrameError, FrameReader, MAX_FRAME_LEN, encode_frame};
 use crabtalk_proto::home::{Home, PortFile};
 use crabtalk_proto::msg::*;
 use crabtalk_proto::transport::{BindError, TcpListener, UdsListener};
 use crabtalk_proto::{Client, Server};
 use futures::stream::{self, Stream, StreamExt};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +31,7 @@ async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
 /// - `count:N` streams N chunks, then `StreamEnd`;
 /// - `gate:NAME` streams one chunk, waits until the test opens gate NAME,
 ///   then ends;
+/// - `fail:N` streams N chunks, then fails with `ErrorMsg{503}`;
 /// - `forever` streams one chunk and then nothing, and reports on `dropped`
 ///   when the server drops the stream.
 struct TestServer {
@@ -143,6 +145,12 @@ impl Server for TestServer {
                 .chain(stream::iter([end(&agent)]))
                 .boxed();
         }
+        if let Some(n) = script.strip_prefix("fail:") {
+            let n: usize = n.parse().unwrap();
+            let chunks = (0..n).map(|i| chunk(i.to_string()));
+            let failure = Err(ErrorMsg::unavailable("the scripted turn failed"));
+            return stream::iter(chunks).chain(stream::iter([failure])).boxed();
+        }
         if let Some(name) = script.strip_prefix("gate:") {
             let gate = self.gate(name);
             let name = name.to_owned();
@@ -163,12 +171,100 @@ impl Server for TestServer {
     }
 }
 
+/// The transports the shared test bodies run over.
+#[derive(Clone, Copy, Debug)]
+enum Transport {
+    Uds,
+    Tcp,
+}
+
+/// Where a running test server listens.
+enum Endpoint {
+    Uds(PathBuf),
+    Tcp(String),
+}
+
+type RawRead = Box<dyn AsyncRead + Unpin + Send>;
+type RawWrite = Box<dyn AsyncWrite + Unpin + Send>;
+
 struct Running {
     server: Arc<TestServer>,
     shutdown: CancellationToken,
     served: tokio::task::JoinHandle<()>,
     _dir: tempfile::TempDir,
     home: Home,
+    endpoint: Endpoint,
+}
+
+impl Running {
+    /// A connection that bypasses the `Client`, for sending what a
+    /// well-behaved client never would (or for vanishing abruptly).
+    async fn raw_connection(&self) -> (RawRead, RawWrite) {
+        match &self.endpoint {
+            Endpoint::Uds(path) => {
+                let (read, write) = tokio::net::UnixStream::connect(path)
+                    .await
+                    .unwrap()
+                    .into_split();
+                (Box::new(read), Box::new(write))
+            }
+            Endpoint::Tcp(addr) => {
+                let (read, write) = tokio::net::TcpStream::connect(addr.as_str())
+                    .await
+                    .unwrap()
+                    .into_split();
+                (Box::new(read), Box::new(write))
+            }
+        }
+    }
+
+    /// Checks that nothing accepts connections at the endpoint any more.
+    async fn assert_nothing_listens(&self) {
+        match &self.endpoint {
+            Endpoint::Uds(path) => {
+                assert!(!path.exists(), "the socket file is removed");
+            }
+            Endpoint::Tcp(addr) => {
+                let refused = tokio::net::TcpStream::connect(addr.as_str())
+                    .await
+                    .expect_err("the TCP listener is closed");
+                assert_eq!(
+                    refused.kind(),
+                    std::io::ErrorKind::ConnectionRefused,
+                    "{refused}"
+                );
+                let err = Client::connect_tcp(addr, None)
+                    .await
+                    .err()
+                    .expect("the client cannot connect either");
+                assert!(matches!(err, ClientError::Connect { .. }), "{err}");
+            }
+        }
+        // Finding the daemon through its home fails the same way for both:
+        // no socket, and a port file (TCP) whose port refuses.
+        let err = Client::connect(&self.home)
+            .await
+            .err()
+            .expect("nothing listens any more");
+        assert!(matches!(err, ClientError::NotRunning { .. }), "{err}");
+        assert!(err.to_string().contains("crabup daemon start"), "{err}");
+    }
+}
+
+/// Starts the test server on `transport` and connects a client to it.
+async fn serve(transport: Transport) -> (Running, Client) {
+    match transport {
+        Transport::Uds => serve_uds().await,
+        Transport::Tcp => {
+            let (running, addr) = serve_tcp(None, "127.0.0.1:0").await;
+            let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+            PortFile::for_this_process(port)
+                .write(&running.home.daemon_port_file())
+                .unwrap();
+            let client = Client::connect_tcp(&addr, None).await.unwrap();
+            (running, client)
+        }
+    }
 }
 
 async fn serve_uds() -> (Running, Client) {
@@ -185,6 +281,7 @@ async fn serve_uds() -> (Running, Client) {
             shutdown,
             served,
             _dir: dir,
+            endpoint: Endpoint::Uds(home.socket_path()),
             home,
         },
         client,
@@ -192,15 +289,20 @@ async fn serve_uds() -> (Running, Client) {
 }
 
 async fn serve_tcp(token: Option<&str>, addr: &str) -> (Running, String) {
-    let dir = tempfile::tempdir().unwrap();
     let listener = TcpListener::bind(addr.parse().unwrap(), token)
         .await
         .unwrap();
+    serve_tcp_listener(listener)
+}
+
+fn serve_tcp_listener(listener: TcpListener) -> (Running, String) {
+    let dir = tempfile::tempdir().unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = Arc::new(TestServer::default());
     let shutdown = CancellationToken::new();
     let served = tokio::spawn(listener.serve(server.clone(), shutdown.clone()));
     let home = Home::new(dir.path());
+    let addr = format!("127.0.0.1:{port}");
     (
         Running {
             server,
@@ -208,9 +310,37 @@ async fn serve_tcp(token: Option<&str>, addr: &str) -> (Running, String) {
             served,
             _dir: dir,
             home,
+            endpoint: Endpoint::Tcp(addr.clone()),
         },
-        format!("127.0.0.1:{port}"),
+        addr,
     )
+}
+
+/// Turns `async fn name(transport: Transport)` test bodies into one test per
+/// transport: `name::uds` and `name::tcp`.
+macro_rules! on_every_transport {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            use super::*;
+
+            #[tokio::test]
+            async fn uds() {
+                super::$name(Transport::Uds).await
+            }
+
+            #[tokio::test]
+            async fn tcp() {
+                super::$name(Transport::Tcp).await
+            }
+        }
+    )*};
+}
+
+on_every_transport! {
+    two_streams_and_a_ping_share_one_connection,
+    client_disconnect_mid_stream_frees_the_server_task,
+    shutdown_closes_listeners_and_connections,
+    a_stream_ending_on_an_error_frees_its_slot,
 }
 
 async fn stream_texts(client: &Client, script: &str) -> (Vec<String>, bool) {
@@ -294,9 +424,8 @@ async fn a_long_stream_arrives_whole_and_ends_at_stream_end() {
     drop(running);
 }
 
-#[tokio::test]
-async fn two_streams_and_a_ping_share_one_connection() {
-    let (running, client) = serve_uds().await;
+async fn two_streams_and_a_ping_share_one_connection(transport: Transport) {
+    let (running, client) = serve(transport).await;
     let open = |script: &str| {
         client.stream(StreamMsg {
             agent: "crab".into(),
@@ -335,17 +464,12 @@ async fn two_streams_and_a_ping_share_one_connection() {
     assert!(end_a.is_end());
 }
 
-#[cfg(unix)]
-#[tokio::test]
-async fn client_disconnect_mid_stream_frees_the_server_task() {
-    let (running, _client) = serve_uds().await;
+async fn client_disconnect_mid_stream_frees_the_server_task(transport: Transport) {
+    let (running, _client) = serve(transport).await;
     let mut dropped = running.server.watch_drops();
     // A raw connection that starts a stream and then simply goes away,
     // without Cancel.
-    let stream = tokio::net::UnixStream::connect(running.home.socket_path())
-        .await
-        .unwrap();
-    let (read, mut write) = stream.into_split();
+    let (read, mut write) = running.raw_connection().await;
     let request = ClientMessage::from(client_message::Msg::Stream(StreamMsg {
         agent: "crab".into(),
         content: "forever".into(),
@@ -385,9 +509,8 @@ async fn dropping_a_stream_cancels_it_and_the_connection_stays_usable() {
     within("ping after cancel", client.ping()).await.unwrap();
 }
 
-#[tokio::test]
-async fn shutdown_closes_listeners_and_connections() {
-    let (running, client) = serve_uds().await;
+async fn shutdown_closes_listeners_and_connections(transport: Transport) {
+    let (mut running, client) = serve(transport).await;
     let mut events = client
         .stream(StreamMsg {
             agent: "crab".into(),
@@ -399,22 +522,58 @@ async fn shutdown_closes_listeners_and_connections() {
     within("first event", events.next()).await.unwrap().unwrap();
 
     running.shutdown.cancel();
-    within("serve to return", running.served).await.unwrap();
+    within("serve to return", &mut running.served)
+        .await
+        .unwrap();
     let err = within("the open stream to end", events.next())
         .await
         .unwrap()
         .unwrap_err();
     assert!(matches!(err, ClientError::Closed { .. }), "{err}");
-    assert!(
-        !running.home.socket_path().exists(),
-        "the socket file is removed"
-    );
-    let err = Client::connect(&running.home)
+    let err = within("a request after shutdown", client.ping())
         .await
-        .err()
-        .expect("nothing listens any more");
-    assert!(matches!(err, ClientError::NotRunning { .. }), "{err}");
-    assert!(err.to_string().contains("crabup daemon start"), "{err}");
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Closed { .. }), "{err}");
+    running.assert_nothing_listens().await;
+}
+
+async fn a_stream_ending_on_an_error_frees_its_slot(transport: Transport) {
+    let (_running, client) = serve(transport).await;
+    let mut events = client
+        .stream(StreamMsg {
+            agent: "crab".into(),
+            content: "fail:3".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(client.requests_in_flight(), 1);
+    for i in 0..3 {
+        let event = within("a chunk", events.next()).await.unwrap().unwrap();
+        assert!(
+            matches!(event.event, Some(stream_event::Event::Chunk(ref chunk)) if chunk.content == i.to_string()),
+            "{event:?}"
+        );
+    }
+    let err = within("the error frame", events.next())
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.code(), Some(503), "{err}");
+    // The error is the stream's terminal: it yields nothing more, and its
+    // slot is gone before the stream itself is dropped.
+    assert!(events.next().await.is_none());
+    assert_eq!(client.requests_in_flight(), 0);
+    within("ping after the failed stream", client.ping())
+        .await
+        .unwrap();
+    let (texts, ended) = within(
+        "a stream after the failed one",
+        stream_texts(&client, "count:2"),
+    )
+    .await;
+    assert_eq!((texts.len(), ended), (2, true));
+    assert_eq!(client.requests_in_flight(), 0);
 }
 
 #[tokio::test]
@@ -467,6 +626,148 @@ async fn a_non_loopback_listener_requires_a_token() {
     // The right token works.
     let client = Client::connect_tcp(&addr, Some("s3cret")).await.unwrap();
     within("ping with token", client.ping()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_that_never_says_hello_is_disconnected_after_the_handshake_timeout() {
+    let timeout = Duration::from_millis(300);
+    let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap(), Some("s3cret"))
+        .await
+        .unwrap()
+        .with_handshake_timeout(timeout);
+    let (running, addr) = serve_tcp_listener(listener);
+
+    // Silent, and one that sends half a frame: both are answered 401 and
+    // closed once the timeout passes.
+    let (silent_read, _silent_write) = running.raw_connection().await;
+    let (partial_read, mut partial_write) = running.raw_connection().await;
+    partial_write.write_all(&[0, 0, 0, 9, 1]).await.unwrap();
+    // Admitted in time: not affected by the timeout.
+    let admitted = Client::connect_tcp(&addr, Some("s3cret")).await.unwrap();
+
+    let started = tokio::time::Instant::now();
+    for read in [silent_read, partial_read] {
+        let mut reader = FrameReader::new(read);
+        let reply: ServerMessage = within("the timeout answer", reader.read()).await.unwrap();
+        assert!(
+            matches!(
+                reply.msg,
+                Some(server_message::Msg::Error(ErrorMsg { code: 401, .. }))
+            ),
+            "{reply:?}"
+        );
+        let after = within("the close", reader.read::<ServerMessage>()).await;
+        assert!(matches!(after, Err(FrameError::Closed)), "{after:?}");
+    }
+    assert!(started.elapsed() + Duration::from_millis(50) >= timeout);
+
+    tokio::time::sleep(timeout).await;
+    within("ping on the admitted connection", admitted.ping())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_listener_without_a_token_has_no_handshake_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap(), None)
+        .await
+        .unwrap()
+        .with_handshake_timeout(Duration::from_millis(50));
+    let (_running, addr) = serve_tcp_listener(listener);
+    let client = Client::connect_tcp(&addr, None).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    within("ping after idling", client.ping()).await.unwrap();
+}
+
+/// A peer that answers the first request with a chunk, an error, and then
+/// (misbehaving) another chunk for the same request id.
+#[tokio::test]
+async fn a_client_stream_stops_at_an_error_even_if_more_frames_follow() {
+    let (client_side, server_side) = tokio::io::duplex(64 * 1024);
+    let (client_read, client_write) = tokio::io::split(client_side);
+    let client = Client::over(client_read, client_write);
+    let (peer_read, mut peer_write) = tokio::io::split(server_side);
+    let peer = tokio::spawn(async move {
+        let mut requests = FrameReader::new(peer_read);
+        let stream: ClientMessage = requests.read().await.unwrap();
+        let id = stream.request_id;
+        let mut frames = Vec::new();
+        for reply in [
+            ServerMessage::from(StreamEvent::from(StreamChunk {
+                content: "a".into(),
+            })),
+            ErrorMsg::internal("boom").into(),
+            ServerMessage::from(StreamEvent::from(StreamChunk {
+                content: "late".into(),
+            })),
+        ] {
+            encode_frame(&reply.answering(id), &mut frames).unwrap();
+        }
+        peer_write.write_all(&frames).await.unwrap();
+        // Then answer one ping normally.
+        let ping: ClientMessage = requests.read().await.unwrap();
+        let pong = ServerMessage::from(server_message::Msg::Pong(Pong::default()));
+        let mut frame = Vec::new();
+        encode_frame(&pong.answering(ping.request_id), &mut frame).unwrap();
+        peer_write.write_all(&frame).await.unwrap();
+        (requests, peer_write)
+    });
+
+    let mut events = client.stream(StreamMsg::default()).await.unwrap();
+    let first = within("the chunk", events.next()).await.unwrap().unwrap();
+    assert!(!first.is_end());
+    let err = within("the error", events.next())
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.code(), Some(500), "{err}");
+    assert!(
+        events.next().await.is_none(),
+        "nothing is read after the error"
+    );
+    assert_eq!(client.requests_in_flight(), 0);
+    within("ping after the error", client.ping()).await.unwrap();
+    assert_eq!(client.requests_in_flight(), 0);
+    let _connection = peer.await.unwrap();
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn binding_makes_an_existing_run_dir_private_and_the_socket_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path());
+    std::fs::create_dir(home.run_dir()).unwrap();
+    std::fs::set_permissions(home.run_dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&home.run_dir()), 0o755);
+
+    let listener = UdsListener::bind(home.socket_path()).await.unwrap();
+    assert_eq!(mode(&home.run_dir()), 0o700);
+    assert_eq!(mode(&home.socket_path()), 0o600);
+    drop(listener);
+
+    // A run dir the bind creates is private too.
+    let fresh = Home::new(dir.path().join("fresh"));
+    let listener = UdsListener::bind(fresh.socket_path()).await.unwrap();
+    assert_eq!(mode(&fresh.run_dir()), 0o700);
+    assert_eq!(mode(&fresh.socket_path()), 0o600);
+    drop(listener);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn binding_in_a_shared_sticky_folder_leaves_its_mode_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let listener = UdsListener::bind(shared.join("x.sock")).await.unwrap();
+    let mode = std::fs::metadata(&shared).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o1777);
+    drop(listener);
 }
 
 #[cfg(unix)]

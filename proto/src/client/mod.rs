@@ -246,6 +246,14 @@ impl Client {
         }
     }
 
+    /// How many requests on this connection still have a reply slot: unary
+    /// calls awaiting their answer and streams not yet at their terminal.
+    /// For tests that check slots are freed.
+    #[doc(hidden)]
+    pub fn requests_in_flight(&self) -> usize {
+        self.connection.slots.len()
+    }
+
     /// Pings the server and returns its versions; a protocol other than this
     /// crate's is logged as a warning.
     pub async fn ping(&self) -> Result<Pong, ClientError> {
@@ -327,6 +335,13 @@ impl Client {
     ) -> Result<ReplyStream<T>, ClientError> {
         let connection = &self.connection;
         let request_id = connection.next_request_id();
+        // Unbounded on purpose: the one reader task serves every request on
+        // the connection, so it must never wait for one stream's consumer.
+        // A bound would either stall every other request behind a slow
+        // reader (a caller that awaits a ping while holding an unread
+        // subscription would deadlock) or force dropping frames, and a turn
+        // may not lose its StreamEnd. The server's own output is what this
+        // buffers, and dropping the stream discards it.
         let (sender, replies) = mpsc::unbounded_channel();
         connection
             .slots

@@ -70,6 +70,11 @@ impl Slots {
         state.open.clear();
     }
 
+    /// How many requests wait for replies.
+    pub(super) fn len(&self) -> usize {
+        self.lock().open.len()
+    }
+
     /// Why the connection closed, if it has.
     pub(super) fn closed_reason(&self) -> Option<String> {
         self.lock().closed.clone()

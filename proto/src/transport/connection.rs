@@ -37,15 +37,32 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 pub(crate) enum Admission {
     /// Anyone who can reach the listener.
     Open,
-    /// Only a client whose first frame is `Hello` with this token.
-    Token(Arc<str>),
+    /// Only a client whose first frame is `Hello` with this token, sent
+    /// within `handshake_timeout` of connecting.
+    Token {
+        token: Arc<str>,
+        handshake_timeout: Duration,
+    },
 }
 
 impl Admission {
     fn accepts(&self, token: &str) -> bool {
         match self {
             Self::Open => true,
-            Self::Token(expected) => constant_time_eq(expected.as_bytes(), token.as_bytes()),
+            Self::Token {
+                token: expected, ..
+            } => constant_time_eq(expected.as_bytes(), token.as_bytes()),
+        }
+    }
+
+    /// When a connection that has not said `Hello` yet is closed; `None`
+    /// when no `Hello` is needed.
+    fn handshake_deadline(&self) -> Option<tokio::time::Instant> {
+        match self {
+            Self::Open => None,
+            Self::Token {
+                handshake_timeout, ..
+            } => Some(tokio::time::Instant::now() + *handshake_timeout),
         }
     }
 }
@@ -116,13 +133,29 @@ pub(crate) async fn serve_connection<S, R, W>(
     let mut writer = tokio::spawn(write_frames(queue, write, too_large_reply));
     let requests = Requests::default();
     let mut reader = FrameReader::new(read);
-    let mut admitted = matches!(admission, Admission::Open);
+    // A client that holds a token-protected connection without saying who
+    // it is (or trickles a partial frame) is closed at this deadline.
+    let mut handshake_deadline = admission.handshake_deadline();
+    let mut admitted = handshake_deadline.is_none();
     let mut shutting_down = false;
     loop {
+        let handshake_expired = async {
+            match handshake_deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
         let frame = tokio::select! {
             biased;
             () = shutdown.cancelled() => {
                 shutting_down = true;
+                break;
+            }
+            () = handshake_expired => {
+                let error = ErrorMsg::unauthorized(
+                    "no Hello with the daemon's token arrived in time; closing the connection",
+                );
+                let _ = replies.send(error.into()).await;
                 break;
             }
             frame = reader.read::<ClientMessage>() => frame,
@@ -159,6 +192,7 @@ pub(crate) async fn serve_connection<S, R, W>(
                 break;
             }
             admitted = true;
+            handshake_deadline = None;
         }
         match message.msg {
             Some(client_message::Msg::Hello(_)) => {

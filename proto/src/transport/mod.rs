@@ -18,7 +18,9 @@
 //!
 //! - [`UdsListener`]: `run/crabtalk.sock`, mode 0600, refuses to replace a
 //!   socket that another server still answers on, removes a stale one.
-//! - [`TcpListener`]: `TCP_NODELAY`; a non-loopback address requires a token.
+//! - [`TcpListener`]: `TCP_NODELAY`; a non-loopback address requires a token,
+//!   and a client of a listener with a token that says nothing for the
+//!   handshake timeout is disconnected.
 
 mod connection;
 mod tcp;
@@ -30,7 +32,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-pub use tcp::TcpListener;
+pub use tcp::{DEFAULT_HANDSHAKE_TIMEOUT, TcpListener};
 #[cfg(unix)]
 pub use uds::UdsListener;
 

@@ -24,7 +24,14 @@ pub struct UdsListener {
 }
 
 impl UdsListener {
-    /// Binds `path`, creating its folder (mode 0700) if needed.
+    /// Binds `path`, creating its folder if needed.
+    ///
+    /// The folder is made private (mode 0700), and an existing one is
+    /// tightened to 0700 too: the socket only gets its own 0600 mode just
+    /// after it is bound, and in between it has whatever the umask allows,
+    /// so only the folder keeps other users out during that moment. A folder
+    /// that is shared by design (sticky, like `/tmp`) or owned by another
+    /// user is left alone, with a warning.
     ///
     /// An existing socket is probed first: if a server answers on it, binding
     /// fails with [`BindError::AlreadyRunning`]; otherwise it is stale and is
@@ -41,6 +48,7 @@ impl UdsListener {
                 .mode(0o700)
                 .create(dir)
                 .map_err(io_error)?;
+            make_private(dir).map_err(io_error)?;
         }
         match std::fs::symlink_metadata(&path) {
             Ok(meta) if !meta.file_type().is_socket() => {
@@ -100,6 +108,25 @@ impl Drop for UdsListener {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// Sets `dir` to mode 0700 if it is ours and not a shared (sticky) folder.
+fn make_private(dir: &Path) -> std::io::Result<()> {
+    let meta = std::fs::metadata(dir)?;
+    let mode = meta.mode() & 0o7777;
+    if mode == 0o700 {
+        return Ok(());
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me || mode & 0o1000 != 0 {
+        tracing::warn!(
+            "{} is not a private folder (mode {mode:o}); other users may reach the socket in it until it is chmod 0600",
+            dir.display()
+        );
+        return Ok(());
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
 
 /// Whether a server accepts connections and answers a ping on `path`.
