@@ -310,6 +310,39 @@ async fn a_dismissed_question_is_answered_cancelled() {
 }
 
 #[tokio::test]
+async fn ctrl_c_on_an_open_question_ends_the_turn_and_the_question() {
+    let (llm, daemon) = daemon().await;
+    llm.push(Reply::tools(vec![ToolCall::new(
+        "ask3",
+        "ask_user",
+        json!({"questions": [question("Delete everything?", &["yes", "no"], false)]}),
+    )]));
+    let mut tui = Tui::start(daemon.path(), &[], 30, 80).await;
+    tui.line("clean up");
+    tui.wait_for("❯ 1. yes").await;
+
+    tui.send(CTRL_C);
+    tui.wait_for("✗ cancelled by the user").await;
+    tui.wait_for_prompt().await;
+    assert!(
+        !tui.contents().contains("❯ 1. yes"),
+        "the question is still shown:\n{}",
+        tui.contents()
+    );
+
+    // The daemon closed the question: the next turn runs at once, and the
+    // model sees the call answered as cancelled, not left waiting.
+    llm.push(Reply::text("Nothing deleted."));
+    tui.line("never mind");
+    tui.wait_for("Nothing deleted.").await;
+    tui.wait_for_prompt().await;
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let answer = tool_message(&requests[1], "ask3");
+    assert!(answer.contains("cancelled by the user"), "{answer}");
+}
+
+#[tokio::test]
 async fn slash_agent_switches_agents_and_lists_them_when_unknown() {
     let (llm, daemon) = daemon().await;
     let client = daemon.client().await;
