@@ -1,10 +1,21 @@
 //! Slash commands and skills in the chat, each against the real daemon.
 
 use crabtalk_proto::msg::stream_event::Event;
-use crabtalk_testkit::Reply;
 use crabtalk_testkit::turn::{Turn, message};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary};
+use serde_json::Value;
 
 use crate::support::*;
+
+/// The content of the last message of a recorded model request.
+fn last_message(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .and_then(|message| message["content"].as_str())
+        .unwrap_or_else(|| panic!("no last message in {request}"))
+        .to_owned()
+}
 
 #[tokio::test]
 async fn slash_kill_stops_a_turn_another_client_runs_on_this_conversation() {
@@ -38,4 +49,37 @@ async fn slash_kill_stops_a_turn_another_client_runs_on_this_conversation() {
     llm.push(Reply::text("Ready for more."));
     tui.line("next");
     tui.wait_for("Ready for more.").await;
+}
+
+#[tokio::test]
+async fn slash_model_switches_the_model_the_next_turn_uses() {
+    let llm = ScriptedLlm::start().await;
+    let config = TestDaemon::config_for(&llm.base_url()).replace(
+        r#"models = ["scripted"]"#,
+        r#"models = ["scripted", "other"]"#,
+    );
+    let daemon = TestDaemon::start(daemon_binary(), &config).await;
+    llm.set_default(Reply::text("ok"));
+    let mut tui = Tui::start(daemon.path(), &[], 30, 100).await;
+
+    // A model no provider serves is refused, with the ones that exist.
+    tui.line("/model nosuch");
+    tui.wait_for(
+        "model \"nosuch\" is not served by any configured provider; known models: other, scripted",
+    )
+    .await;
+    tui.wait_for_prompt().await;
+
+    tui.line("/model other");
+    tui.wait_for("the default model is now other").await;
+    tui.wait_for_prompt().await;
+    tui.line("/model");
+    tui.wait_for("other ← default").await;
+
+    tui.line("which model?");
+    tui.wait_for("other · 21 in · 7 out").await;
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0]["model"], "other");
+    assert_eq!(last_message(&requests[0]), "which model?");
 }
