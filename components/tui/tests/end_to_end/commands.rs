@@ -83,3 +83,38 @@ async fn slash_model_switches_the_model_the_next_turn_uses() {
     assert_eq!(requests[0]["model"], "other");
     assert_eq!(last_message(&requests[0]), "which model?");
 }
+
+#[tokio::test]
+async fn slash_clear_empties_the_screen_and_keeps_the_prompt() {
+    let (llm, daemon) = daemon().await;
+    llm.push(Reply::text("Something to clear away."));
+    let mut tui = Tui::start(daemon.path(), &[], 30, 80).await;
+    tui.line("say something");
+    tui.wait_for("Something to clear away.").await;
+    tui.wait_for_prompt().await;
+
+    tui.line("/clear");
+    tui.wait_until("a cleared screen with only the prompt", |screen| {
+        screen.contents().trim_end() == "›" && screen.cursor_position() == (0, 2)
+    })
+    .await;
+    tui.wait_for_prompt().await;
+
+    // Ctrl-L clears the same way, keeping what is being typed.
+    tui.line("/help");
+    tui.wait_for("Ctrl-L  clear the screen").await;
+    tui.send("half typed");
+    tui.send("\x0c");
+    tui.wait_until("a cleared screen with the input kept", |screen| {
+        screen.contents().trim_end() == "› half typed"
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn slash_quit_exits_with_status_zero() {
+    let (_llm, daemon) = daemon().await;
+    let mut tui = Tui::start(daemon.path(), &[], 20, 80).await;
+    tui.line("/quit");
+    assert_eq!(tui.wait_exit().await, 0);
+}
