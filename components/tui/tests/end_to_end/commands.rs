@@ -118,3 +118,36 @@ async fn slash_quit_exits_with_status_zero() {
     tui.line("/quit");
     assert_eq!(tui.wait_exit().await, 0);
 }
+
+#[tokio::test]
+async fn skills_complete_and_run_from_the_daemon() {
+    let (llm, daemon) = daemon().await;
+    let skill = daemon.path().join("skills/greet");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: greet\ndescription: Greet someone warmly\n---\nGreet the person by name, with a crab pun.\n",
+    )
+    .unwrap();
+    llm.push(Reply::text("Shell-o, Ferris!"));
+    let mut tui = Tui::start(daemon.path(), &[], 30, 80).await;
+
+    // A unique completion comes with the space before the argument.
+    tui.send("/gre\t");
+    tui.wait_for("› /greet").await;
+    tui.send("Ferris");
+    tui.wait_for("› /greet Ferris").await;
+    tui.send(ENTER);
+    tui.wait_for("Shell-o, Ferris!").await;
+    tui.wait_for_prompt().await;
+
+    let sent = last_message(&llm.requests()[0]);
+    assert!(sent.starts_with("<skill name=\"greet\">"), "{sent}");
+    assert!(sent.contains("with a crab pun."), "{sent}");
+    assert!(sent.ends_with("Ferris"), "{sent}");
+
+    // A name that is neither a command nor a skill reaches nobody.
+    tui.line("/greeting Ferris");
+    tui.wait_for("unknown command /greeting").await;
+    assert_eq!(llm.requests().len(), 1);
+}
