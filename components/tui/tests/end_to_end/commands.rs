@@ -1,5 +1,6 @@
 //! Slash commands and skills in the chat, each against the real daemon.
 
+use crabtalk_proto::msg::CreateAgentMsg;
 use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary};
@@ -150,4 +151,43 @@ async fn skills_complete_and_run_from_the_daemon() {
     tui.line("/greeting Ferris");
     tui.wait_for("unknown command /greeting").await;
     assert_eq!(llm.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn slash_agent_alone_lists_the_agents_and_marks_the_current_one() {
+    let (_llm, daemon) = daemon().await;
+    let client = daemon.client().await;
+    client
+        .create_agent(CreateAgentMsg {
+            name: "ranger".into(),
+            config: "{}".into(),
+            prompt: "You are Ranger.".into(),
+        })
+        .await
+        .unwrap();
+    let mut tui = Tui::start(daemon.path(), &[], 30, 80).await;
+    tui.line("/agent");
+    tui.wait_for("Agents:").await;
+    tui.wait_for("• crab ← current").await;
+    tui.wait_for("• ranger").await;
+    assert!(
+        !tui.contents().contains("ranger ← current"),
+        "{}",
+        tui.contents()
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_agent_at_startup_lists_the_agents_and_exits_1() {
+    let (_llm, daemon) = daemon().await;
+    let mut tui = Tui::spawn(
+        daemon.path(),
+        daemon.path(),
+        &["--agent", "nosuch"],
+        20,
+        100,
+    );
+    assert_eq!(tui.wait_exit().await, 1);
+    tui.wait_for("there is no agent \"nosuch\"; the agents are: crab")
+        .await;
 }
