@@ -284,6 +284,11 @@ impl Repl {
                             break;
                         }
                         killed = true;
+                        // Open questions need no answer of their own: the
+                        // kill withdraws them, and the daemon closes each
+                        // call as cancelled. Answering "cancelled" first
+                        // would let the agent start another model call
+                        // before the kill lands.
                         forms.clear();
                         let _ = self.terminal.show(&[], &live, None);
                         if let Err(err) = self.session.client.kill(self.session.kill_msg()).await {

@@ -112,6 +112,53 @@ fn find(screen: &vt100::Screen, text: &str) -> Option<(u16, u16)> {
 }
 
 #[tokio::test]
+async fn thinking_is_shown_dimmed_and_the_answer_is_not() {
+    let (llm, daemon) = daemon().await;
+    llm.push(Reply::Thinking {
+        thinking: "The user wants a number; seven is lucky.".into(),
+        text: "Seven.".into(),
+    });
+    let mut tui = Tui::start(daemon.path(), &[], 30, 80).await;
+    tui.line("pick a number");
+    tui.wait_for("Seven.").await;
+    tui.wait_for_prompt().await;
+
+    tui.with_screen(|screen| {
+        let (row, col) = find(screen, "seven is lucky").expect("the thinking on the screen");
+        let cells = (col..col + "seven is lucky".len() as u16)
+            .map(|col| screen.cell(row, col).expect("a cell"));
+        for cell in cells {
+            assert!(
+                cell.dim() && cell.italic(),
+                "{:?} of the thinking is not dim italic:\n{}",
+                cell.contents(),
+                screen.contents()
+            );
+        }
+        // The gutter marks the thinking, dim as well.
+        assert_eq!(screen.cell(row, 0).unwrap().contents(), "┊");
+        assert!(screen.cell(row, 0).unwrap().dim());
+
+        let (row, col) = find(screen, "Seven.").expect("the answer on the screen");
+        for col in col..col + "Seven.".len() as u16 {
+            let cell = screen.cell(row, col).unwrap();
+            assert!(
+                !cell.dim() && !cell.italic(),
+                "{:?} of the answer is dimmed:\n{}",
+                cell.contents(),
+                screen.contents()
+            );
+        }
+    });
+    // The thinking came before the answer.
+    let screen = tui.contents();
+    assert!(
+        screen.find("seven is lucky") < screen.find("Seven."),
+        "{screen}"
+    );
+}
+
+#[tokio::test]
 async fn tool_calls_and_their_results_are_shown_and_expandable() {
     let (llm, daemon) = daemon().await;
     llm.push(Reply::Tools {
@@ -260,6 +307,39 @@ async fn a_dismissed_question_is_answered_cancelled() {
     tui.wait_for("Understood, not proceeding.").await;
     let answer = tool_message(&llm.requests()[1], "ask2");
     assert!(answer.starts_with("cancelled"), "{answer}");
+}
+
+#[tokio::test]
+async fn ctrl_c_on_an_open_question_ends_the_turn_and_the_question() {
+    let (llm, daemon) = daemon().await;
+    llm.push(Reply::tools(vec![ToolCall::new(
+        "ask3",
+        "ask_user",
+        json!({"questions": [question("Delete everything?", &["yes", "no"], false)]}),
+    )]));
+    let mut tui = Tui::start(daemon.path(), &[], 30, 80).await;
+    tui.line("clean up");
+    tui.wait_for("❯ 1. yes").await;
+
+    tui.send(CTRL_C);
+    tui.wait_for("✗ cancelled by the user").await;
+    tui.wait_for_prompt().await;
+    assert!(
+        !tui.contents().contains("❯ 1. yes"),
+        "the question is still shown:\n{}",
+        tui.contents()
+    );
+
+    // The daemon closed the question: the next turn runs at once, and the
+    // model sees the call answered as cancelled, not left waiting.
+    llm.push(Reply::text("Nothing deleted."));
+    tui.line("never mind");
+    tui.wait_for("Nothing deleted.").await;
+    tui.wait_for_prompt().await;
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let answer = tool_message(&requests[1], "ask3");
+    assert!(answer.contains("cancelled by the user"), "{answer}");
 }
 
 #[tokio::test]

@@ -4,5 +4,6 @@
 //! as a plain process for the script modes.
 
 mod chat;
+mod commands;
 mod print;
 mod support;
