@@ -403,7 +403,7 @@ impl Repl {
                         self.markdown(&response.summary);
                     }
                     Err(err) if err.code() == Some(ErrorMsg::NOT_IMPLEMENTED) => {
-                        self.info("Compaction is not available in this daemon yet (it comes with agent memory).")
+                        self.info("This daemon does not offer compaction.")
                     }
                     Err(err) => self.client_error(err).await,
                 }
