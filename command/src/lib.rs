@@ -23,7 +23,6 @@
 //!   tracing to stderr, exit codes.
 
 pub mod component;
-pub mod env_file;
 pub mod liveness;
 pub mod logs;
 pub mod manager;
