@@ -48,6 +48,10 @@ fn help_explains_every_command() {
             &["launchd", "systemd", "schtasks", "process"],
         ),
         (&["up", "--help"], &["--path"]),
+        (&["rm", "--help"], &["Stop", "cargo uninstall", "stay"]),
+        (&["update", "--help"], &["Reinstall", "features"]),
+        (&["list", "--help"], &["versions", "CARGO_HOME"]),
+        (&["daemon", "status", "--help"], &["exit code 3"]),
         (&["doctor", "--help"], &["linger"]),
     ] {
         let text = sandbox.ok(args);
