@@ -216,6 +216,24 @@ fn the_default_unit_is_the_selected_managers() {
 }
 
 #[test]
+fn without_the_variable_the_machines_manager_is_used_and_process_where_none_runs() {
+    let sandbox = Sandbox::new();
+    let text = stdout(
+        &sandbox
+            .command(&["daemon", "unit"])
+            .env_remove("CRABTALK_SERVICE_MANAGER")
+            .output()
+            .unwrap(),
+    );
+    // This check's own answer: CI containers have no user systemd.
+    if crabtalk_command::manager::systemd::user_manager_available() {
+        assert!(text.contains("[Service]"), "{text}");
+    } else {
+        assert!(text.contains("process backend"), "{text}");
+    }
+}
+
+#[test]
 fn missing_cargo_is_one_line_pointing_at_rustup() {
     let mut sandbox = Sandbox::new();
     let empty = sandbox.dir.path().join("empty-path");
