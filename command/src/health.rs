@@ -82,7 +82,9 @@ pub fn check(port: u16, timeout: Duration) -> Result<Health, HealthError> {
     stream
         .set_write_timeout(Some(remaining()?))
         .map_err(HealthError::Io)?;
-    let request = format!("GET {HEALTH_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    let request = format!(
+        "GET {HEALTH_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    );
     stream
         .write_all(request.as_bytes())
         .map_err(|err| io_or_timeout(err, timeout))?;

@@ -7,8 +7,8 @@ mod support;
 
 use std::process::{Child, Command, Stdio};
 
-use crabtalk_command::{Service, health};
 use crabtalk_command::liveness::PortProbe;
+use crabtalk_command::{Service, health};
 use crabtalk_proto::home::{Home, PortFile};
 use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;

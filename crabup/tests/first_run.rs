@@ -78,7 +78,11 @@ fn up_from_a_checkout_does_not_start_a_component_that_lacks_its_config() {
     sandbox.fake_binary("crabtalk-telegram", RUNS_UNTIL_TERM);
     // A config file makes telegram one of `up`'s services; it has no token.
     std::fs::create_dir_all(sandbox.home.join("config")).unwrap();
-    std::fs::write(sandbox.home.join("config/telegram.toml"), "agent = \"crab\"\n").unwrap();
+    std::fs::write(
+        sandbox.home.join("config/telegram.toml"),
+        "agent = \"crab\"\n",
+    )
+    .unwrap();
     let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap();
@@ -88,7 +92,11 @@ fn up_from_a_checkout_does_not_start_a_component_that_lacks_its_config() {
         .output()
         .unwrap();
     assert_refused_for_the_token(&out);
-    assert!(stderr(&out).contains("not up: telegram"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not up: telegram"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(sandbox.ps_row("daemon")["state"], "running");
     assert_eq!(sandbox.ps_row("telegram")["state"], "stopped");
     assert!(!sandbox.home.join("logs/telegram.log").exists());

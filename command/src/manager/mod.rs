@@ -408,7 +408,10 @@ mod tests {
         }
         // launchd and Task Scheduler always run; systemd is not even asked.
         let unasked = || panic!("systemd probed on a system without it");
-        assert_eq!(ManagerKind::detect_on("macos", unasked), ManagerKind::Launchd);
+        assert_eq!(
+            ManagerKind::detect_on("macos", unasked),
+            ManagerKind::Launchd
+        );
         assert_eq!(
             ManagerKind::detect_on("windows", unasked),
             ManagerKind::Schtasks

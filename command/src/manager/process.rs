@@ -116,8 +116,8 @@ impl ProcessManager {
             .try_clone()
             .map_err(ManagerError::io("opening the log", &spec.log_file))?;
         // The same rule as the binary's own loading: the environment wins.
-        let env_file = EnvFile::read(&spec.env_file)
-            .map_err(|err| ManagerError::Other(err.to_string()))?;
+        let env_file =
+            EnvFile::read(&spec.env_file).map_err(|err| ManagerError::Other(err.to_string()))?;
         let env = env_file
             .unset_vars(|key| std::env::var_os(key).is_some())
             .into_iter()

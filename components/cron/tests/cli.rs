@@ -15,7 +15,11 @@ fn cron(args: &[&str], home: &std::path::Path) -> Output {
 #[test]
 fn help_run_and_verbosity_parse_and_run_says_it_is_not_built() {
     let home = tempfile::tempdir().unwrap();
-    for args in [&["--help"][..], &["run", "--help"], &["-v", "run", "--help"]] {
+    for args in [
+        &["--help"][..],
+        &["run", "--help"],
+        &["-v", "run", "--help"],
+    ] {
         let out = cron(args, home.path());
         assert!(out.status.success(), "{args:?}: {out:?}");
         let help = String::from_utf8_lossy(&out.stdout);
@@ -40,7 +44,11 @@ fn help_run_and_verbosity_parse_and_run_says_it_is_not_built() {
 
 #[test]
 fn the_library_cli_is_the_binarys() {
-    let parse = |args: &[&str]| crabtalk_cron::cli::command().try_get_matches_from(args).is_ok();
+    let parse = |args: &[&str]| {
+        crabtalk_cron::cli::command()
+            .try_get_matches_from(args)
+            .is_ok()
+    };
     assert!(parse(&["crabtalk-cron", "run"]));
     assert!(parse(&["crabtalk-cron", "-v", "run"]));
     assert!(!parse(&["crabtalk-cron", "start"]));

@@ -15,7 +15,11 @@ fn telegram(args: &[&str], home: &std::path::Path) -> Output {
 #[test]
 fn help_run_and_verbosity_parse_and_run_says_it_is_not_built() {
     let home = tempfile::tempdir().unwrap();
-    for args in [&["--help"][..], &["run", "--help"], &["-v", "run", "--help"]] {
+    for args in [
+        &["--help"][..],
+        &["run", "--help"],
+        &["-v", "run", "--help"],
+    ] {
         let out = telegram(args, home.path());
         assert!(out.status.success(), "{args:?}: {out:?}");
         let help = String::from_utf8_lossy(&out.stdout);
@@ -40,10 +44,17 @@ fn help_run_and_verbosity_parse_and_run_says_it_is_not_built() {
 
 #[test]
 fn the_library_cli_is_the_binarys() {
-    let parse = |args: &[&str]| crabtalk_telegram::cli::command().try_get_matches_from(args).is_ok();
+    let parse = |args: &[&str]| {
+        crabtalk_telegram::cli::command()
+            .try_get_matches_from(args)
+            .is_ok()
+    };
     assert!(parse(&["crabtalk-telegram", "run"]));
     assert!(parse(&["crabtalk-telegram", "-v", "run"]));
     assert!(!parse(&["crabtalk-telegram", "start"]));
-    assert_eq!(crabtalk_telegram::cli::service().binary(), "crabtalk-telegram");
+    assert_eq!(
+        crabtalk_telegram::cli::service().binary(),
+        "crabtalk-telegram"
+    );
     assert_eq!(crabtalk_telegram::cli::service().name(), "telegram");
 }

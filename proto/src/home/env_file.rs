@@ -224,10 +224,7 @@ mod tests {
         assert_eq!(EnvFile::read(&path).unwrap(), EnvFile::default());
         std::fs::write(&path, "GOOD=1\noops\n").unwrap();
         let err = EnvFile::read(&path).unwrap_err().to_string();
-        assert!(
-            err.starts_with(&format!("{}:2: ", path.display())),
-            "{err}"
-        );
+        assert!(err.starts_with(&format!("{}:2: ", path.display())), "{err}");
         assert!(err.contains("KEY=value"), "{err}");
     }
 
