@@ -8,13 +8,19 @@
 //! - tracing to stderr (which the service manager appends to
 //!   `logs/<name>.log`): `info` by default, `debug` with `-v`, `trace` with
 //!   `-vv`; `RUST_LOG` overrides;
-//! - exit codes: 0 success, 1 failure, 2 bad usage (clap), and
+//! - `$CRABTALK_HOME/env` loaded before anything else runs (launchd and
+//!   Task Scheduler cannot pass it; see
+//!   [`Home::load_env_file`](crabtalk_proto::home::Home::load_env_file));
+//! - exit codes: 0 success, 1 failure, 2 bad usage (clap),
 //!   [`CONFIG_EXIT_CODE`] (78, `EX_CONFIG`) for missing or invalid
-//!   configuration, which systemd units are told not to restart on.
+//!   configuration, which systemd units are told not to restart on, and
+//!   [`NOT_BUILT_EXIT_CODE`] (69, `EX_UNAVAILABLE`) for a component whose
+//!   service does not exist yet.
 //!
-//! A component with only `run` calls [`main_mcp`]. One with more commands
-//! flattens [`Verbosity`] into its own parser and adds a `Run` variant,
-//! then uses [`init_tracing`] and [`exit_code`].
+//! A component with only `run` calls [`main_mcp`] (or [`main_run`] for a
+//! service that is not MCP alone). One with more commands flattens
+//! [`Verbosity`] into its own parser and adds a `Run` variant, then uses
+//! [`prepare`] and [`exit_code`].
 //!
 //! ```no_run
 //! # #[derive(Clone, Default)] struct SearchTools;
@@ -75,10 +81,23 @@ pub fn run_command(binary: &'static str, about: &'static str) -> clap::Command {
         )
 }
 
+/// The exit code of a component that cannot run because its service is
+/// not built yet (`EX_UNAVAILABLE`).
+pub const NOT_BUILT_EXIT_CODE: u8 = 69;
+
 /// Missing or invalid configuration: exits with [`CONFIG_EXIT_CODE`].
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct ConfigError(pub String);
+
+/// The component exists as a command line only: exits with
+/// [`NOT_BUILT_EXIT_CODE`].
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the {0} service is not built yet (this binary has only its command line); stop it with \
+     `crabup {0} stop`"
+)]
+pub struct NotBuilt(pub String);
 
 /// Sends tracing to stderr at the level `-v` asks for (`RUST_LOG` wins).
 pub fn init_tracing(verbosity: Verbosity) {
@@ -106,9 +125,31 @@ pub fn exit_code(binary: &str, result: anyhow::Result<()>) -> ExitCode {
     eprintln!("{binary}: error: {err:#}");
     if err.chain().any(|cause| cause.is::<ConfigError>()) {
         ExitCode::from(CONFIG_EXIT_CODE)
+    } else if err.chain().any(|cause| cause.is::<NotBuilt>()) {
+        ExitCode::from(NOT_BUILT_EXIT_CODE)
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// What every component does before its command runs, in this order: find
+/// the home, load `$CRABTALK_HOME/env` (while the process has one thread,
+/// so `RUST_LOG` may come from it too), and set up tracing. Failures are
+/// [`ConfigError`]s.
+pub fn prepare(verbosity: Verbosity) -> Result<Home, ConfigError> {
+    let home = Home::from_env().map_err(|err| ConfigError(err.to_string()))?;
+    let loaded = home
+        .load_env_file()
+        .map_err(|err| ConfigError(err.to_string()))?;
+    init_tracing(verbosity);
+    if !loaded.is_empty() {
+        tracing::info!(
+            "loaded {} from {}",
+            loaded.join(", "),
+            home.env_file().display()
+        );
+    }
+    Ok(home)
 }
 
 /// A runtime for one component: a single thread keeps a component small.
@@ -119,11 +160,23 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 /// The whole `main` of a component that only serves MCP: parse `run` and
-/// `-v`, set up tracing, serve `factory`'s handler with [`mcp::run_mcp`].
+/// `-v`, [`prepare`], serve `factory`'s handler with [`mcp::run_mcp`].
 pub fn main_mcp<S, F>(service: Service, about: &'static str, factory: F) -> ExitCode
 where
     S: rmcp::ServerHandler + Send + 'static,
     F: Fn() -> S + Send + Sync + 'static,
+{
+    main_run(service, about, move |home, service| {
+        runtime()?.block_on(mcp::run_mcp(home, service, mcp::mcp_router(factory)))?;
+        Ok(())
+    })
+}
+
+/// The whole `main` of a `run`-only component: parse `run` and `-v`,
+/// [`prepare`], then call `run`, which is the service until it returns.
+pub fn main_run<F>(service: Service, about: &'static str, run: F) -> ExitCode
+where
+    F: FnOnce(&Home, &Service) -> anyhow::Result<()>,
 {
     // clap wants a 'static name; one small string for the life of main.
     let binary: &'static str = Box::leak(service.binary().to_owned().into_boxed_str());
@@ -132,17 +185,21 @@ where
         Ok(cli) => cli,
         Err(err) => err.exit(),
     };
-    init_tracing(cli.verbosity);
-    let result = (|| -> anyhow::Result<()> {
-        let home = Home::from_env().map_err(|err| ConfigError(err.to_string()))?;
-        match cli.command {
-            RunCommand::Run => {
-                runtime()?.block_on(mcp::run_mcp(&home, &service, mcp::mcp_router(factory)))?
-            }
-        }
-        Ok(())
-    })();
+    let result = prepare(cli.verbosity)
+        .map_err(anyhow::Error::from)
+        .and_then(|home| match cli.command {
+            RunCommand::Run => run(&home, &service),
+        });
     exit_code(binary, result)
+}
+
+/// The `main` of a component whose service is not built yet: its command
+/// line is the real one (units that run it parse), and `run` fails with
+/// [`NotBuilt`].
+pub fn main_not_built(service: Service, about: &'static str) -> ExitCode {
+    main_run(service, about, |_, service| {
+        Err(NotBuilt(service.name().to_owned()).into())
+    })
 }
 
 #[cfg(test)]
@@ -189,5 +246,7 @@ mod tests {
             ExitCode::FAILURE
         );
         assert_eq!(exit_code("x", Ok(())), ExitCode::SUCCESS);
+        let not_built: anyhow::Result<()> = Err(NotBuilt("search".into()).into());
+        assert_eq!(exit_code("x", not_built), ExitCode::from(69));
     }
 }

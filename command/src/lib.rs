@@ -19,11 +19,12 @@
 //! - [`logs`]: the last lines of a log and following it across rotation.
 //! - [`mcp`]: [`run_mcp`], the component runtime — bind, write the port
 //!   file, serve `/mcp`, remove the port file on the way out.
+//! - [`health`]: `GET /health` next to `/mcp`, and the check that asks it.
 //! - [`component`]: the `main` of a component binary — `run`, `-v`,
 //!   tracing to stderr, exit codes.
 
 pub mod component;
-pub mod env_file;
+pub mod health;
 pub mod liveness;
 pub mod logs;
 pub mod manager;

@@ -3,8 +3,9 @@
 //! A component binds `127.0.0.1:0`, announces the port it got in
 //! `$CRABTALK_HOME/run/<name>.port` (port, `pid=`, `started_at=`, written
 //! atomically), and serves an `axum` router in which [`mcp_router`] mounts
-//! the `rmcp` streamable-HTTP service at `/mcp`. The daemon finds it by
-//! scanning `run/*.port`. On SIGINT, SIGTERM or a normal return the port
+//! the `rmcp` streamable-HTTP service at `/mcp`, plus `GET /health`
+//! ([`health`](crate::health); the path is reserved). The daemon finds it
+//! by scanning `run/*.port`. On SIGINT, SIGTERM or a normal return the port
 //! file is removed first, then open connections get a short grace period.
 //! A crash leaves the file behind; readers tell it is stale with
 //! [`PortProbe`](crate::liveness::PortProbe) (pid gone or port silent).
@@ -83,6 +84,7 @@ pub async fn run_mcp_until(
         .await
         .map_err(McpError::Bind)?;
     let port = listener.local_addr().map_err(McpError::Bind)?.port();
+    let router = crate::health::with_health_route(router, service.name());
     let port_file = PortFileGuard::write(&service.port_file(home), port)?;
     tracing::info!(
         service = service.name(),
@@ -225,9 +227,14 @@ mod tests {
         };
         assert_eq!(file.pid, Some(std::process::id()));
         assert!(file.started_at.is_some());
-        tokio::net::TcpStream::connect(("127.0.0.1", file.port))
-            .await
-            .unwrap();
+        let port = file.port;
+        let health = tokio::task::spawn_blocking(move || {
+            crate::health::check(port, crate::health::HEALTH_TIMEOUT)
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(health, crate::health::Health::of_this_process("probe"));
         stop.send(()).unwrap();
         task.await.unwrap().unwrap();
         assert!(!path.exists());

@@ -1,6 +1,6 @@
 //! Rendered units: snapshots, real parsers, real tools, hostile values.
 //!
-//! Every unit format is rendered for the daemon and a component and
+//! Every unit format is rendered for the daemon and each component and
 //! checked four ways: against a reviewed snapshot; by parsing it the way
 //! its consumer does (XML for plists and task XML; systemd's quoting rules,
 //! and `systemd-analyze verify` itself, for systemd units); by parsing the
@@ -44,9 +44,26 @@ fn search_spec() -> UnitSpec {
     )
 }
 
+fn component_spec(name: &str, description: &str) -> UnitSpec {
+    let binary = format!("crabtalk-{name}");
+    spec(
+        Service::new(name, &binary, description).unwrap(),
+        "/home/crab/.crabtalk",
+        &format!("/home/crab/.cargo/bin/{binary}"),
+    )
+}
+
 #[test]
 fn snapshots_of_every_unit() {
-    for (who, spec) in [("daemon", daemon_spec()), ("search", search_spec())] {
+    for (who, spec) in [
+        ("daemon", daemon_spec()),
+        ("search", search_spec()),
+        (
+            "telegram",
+            component_spec("telegram", "crabtalk Telegram gateway"),
+        ),
+        ("cron", component_spec("cron", "crabtalk scheduler")),
+    ] {
         for format in UnitFormat::ALL {
             let text = spec.render(format).unwrap();
             insta::assert_snapshot!(format!("{who}_{format}"), text);

@@ -38,7 +38,16 @@ impl Installed {
     /// The local folder it was installed from, for `--path` installs.
     pub fn path_source(&self) -> Option<PathBuf> {
         let url = self.source.strip_prefix("path+file://")?;
-        Some(PathBuf::from(url.split(['?', '#']).next().unwrap_or(url)))
+        let path = url.split(['?', '#']).next().unwrap_or(url);
+        // A file URL: a checkout in "my code" is recorded as my%20code.
+        let bytes: Vec<u8> = percent_encoding::percent_decode_str(path).collect();
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStringExt;
+            Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+        }
+        #[cfg(not(unix))]
+        Some(PathBuf::from(String::from_utf8_lossy(&bytes).into_owned()))
     }
 
     /// The git URL it was installed from, for `--git` installs.
@@ -295,6 +304,30 @@ mod tests {
         assert_eq!(
             daemon.path_source(),
             Some(PathBuf::from("/src/crabtalk/daemon"))
+        );
+    }
+
+    #[test]
+    fn path_sources_are_percent_decoded() {
+        let text = r#"{"installs":{
+            "crabtalkd 0.1.0 (path+file:///home/me/my%20code/crab%25talk/daemon)":{"bins":["crabtalkd"]},
+            "crabtalk-cron 0.1.0 (path+file:///home/me/caf%C3%A9/cron#0.1.0)":{"bins":["crabtalk-cron"]}
+        }}"#;
+        let installed = parse_crates2(text).unwrap();
+        let source = |name: &str| {
+            installed
+                .iter()
+                .find(|i| i.name == name)
+                .unwrap()
+                .path_source()
+        };
+        assert_eq!(
+            source("crabtalkd"),
+            Some(PathBuf::from("/home/me/my code/crab%talk/daemon"))
+        );
+        assert_eq!(
+            source("crabtalk-cron"),
+            Some(PathBuf::from("/home/me/café/cron"))
         );
     }
 

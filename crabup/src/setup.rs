@@ -8,13 +8,13 @@
 //!   fails and says how to provide it.
 //! - the daemon starts without any provider, so it is never refused; with
 //!   a terminal and no provider key yet, crabup offers to save one in
-//!   `$CRABTALK_HOME/env` (mode 0600), which service units load.
+//!   `$CRABTALK_HOME/env` (mode 0600), which every service loads at start.
 
 use std::io::{BufRead, Write};
 
 use anyhow::{Context as _, bail};
 use crabtalk_command::Service;
-use crabtalk_proto::home::{Home, write_atomic_private};
+use crabtalk_proto::home::{EnvFile, Home, write_atomic_private};
 
 /// A terminal to ask questions on, when there is one.
 pub struct Prompt<'a> {
@@ -44,8 +44,8 @@ pub fn ensure_ready(home: &Home, service: &Service, prompt: Option<Prompt>) -> a
 /// Whether a provider is configured: a key in the env file, or a
 /// `[[providers]]` entry in the daemon's `config.toml`.
 pub fn has_provider_config(home: &Home) -> bool {
-    let env = crabtalk_command::env_file::read(&home.env_file()).unwrap_or_default();
-    if !env.is_empty() {
+    let env = EnvFile::read(&home.env_file()).unwrap_or_default();
+    if !env.vars.is_empty() {
         return true;
     }
     std::fs::read_to_string(home.config_file())
@@ -80,8 +80,8 @@ fn daemon_providers(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
             )?;
             return Ok(());
         }
-        let parsed = crabtalk_command::env_file::parse(&answer);
-        if parsed.len() == 1 {
+        let parsed = EnvFile::parse(&answer).map(|file| file.vars);
+        if let Ok([var]) = parsed.as_deref() {
             let mut text = std::fs::read_to_string(&env).unwrap_or_default();
             if !text.is_empty() && !text.ends_with('\n') {
                 text.push('\n');
@@ -90,7 +90,7 @@ fn daemon_providers(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
             text.push('\n');
             write_atomic_private(&env, text.as_bytes())
                 .with_context(|| format!("saving {}", env.display()))?;
-            writeln!(prompt.output, "Saved {} to {}.", parsed[0].0, env.display())?;
+            writeln!(prompt.output, "Saved {} to {}.", var.key, env.display())?;
             return Ok(());
         }
         writeln!(prompt.output, "That is not NAME=value; try again.")?;

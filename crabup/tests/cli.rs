@@ -1,11 +1,11 @@
 //! The command surface: help that explains itself, `unit` printing what
 //! would be installed (and installing nothing), every unit's command line
-//! accepted by its binary's own CLI, and a missing cargo in one line.
+//! (systemd, launchd and Task Scheduler) accepted by its binary's own CLI,
+//! and a missing cargo in one line.
 
 mod support;
 
-use clap::Parser;
-use crabtalk_command::component::run_command;
+use clap::CommandFactory;
 use support::{Sandbox, stderr, stdout};
 
 #[test]
@@ -48,6 +48,10 @@ fn help_explains_every_command() {
             &["launchd", "systemd", "schtasks", "process"],
         ),
         (&["up", "--help"], &["--path"]),
+        (&["rm", "--help"], &["Stop", "cargo uninstall", "stay"]),
+        (&["update", "--help"], &["Reinstall", "features"]),
+        (&["list", "--help"], &["versions", "CARGO_HOME"]),
+        (&["daemon", "status", "--help"], &["exit code 3"]),
         (&["doctor", "--help"], &["linger"]),
     ] {
         let text = sandbox.ok(args);
@@ -62,18 +66,84 @@ fn help_explains_every_command() {
     assert!(stderr(&tui).contains("not a service"), "{}", stderr(&tui));
 }
 
+// The sandbox's paths hold no quotes, escapes, `%` or `$`, so these
+// decoders stay small; every escape and hostile value is checked in
+// command/tests/units.rs.
+
 /// The argv of the `ExecStart=` line of a rendered systemd unit.
-fn exec_start_argv(unit: &str) -> Vec<String> {
+fn systemd_argv(unit: &str) -> Vec<String> {
     let line = unit
         .lines()
         .find_map(|l| l.strip_prefix("ExecStart="))
         .expect("an ExecStart line");
-    // Quoted words; the sandbox's paths hold no quotes, escapes or `%`/`$`.
     line.split('"')
         .enumerate()
         .filter(|(i, _)| i % 2 == 1)
         .map(|(_, word)| word.to_owned())
         .collect()
+}
+
+/// The `ProgramArguments` of a rendered launchd plist.
+fn launchd_argv(plist: &str) -> Vec<String> {
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(plist, options)
+        .unwrap_or_else(|e| panic!("invalid plist: {e}\n{plist}"));
+    let mut entries = doc.descendants().filter(|n| n.is_element());
+    entries
+        .find(|n| n.has_tag_name("key") && n.text() == Some("ProgramArguments"))
+        .expect("a ProgramArguments key");
+    let array = entries.next().expect("its value");
+    assert!(array.has_tag_name("array"), "{plist}");
+    array
+        .children()
+        .filter(|n| n.has_tag_name("string"))
+        .map(|n| n.text().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The program words of a rendered task's `cmd.exe /c "… && "prog" "arg"
+/// >>"log" 2>&1"` action.
+fn schtasks_argv(task: &str) -> Vec<String> {
+    let utf8 = task.replacen("encoding=\"UTF-16\"", "encoding=\"UTF-8\"", 1);
+    let doc = roxmltree::Document::parse(&utf8)
+        .unwrap_or_else(|e| panic!("invalid task XML: {e}\n{task}"));
+    let text_of = |tag: &str| {
+        doc.descendants()
+            .find(|n| n.has_tag_name(tag))
+            .and_then(|n| n.text())
+            .unwrap_or_else(|| panic!("no {tag} in\n{task}"))
+            .to_owned()
+    };
+    assert_eq!(text_of("Command"), "cmd.exe");
+    let arguments = text_of("Arguments");
+    let line = arguments
+        .strip_prefix("/d /v:off /s /c \"")
+        .and_then(|rest| rest.strip_suffix('"'))
+        .unwrap_or_else(|| panic!("unexpected arguments {arguments:?}"));
+    let (commands, _log) = line.rsplit_once(" >>").expect("a log redirection");
+    let program = commands.rsplit(" && ").next().unwrap();
+    program
+        .strip_prefix('"')
+        .and_then(|p| p.strip_suffix('"'))
+        .expect("quoted words")
+        .split("\" \"")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The clap definition of the binary behind `name`: the daemon's library
+/// `cli` module, or the component crate's.
+fn binary_cli(name: &str) -> clap::Command {
+    match name {
+        "daemon" => crabtalkd::cli::Cli::command(),
+        "search" => crabtalk_search::cli::command(),
+        "telegram" => crabtalk_telegram::cli::command(),
+        "cron" => crabtalk_cron::cli::command(),
+        other => panic!("no binary CLI for {other}"),
+    }
 }
 
 #[test]
@@ -91,26 +161,28 @@ fn every_unit_is_printed_and_its_command_line_parses_with_the_binary_cli() {
                 "{name} {manager}:\n{text}"
             );
         }
-        let unit = sandbox.ok(&[name, "unit", "--manager", "systemd"]);
-        let argv = exec_start_argv(&unit);
         let binary = if name == "daemon" {
             "crabtalkd".to_owned()
         } else {
             format!("crabtalk-{name}")
         };
-        assert!(argv[0].ends_with(&format!("/bin/{binary}")), "{argv:?}");
-        if name == "daemon" {
-            // The daemon's own clap definition (its library's cli module).
-            if let Err(err) = crabtalkd::cli::Cli::try_parse_from(&argv) {
-                panic!("the daemon rejects its unit's command line {argv:?}: {err}");
-            }
-        } else {
-            // Components share the component main helper's CLI.
-            let cli = run_command("crabtalk-component", "component");
-            if let Err(err) = cli.try_get_matches_from(&argv) {
-                panic!("{name} rejects its unit's command line {argv:?}: {err}");
+        for (manager, argv_of) in [
+            ("systemd", systemd_argv as fn(&str) -> Vec<String>),
+            ("launchd", launchd_argv),
+            ("schtasks", schtasks_argv),
+        ] {
+            let argv = argv_of(&sandbox.ok(&[name, "unit", "--manager", manager]));
+            assert!(
+                argv[0].ends_with(&format!("/bin/{binary}")),
+                "{name} {manager}: {argv:?}"
+            );
+            if let Err(err) = binary_cli(name).try_get_matches_from(&argv) {
+                panic!("{binary} rejects its {manager} unit's command line {argv:?}: {err}");
             }
         }
+        // And a command line the binary does not have is refused by it.
+        let wrong = [format!("/bin/{binary}"), "start".to_owned()];
+        assert!(binary_cli(name).try_get_matches_from(wrong).is_err());
     }
     // `unit` installs nothing and starts nothing.
     assert!(!sandbox.home.exists() || sandbox.run_files().is_empty());
@@ -141,6 +213,24 @@ fn the_default_unit_is_the_selected_managers() {
         "{}",
         stderr(&bad)
     );
+}
+
+#[test]
+fn without_the_variable_the_machines_manager_is_used_and_process_where_none_runs() {
+    let sandbox = Sandbox::new();
+    let text = stdout(
+        &sandbox
+            .command(&["daemon", "unit"])
+            .env_remove("CRABTALK_SERVICE_MANAGER")
+            .output()
+            .unwrap(),
+    );
+    // This check's own answer: CI containers have no user systemd.
+    if crabtalk_command::manager::systemd::user_manager_available() {
+        assert!(text.contains("[Service]"), "{text}");
+    } else {
+        assert!(text.contains("process backend"), "{text}");
+    }
 }
 
 #[test]

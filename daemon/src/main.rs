@@ -28,6 +28,11 @@ fn main() -> ExitCode {
             }
         },
     };
+    // Before the runtime starts any thread (see `load_env_file`).
+    if let Err(err) = home.load_env_file() {
+        eprintln!("crabtalkd: {err}");
+        return ExitCode::from(crabtalkd::process::EX_CONFIG);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

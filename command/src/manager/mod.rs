@@ -81,22 +81,36 @@ impl ManagerKind {
 
     /// `CRABTALK_SERVICE_MANAGER` when set, else what this machine runs.
     pub fn select() -> Result<Self, ManagerError> {
-        match std::env::var(MANAGER_ENV) {
-            Ok(name) if !name.trim().is_empty() => Self::parse(&name),
-            _ => Ok(Self::detect()),
+        Self::select_from(std::env::var(MANAGER_ENV).ok().as_deref(), Self::detect)
+    }
+
+    /// `forced` (the value of `CRABTALK_SERVICE_MANAGER`) when it is set
+    /// and not blank, else what `detect` finds.
+    pub fn select_from(
+        forced: Option<&str>,
+        detect: impl FnOnce() -> Self,
+    ) -> Result<Self, ManagerError> {
+        match forced {
+            Some(name) if !name.trim().is_empty() => Self::parse(name),
+            _ => Ok(detect()),
         }
     }
 
     /// The platform's manager when it is usable, else `process`.
     pub fn detect() -> Self {
-        if cfg!(target_os = "macos") {
-            Self::Launchd
-        } else if cfg!(windows) {
-            Self::Schtasks
-        } else if systemd::user_manager_available() {
-            Self::Systemd
-        } else {
-            Self::Process
+        Self::detect_on(std::env::consts::OS, systemd::user_manager_available)
+    }
+
+    /// The manager of `os` (as in [`std::env::consts::OS`]): launchd on
+    /// macOS, Task Scheduler on Windows, and elsewhere systemd when
+    /// `user_systemd_runs` finds a user manager, else `process` (containers,
+    /// WSL without systemd, CI).
+    pub fn detect_on(os: &str, user_systemd_runs: impl FnOnce() -> bool) -> Self {
+        match os {
+            "macos" => Self::Launchd,
+            "windows" => Self::Schtasks,
+            _ if user_systemd_runs() => Self::Systemd,
+            _ => Self::Process,
         }
     }
 
@@ -379,5 +393,54 @@ pub fn wait_until_ready(
             return Ok(Readiness::TimedOut);
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_service_manager_the_process_backend_is_chosen() {
+        for os in ["linux", "freebsd"] {
+            assert_eq!(ManagerKind::detect_on(os, || false), ManagerKind::Process);
+            assert_eq!(ManagerKind::detect_on(os, || true), ManagerKind::Systemd);
+        }
+        // launchd and Task Scheduler always run; systemd is not even asked.
+        let unasked = || panic!("systemd probed on a system without it");
+        assert_eq!(
+            ManagerKind::detect_on("macos", unasked),
+            ManagerKind::Launchd
+        );
+        assert_eq!(
+            ManagerKind::detect_on("windows", unasked),
+            ManagerKind::Schtasks
+        );
+    }
+
+    #[test]
+    fn the_variable_forces_a_manager_and_blank_means_detect() {
+        let detected = || ManagerKind::Process;
+        assert_eq!(
+            ManagerKind::select_from(None, detected).unwrap(),
+            ManagerKind::Process
+        );
+        assert_eq!(
+            ManagerKind::select_from(Some("  "), detected).unwrap(),
+            ManagerKind::Process
+        );
+        assert_eq!(
+            ManagerKind::select_from(Some(" systemd\n"), detected).unwrap(),
+            ManagerKind::Systemd
+        );
+        let not_detected = || panic!("detection ran although a manager was forced");
+        assert_eq!(
+            ManagerKind::select_from(Some("launchd"), not_detected).unwrap(),
+            ManagerKind::Launchd
+        );
+        assert!(matches!(
+            ManagerKind::select_from(Some("upstart"), detected),
+            Err(ManagerError::UnknownKind(name)) if name == "upstart"
+        ));
     }
 }

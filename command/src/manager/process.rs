@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crabtalk_proto::home::{Home, write_atomic};
+use crabtalk_proto::home::{EnvFile, Home, write_atomic};
 
 use super::{
     Installed, ManagerError, ManagerKind, Restarted, ServiceManager, ServiceState, ServiceStatus,
@@ -115,8 +115,13 @@ impl ProcessManager {
         let log_err = log
             .try_clone()
             .map_err(ManagerError::io("opening the log", &spec.log_file))?;
-        let env = crate::env_file::read(&spec.env_file)
-            .map_err(ManagerError::io("reading the env file", &spec.env_file))?;
+        // The same rule as the binary's own loading: the environment wins.
+        let env_file =
+            EnvFile::read(&spec.env_file).map_err(|err| ManagerError::Other(err.to_string()))?;
+        let env = env_file
+            .unset_vars(|key| std::env::var_os(key).is_some())
+            .into_iter()
+            .map(|var| (var.key.clone(), var.value.clone()));
         let mut command = Command::new(&spec.program);
         command
             .args(spec.service.args())

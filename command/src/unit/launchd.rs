@@ -1,7 +1,8 @@
 //! launchd agents: `~/Library/LaunchAgents/ai.crabtalk.<name>.plist`.
 //!
 //! launchd cannot read an env file, so provider keys reach a launchd
-//! service only through the binary reading `$CRABTALK_HOME/env` itself.
+//! service only through the binary reading `$CRABTALK_HOME/env` itself,
+//! which every crabtalk binary does at start (`Home::load_env_file`).
 
 use askama::Template;
 

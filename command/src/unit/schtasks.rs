@@ -9,8 +9,9 @@
 //! ```
 //!
 //! Values `cmd.exe` cannot carry (double quotes, `%`, control characters)
-//! are refused. Task Scheduler cannot read an env file; restarts on failure
-//! are at its minimum interval, one minute.
+//! are refused. Task Scheduler cannot read an env file (the binary loads
+//! `$CRABTALK_HOME/env` itself); restarts on failure are at its minimum
+//! interval, one minute.
 
 use askama::Template;
 

@@ -1,8 +1,8 @@
-//! `crabtalk-cron`: the crabtalk scheduler service.
-//!
-//! Not built yet: this binary only reports that.
+//! `crabtalk-cron`: parses its command line and hands over to the component
+//! main helper (see the library for what is built).
+
+use crabtalk_cron::cli;
 
 fn main() -> std::process::ExitCode {
-    eprintln!("crabtalk-cron: not yet built");
-    std::process::ExitCode::FAILURE
+    crabtalk_command::component::main_not_built(cli::service(), cli::ABOUT)
 }

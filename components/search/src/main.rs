@@ -1,8 +1,8 @@
-//! `crabtalk-search`: the crabtalk meta-search MCP service.
-//!
-//! Not built yet: this binary only reports that.
+//! `crabtalk-search`: parses its command line and hands over to the component
+//! main helper (see the library for what is built).
+
+use crabtalk_search::cli;
 
 fn main() -> std::process::ExitCode {
-    eprintln!("crabtalk-search: not yet built");
-    std::process::ExitCode::FAILURE
+    crabtalk_command::component::main_not_built(cli::service(), cli::ABOUT)
 }

@@ -1,8 +1,8 @@
-//! `crabtalk-telegram`: the crabtalk Telegram gateway.
-//!
-//! Not built yet: this binary only reports that.
+//! `crabtalk-telegram`: parses its command line and hands over to the component
+//! main helper (see the library for what is built).
+
+use crabtalk_telegram::cli;
 
 fn main() -> std::process::ExitCode {
-    eprintln!("crabtalk-telegram: not yet built");
-    std::process::ExitCode::FAILURE
+    crabtalk_command::component::main_not_built(cli::service(), cli::ABOUT)
 }

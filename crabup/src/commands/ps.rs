@@ -3,14 +3,14 @@
 //! Three sources are merged per service: the service manager (state, pid),
 //! the port file (port, start time; live or stale by its pid and by
 //! connecting), and a health check (the daemon answers `Ping`; a component
-//! accepts a connection on its port).
+//! answers `GET /health` on its port as the service it should be).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crabtalk_command::liveness::PortProbe;
 use crabtalk_command::manager::process::PidFile;
-use crabtalk_command::{Service, ServiceState};
+use crabtalk_command::{Service, ServiceState, health};
 use crabtalk_proto::home::{DAEMON_RUN_NAME, Home, validate_service_name};
 
 use crate::cli::PsArgs;
@@ -152,7 +152,13 @@ fn health(home: &Home, service: &Service, probe: &PortProbe) -> String {
         };
     }
     match probe {
-        PortProbe::Live(_) => "ok (port answers)".into(),
+        PortProbe::Live(file) => match health::check(file.port, health::HEALTH_TIMEOUT) {
+            Ok(report) if report.service == service.name() => {
+                format!("ok ({} {})", report.service, report.version)
+            }
+            Ok(report) => format!("wrong service: {} answers", report.service),
+            Err(err) => format!("no answer: {err}"),
+        },
         PortProbe::Stale { .. } => "down".into(),
         _ => "-".into(),
     }

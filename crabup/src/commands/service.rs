@@ -58,23 +58,7 @@ fn start(ctx: &Context, service: &Service) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    // First-run setup happens before anything is installed, so a service
-    // that lacks its config is never left restart-looping.
-    if std::io::stdin().is_terminal() {
-        let stdin = std::io::stdin();
-        let mut input = stdin.lock();
-        let mut output = std::io::stderr();
-        ensure_ready(
-            &ctx.home,
-            service,
-            Some(Prompt {
-                input: &mut input,
-                output: &mut output,
-            }),
-        )?;
-    } else {
-        ensure_ready(&ctx.home, service, None)?;
-    }
+    first_run_setup(ctx, service)?;
     match manager.start(&spec)? {
         Started::AlreadyRunning { pid } => {
             println!("{} is already running{}", service.name(), pid_note(pid));
@@ -82,6 +66,26 @@ fn start(ctx: &Context, service: &Service) -> anyhow::Result<()> {
         Started::Started { .. } => report_ready(ctx, &*manager, &spec, "started")?,
     }
     Ok(())
+}
+
+/// Whatever `service` cannot run without, asked for on the terminal when
+/// there is one; done before anything is installed or (re)started, so a
+/// service that lacks its config is never left restart-looping.
+fn first_run_setup(ctx: &Context, service: &Service) -> anyhow::Result<()> {
+    if !std::io::stdin().is_terminal() {
+        return ensure_ready(&ctx.home, service, None);
+    }
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let mut output = std::io::stderr();
+    ensure_ready(
+        &ctx.home,
+        service,
+        Some(Prompt {
+            input: &mut input,
+            output: &mut output,
+        }),
+    )
 }
 
 /// Waits for the service to announce itself and says how it went.
@@ -146,6 +150,8 @@ fn stop(ctx: &Context, service: &Service) -> anyhow::Result<()> {
 fn restart(ctx: &Context, service: &Service) -> anyhow::Result<()> {
     let spec = installed_spec(ctx, service)?;
     let manager = ctx.manager()?;
+    // A running service keeps running when its config went missing.
+    first_run_setup(ctx, service)?;
     let Restarted { old_pid, .. } = manager.restart(&spec)?;
     let verb = match old_pid {
         Some(old) => format!("restarted (was pid {old})"),

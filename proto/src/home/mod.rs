@@ -8,7 +8,7 @@
 //! ```text
 //! $CRABTALK_HOME/
 //!   config.toml            daemon config
-//!   env                    KEY=value lines loaded by service units
+//!   env                    KEY=value lines every service loads at start
 //!   Crab.md                global instructions
 //!   agents/<name>.toml     agent definitions (+ <name>.md prompts)
 //!   sessions/              conversation logs
@@ -26,11 +26,13 @@
 //! folder through a name.
 
 mod atomic;
+mod env_file;
 mod port_file;
 
 use std::path::{Path, PathBuf};
 
 pub use atomic::{write_atomic, write_atomic_mode, write_atomic_private};
+pub use env_file::{EnvFile, EnvFileError, EnvLineError, EnvVar};
 pub use port_file::{PortFile, PortFileError};
 
 /// The environment variable that overrides the home directory.
@@ -100,7 +102,8 @@ impl Home {
         self.root.join("config.toml")
     }
 
-    /// `env`: `KEY=value` lines (provider keys) loaded by service units.
+    /// `env`: `KEY=value` lines (provider keys) every service loads at start
+    /// (see [`Home::load_env_file`]).
     pub fn env_file(&self) -> PathBuf {
         self.root.join("env")
     }
