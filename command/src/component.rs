@@ -39,7 +39,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches};
 use crabtalk_proto::home::Home;
 
-pub use crate::unit::CONFIG_EXIT_CODE;
+pub use crate::unit::{CONFIG_EXIT_CODE, NOT_BUILT_EXIT_CODE};
 use crate::{Service, mcp};
 
 /// `-v`, `-vv`: more log detail. Flatten it into a component's parser.
@@ -80,10 +80,6 @@ pub fn run_command(binary: &'static str, about: &'static str) -> clap::Command {
              start and stop it with `crabup`.",
         )
 }
-
-/// The exit code of a component that cannot run because its service is
-/// not built yet (`EX_UNAVAILABLE`).
-pub const NOT_BUILT_EXIT_CODE: u8 = 69;
 
 /// Missing or invalid configuration: exits with [`CONFIG_EXIT_CODE`].
 #[derive(Debug, thiserror::Error)]

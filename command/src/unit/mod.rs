@@ -47,6 +47,11 @@ pub const LAUNCHD_THROTTLE_SECS: u32 = 10;
 /// it, so a service without its config fails once instead of looping.
 pub const CONFIG_EXIT_CODE: u8 = 78;
 
+/// The exit code of a component that cannot run because its service is
+/// not built yet (`EX_UNAVAILABLE`). Restarting cannot help either, so
+/// systemd does not restart on it.
+pub const NOT_BUILT_EXIT_CODE: u8 = 69;
+
 /// The comment at the top of every rendered unit.
 const HEADER: &str = "Written by crabup (crabtalk-command); edits are overwritten. Preview it with: crabup SERVICE unit";
 

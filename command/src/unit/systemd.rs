@@ -4,8 +4,8 @@ use askama::Template;
 
 use super::escape::{self, Escaped};
 use super::{
-    CONFIG_EXIT_CODE, HEADER, RESTART_DELAY_SECS, RenderError, UnitFormat, UnitSpec, field,
-    path_text, rendered,
+    CONFIG_EXIT_CODE, HEADER, NOT_BUILT_EXIT_CODE, RESTART_DELAY_SECS, RenderError, UnitFormat,
+    UnitSpec, field, path_text, rendered,
 };
 
 const FORMAT: UnitFormat = UnitFormat::Systemd;
@@ -23,6 +23,7 @@ struct SystemdUnit {
     log_file: Escaped,
     restart_delay_secs: Escaped,
     config_exit_code: Escaped,
+    not_built_exit_code: Escaped,
 }
 
 pub(super) fn render(spec: &UnitSpec) -> Result<String, RenderError> {
@@ -64,6 +65,7 @@ pub(super) fn render(spec: &UnitSpec) -> Result<String, RenderError> {
         )?,
         restart_delay_secs: Escaped::literal(RESTART_DELAY_SECS),
         config_exit_code: Escaped::literal(CONFIG_EXIT_CODE),
+        not_built_exit_code: Escaped::literal(NOT_BUILT_EXIT_CODE),
     };
     Ok(rendered(unit.render()))
 }
