@@ -1,57 +1,22 @@
 //! The binary's command line is real (`run`, `-v`, `--help`), and `run`
 //! says the service is not built yet with its own exit code.
 
-use std::process::{Command, Output, Stdio};
-
-fn search(args: &[&str], home: &std::path::Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_crabtalk-search"))
-        .args(args)
-        .env("CRABTALK_HOME", home)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+#[path = "../../not_built_cli.rs"]
+mod not_built_cli;
 
 #[test]
 fn help_run_and_verbosity_parse_and_run_says_it_is_not_built() {
-    let home = tempfile::tempdir().unwrap();
-    for args in [
-        &["--help"][..],
-        &["run", "--help"],
-        &["-v", "run", "--help"],
-    ] {
-        let out = search(args, home.path());
-        assert!(out.status.success(), "{args:?}: {out:?}");
-        let help = String::from_utf8_lossy(&out.stdout);
-        assert!(help.contains("crabtalk-search"), "{args:?}: {help}");
-        assert!(help.contains("--verbose"), "{args:?}: {help}");
-    }
-    let top = String::from_utf8_lossy(&search(&["--help"], home.path()).stdout).into_owned();
-    assert!(top.contains("run") && top.contains("crabup"), "{top}");
-
-    let run = search(&["run", "-vv"], home.path());
-    assert_eq!(run.status.code(), Some(69), "{run:?}");
-    let err = String::from_utf8_lossy(&run.stderr);
-    assert!(
-        err.contains("search service is not built yet") && err.contains("crabup search stop"),
-        "{err}"
+    not_built_cli::the_binary_parses_and_run_says_it_is_not_built(
+        env!("CARGO_BIN_EXE_crabtalk-search"),
+        "search",
     );
-
-    for bad in [&[][..], &["start"], &["run", "extra"]] {
-        assert_eq!(search(bad, home.path()).status.code(), Some(2), "{bad:?}");
-    }
 }
 
 #[test]
 fn the_library_cli_is_the_binarys() {
-    let parse = |args: &[&str]| {
-        crabtalk_search::cli::command()
-            .try_get_matches_from(args)
-            .is_ok()
-    };
-    assert!(parse(&["crabtalk-search", "run"]));
-    assert!(parse(&["crabtalk-search", "-v", "run"]));
-    assert!(!parse(&["crabtalk-search", "start"]));
-    assert_eq!(crabtalk_search::cli::service().binary(), "crabtalk-search");
-    assert_eq!(crabtalk_search::cli::service().name(), "search");
+    not_built_cli::the_library_cli_is_the_binarys(
+        crabtalk_search::cli::command(),
+        crabtalk_search::cli::service(),
+        "search",
+    );
 }
