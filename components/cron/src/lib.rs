@@ -1,4 +1,38 @@
-//! `crabtalk-cron`: the crabtalk scheduler service.
+//! `crabtalk-cron`: the crabtalk scheduler.
+//!
+//! Entries in `$CRABTALK_HOME/config/crons.toml` ([`config`]) say when
+//! ([`schedule`]: crontab expressions with crontab(5)'s semantics, one-shot
+//! times, intervals, each in an IANA zone), what (a skill or a message),
+//! for whom (agent and sender: the conversation it speaks in) and where the
+//! reply goes. The service ([`service`]) runs the [`engine`], which claims
+//! each slot on disk before firing it through the daemon, so a restart or a
+//! crash never fires a slot twice, and records every slot in
+//! `logs/cron-runs.jsonl` ([`runlog`]). Agents manage entries through the
+//! MCP tools the service offers ([`tools`]); people through the CLI
+//! ([`cli`]), which goes through the same code.
+
+use std::path::{Path, PathBuf};
+
+use crabtalk_proto::home::Home;
 
 pub mod cli;
+pub mod config;
+pub mod lock;
 pub mod schedule;
+
+/// `$CRABTALK_HOME/cron/`: the scheduler's own data (claims, locks).
+pub fn data_dir(home: &Home) -> PathBuf {
+    home.root().join("cron")
+}
+
+/// Creates `dir` (and its parents) private to the user (0700 on Unix).
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}

@@ -25,6 +25,11 @@ impl Span {
         Self(seconds.max(1))
     }
 
+    /// [`Span::from_secs`] for constants; `seconds` must be at least 1.
+    pub const fn from_secs_const(seconds: u64) -> Self {
+        Self(seconds)
+    }
+
     pub fn as_secs(self) -> u64 {
         self.0
     }
