@@ -17,8 +17,12 @@ use crabtalk_proto::home::Home;
 
 pub mod cli;
 pub mod config;
+pub mod engine;
+pub mod fire;
 pub mod lock;
+pub mod runlog;
 pub mod schedule;
+pub mod state;
 
 /// `$CRABTALK_HOME/cron/`: the scheduler's own data (claims, locks).
 pub fn data_dir(home: &Home) -> PathBuf {

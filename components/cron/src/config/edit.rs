@@ -118,7 +118,36 @@ impl Change {
                 let not_found = || EditError::NotFound { id: id.clone() };
                 let tables = tables_mut(document).ok_or_else(not_found)?;
                 let index = position(tables, id).ok_or_else(not_found)?;
+                // The first entry's leading comments are the file's header:
+                // they stay, on whatever comes first now.
+                let header = (index == 0)
+                    .then(|| {
+                        tables
+                            .get(0)
+                            .and_then(|t| t.decor().prefix())
+                            .and_then(|p| p.as_str())
+                            .map(str::to_owned)
+                    })
+                    .flatten()
+                    .filter(|prefix| prefix.contains('#'));
                 tables.remove(index);
+                match (header, tables.get_mut(0)) {
+                    (Some(header), Some(first)) => {
+                        let own = first
+                            .decor()
+                            .prefix()
+                            .and_then(|p| p.as_str())
+                            .unwrap_or("")
+                            .to_owned();
+                        first.decor_mut().set_prefix(format!("{header}{own}"));
+                    }
+                    (Some(header), None) => {
+                        let trailing = document.trailing().as_str().unwrap_or("").to_owned();
+                        document.set_trailing(format!("{header}{trailing}"));
+                    }
+                    _ => {}
+                }
+                let tables = tables_mut(document).expect("still there");
                 if tables.is_empty() {
                     document.remove("cron");
                 }

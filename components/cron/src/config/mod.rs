@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use crabtalk_proto::home::{Home, write_atomic_private};
 use toml_edit::DocumentMut;
 
-pub use edit::{Change, EditError};
+pub use edit::{Change, EditError, FieldValue};
 pub use entry::{
     Action, DEFAULT_SENDER, DEFAULT_TIMEOUT, Deliver, Entry, KEYS, Missed, Quiet, Written, slug_of,
     valid_id,
