@@ -15,14 +15,18 @@ use std::path::{Path, PathBuf};
 
 use crabtalk_proto::home::Home;
 
+pub mod admin;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod engine;
 pub mod fire;
 pub mod lock;
 pub mod runlog;
 pub mod schedule;
+pub mod service;
 pub mod state;
+pub mod tools;
 
 /// `$CRABTALK_HOME/cron/`: the scheduler's own data (claims, locks).
 pub fn data_dir(home: &Home) -> PathBuf {

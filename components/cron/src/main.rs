@@ -1,8 +1,17 @@
-//! `crabtalk-cron`: parses its command line and hands over to the component
-//! main helper (see the library for what is built).
+//! `crabtalk-cron`: parses its command line and hands over to the library
+//! (`run` without an id is the service; everything else a command).
 
-use crabtalk_cron::cli;
+use clap::Parser;
+use crabtalk_command::component::{exit_code, prepare};
+use crabtalk_cron::cli::{self, Cli, Command};
 
 fn main() -> std::process::ExitCode {
-    crabtalk_command::component::main_not_built(cli::service(), cli::ABOUT)
+    let cli = Cli::parse();
+    let result = prepare(cli.verbosity)
+        .map_err(anyhow::Error::from)
+        .and_then(|home| match cli.command {
+            Command::Run { id: None, .. } => crabtalk_cron::service::run(&home, &cli::service()),
+            command => crabtalk_cron::commands::run(&home, command),
+        });
+    exit_code(cli::BINARY, result)
 }

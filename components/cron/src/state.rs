@@ -124,6 +124,15 @@ impl StateFile {
         }
     }
 
+    /// The saved state for reading only (the CLI, `list`): a file that
+    /// does not parse reads as empty and is left where it is.
+    pub fn load_quietly(&self) -> State {
+        std::fs::read(&self.path)
+            .ok()
+            .and_then(|text| serde_json::from_slice(&text).ok())
+            .unwrap_or_default()
+    }
+
     /// Writes `state` atomically.
     pub fn save(&self, state: &State) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent() {
