@@ -108,6 +108,12 @@ impl Change {
                         ));
                     }
                     None => {
+                        // Comments of a file without entries stay above them.
+                        let trailing = document.trailing().as_str().unwrap_or("").to_owned();
+                        if !trailing.trim().is_empty() {
+                            table.decor_mut().set_prefix(trailing);
+                            document.set_trailing("");
+                        }
                         let mut tables = ArrayOfTables::new();
                         tables.push(table);
                         document.insert("cron", Item::ArrayOfTables(tables));

@@ -136,6 +136,8 @@ pub struct Engine {
     entries: Vec<Entry>,
     /// The text `entries` came from (an unchanged file is not re-read).
     loaded_text: Option<String>,
+    /// The last text refused (reported once, not at every event).
+    refused_text: Option<String>,
     state: State,
     /// Each enabled entry's next slot after its cursor.
     next: HashMap<String, Option<DateTime<Utc>>>,
@@ -166,6 +168,7 @@ impl Engine {
             watch_mode,
             entries: Vec::new(),
             loaded_text: None,
+            refused_text: None,
             state: State::default(),
             next: HashMap::new(),
             running: HashSet::new(),
@@ -238,7 +241,9 @@ impl Engine {
                 return;
             }
         };
-        if self.loaded_text.as_deref() == Some(text.as_str()) {
+        if self.loaded_text.as_deref() == Some(text.as_str())
+            || self.refused_text.as_deref() == Some(text.as_str())
+        {
             return;
         }
         match crate::config::parse_entries(self.files.crons.path(), &text, self.machine_zone) {

@@ -53,7 +53,7 @@ impl DaemonFirer {
         let mut attempts = 0u32;
         loop {
             attempts += 1;
-            match Client::connect(&self.home).await {
+            match connect(&self.home).await {
                 Ok(client) => return Ok(client),
                 Err(err) => {
                     let now = self.clock.now();
@@ -150,6 +150,15 @@ impl Firer for DaemonFirer {
         };
         Box::pin(async move { firer.run(job).await })
     }
+}
+
+/// The daemon's Unix socket (no token needed, and never a stranger on a
+/// recycled TCP port named by a stale port file); elsewhere its port file.
+async fn connect(home: &Home) -> Result<Client, crabtalk_proto::client::ClientError> {
+    #[cfg(unix)]
+    return Client::connect_uds(home.socket_path()).await;
+    #[cfg(not(unix))]
+    return Client::connect(home).await;
 }
 
 /// Runs the entry's turn to its end; the final reply (the text after the

@@ -1,0 +1,424 @@
+//! End to end: the real `crabtalk-cron` service, the real daemon and a
+//! scripted model; MCP through a real rmcp client; delivery through a real
+//! rmcp server standing in for the telegram component.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use crabtalk_cron::runlog::Status;
+use crabtalk_cron::state::StateFile;
+use crabtalk_proto::home::PortFile;
+use crabtalk_testkit::{Reply, eventually, within};
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use support::{Setup, text};
+
+fn in_secs(secs: i64) -> String {
+    (Utc::now() + chrono::Duration::seconds(secs))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_every_second_entry_fires_at_least_five_times_in_a_row_without_drift() {
+    let mut setup =
+        Setup::start("[[cron]]\nid = \"tick\"\nevery = \"1s\"\nmessage = \"tick\"\n").await;
+    setup.llm.set_default(Reply::text("tock"));
+    setup.start_cron(&[]).await;
+    let runs = setup
+        .runs_where("5 runs", 6, |r| r.entry == "tick" && r.status == Status::Ok)
+        .await;
+    setup.kill9_cron();
+    let ok: Vec<_> = runs.iter().filter(|r| r.status == Status::Ok).collect();
+    let best_streak = ok
+        .windows(2)
+        .fold((1, 1), |(best, streak), pair| {
+            let streak = if pair[1].scheduled - pair[0].scheduled == chrono::Duration::seconds(1) {
+                streak + 1
+            } else {
+                1
+            };
+            (best.max(streak), streak)
+        })
+        .0;
+    assert!(
+        best_streak >= 5,
+        "slots: {:?}",
+        ok.iter().map(|r| r.scheduled).collect::<Vec<_>>()
+    );
+    for run in &ok {
+        let late = run.started.unwrap() - run.scheduled;
+        assert!(
+            late < chrono::Duration::seconds(1) && late >= chrono::Duration::zero(),
+            "started {late} after its slot"
+        );
+        assert_eq!(run.reply.as_deref(), Some("tock"));
+    }
+    // The turns ran in the cron conversation.
+    let turns = setup.llm.requests();
+    assert!(turns.iter().any(|body| body.to_string().contains("tick")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_down_at_a_slot_is_retried_within_the_window_then_recorded_error() {
+    let crons = format!(
+        "[[cron]]\nid = \"late\"\nat = \"{}\"\nmessage = \"m\"\nmissed_within = \"60s\"\n\n[[cron]]\nid = \"lost\"\nat = \"{}\"\nmessage = \"m\"\nmissed_within = \"2s\"\n",
+        in_secs(2),
+        in_secs(2)
+    );
+    let mut setup = Setup::start(&crons).await;
+    setup.daemon.stop().await;
+    setup.start_cron(&[]).await;
+    let lost = setup
+        .runs_where("the lost slot", 1, |r| r.entry == "lost")
+        .await;
+    assert_eq!(lost[0].status, Status::Error);
+    assert!(
+        lost[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("the daemon did not answer"),
+        "{:?}",
+        lost[0]
+    );
+    // The daemon comes back while `late` is still retrying.
+    setup.daemon.spawn().await;
+    let late = setup
+        .runs_where("the retried slot", 1, |r| r.entry == "late")
+        .await;
+    assert_eq!(late[0].status, Status::Ok, "{:?}", late[0]);
+    // A one-shot that succeeded is removed; the failed one stays.
+    let crons_path = setup.home().component_config_dir().join("crons.toml");
+    eventually("late removed", || {
+        !std::fs::read_to_string(&crons_path)
+            .unwrap()
+            .contains("\"late\"")
+    })
+    .await;
+    assert!(
+        std::fs::read_to_string(&crons_path)
+            .unwrap()
+            .contains("\"lost\"")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_run_the_slot_is_unknown_after_restart_and_nothing_fires_twice() {
+    let crons = format!(
+        "[[cron]]\nid = \"slow\"\nat = \"{}\"\nmessage = \"m\"\nmissed = \"once\"\n",
+        in_secs(2)
+    );
+    let mut setup = Setup::start(&crons).await;
+    setup.llm.push(Reply::Gated("finally".into()));
+    setup.start_cron(&[]).await;
+    setup.llm.wait_for_requests(1).await;
+    let state = StateFile::of(&setup.home());
+    assert!(
+        state.load_quietly().entries["slow"].running.is_some(),
+        "claimed on disk before firing"
+    );
+    setup.kill9_cron();
+    setup.start_cron(&[]).await;
+    let unknown = setup
+        .runs_where("the unknown record", 1, |r| r.status == Status::Unknown)
+        .await;
+    assert_eq!(unknown[0].entry, "slow");
+    setup.llm.release();
+    // The service's answer to cron_list comes after its start-up and first
+    // tick, so whatever it would fire has fired by then.
+    let listed = setup.cli(&["list", "--json"]);
+    assert!(listed.status.success(), "{}", text(&listed));
+    assert_eq!(
+        setup.llm.requests().len(),
+        1,
+        "the slot was not fired again"
+    );
+    assert_eq!(setup.runs().len(), 1, "{:?}", setup.runs());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_service_for_the_same_home_says_so_and_exits_1() {
+    let mut setup = Setup::start("").await;
+    setup.start_cron(&[]).await;
+    let second = setup.cli(&["run"]);
+    assert_eq!(second.status.code(), Some(1), "{}", text(&second));
+    assert!(
+        text(&second).contains("another crabtalk-cron (pid"),
+        "{}",
+        text(&second)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_edit_is_picked_up_by_notify_and_by_polling_alone() {
+    for env in [&[][..], &[("CRABTALK_CRON_WATCH", "poll")][..]] {
+        let mut setup = Setup::start("").await;
+        setup.start_cron(env).await;
+        let edited = Utc::now();
+        support::write_crons(
+            setup.daemon.path(),
+            "[[cron]]\nid = \"new\"\nevery = \"1s\"\nmessage = \"m\"\n",
+        );
+        let first = setup
+            .runs_where("the new entry's first run", 1, |r| r.entry == "new")
+            .await;
+        // The poll period is 2 s and the entry fires every second.
+        let picked_up = first[0].scheduled - edited;
+        assert!(
+            picked_up <= chrono::Duration::seconds(4),
+            "{env:?}: first slot {picked_up} after the edit"
+        );
+        // A broken edit keeps the last good schedule running.
+        support::write_crons(
+            setup.daemon.path(),
+            "[[cron]]\nid = \"new\"\nevery = \"1s\"\nmessage = \"unterminated\n",
+        );
+        eventually("the error in the log", || {
+            setup.cron_log().contains("crons.toml:4:24: not valid TOML")
+                && setup.cron_log().contains("keeping the last good schedule")
+        })
+        .await;
+        let before = setup.runs().len();
+        setup
+            .runs_where("runs after the broken edit", before + 2, |r| {
+                r.entry == "new"
+            })
+            .await;
+        setup.kill9_cron();
+    }
+}
+
+// ─── MCP ────────────────────────────────────────────────────────────────────
+
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    name: &'static str,
+    args: Value,
+    meta: Option<Value>,
+) -> CallToolResult {
+    let mut params =
+        CallToolRequestParams::new(name).with_arguments(args.as_object().cloned().unwrap());
+    if let Some(Value::Object(meta)) = meta {
+        params.meta = Some(rmcp::model::RequestMetaObject(meta.into()));
+    }
+    within(name, client.call_tool(params)).await.unwrap()
+}
+
+fn structured(result: &CallToolResult) -> Value {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    result.structured_content.clone().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rmcp_client_uses_every_tool() {
+    let mut setup = Setup::start("# mine\n").await;
+    setup.llm.set_default(Reply::text("reminded"));
+    setup.start_cron(&[]).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = ()
+        .serve(StreamableHttpClientTransport::from_uri(format!(
+            "http://127.0.0.1:{}/mcp",
+            setup.cron_port()
+        )))
+        .await
+        .unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "cron_add",
+            "cron_list",
+            "cron_update",
+            "cron_remove",
+            "cron_pause",
+            "cron_resume",
+            "cron_run",
+            "cron_runs"
+        ]
+    );
+
+    let meta = json!({"ai.crabtalk/agent": "crab", "ai.crabtalk/sender": "tg:42", "ai.crabtalk/origin": "tg:42"});
+    let added = structured(
+        &call(
+            &client,
+            "cron_add",
+            json!({"in": "1h", "message": "stretch", "tz": "Asia/Kolkata"}),
+            Some(meta),
+        )
+        .await,
+    );
+    let entry = &added["added"];
+    assert_eq!(entry["id"], "stretch");
+    assert_eq!(entry["agent"], "crab");
+    assert_eq!(entry["sender"], "tg:42");
+    let next = &entry["next"][0];
+    assert!(
+        next["local"].as_str().unwrap().ends_with("+05:30"),
+        "{next}"
+    );
+    assert!(next["utc"].as_str().unwrap().ends_with('Z'), "{next}");
+    let slot = DateTime::parse_from_rfc3339(next["utc"].as_str().unwrap()).unwrap();
+    let from_now = slot.with_timezone(&Utc) - Utc::now();
+    assert!(from_now > chrono::Duration::minutes(59) && from_now <= chrono::Duration::hours(1));
+
+    let refused = call(
+        &client,
+        "cron_add",
+        json!({"every": "1m", "message": "again"}),
+        Some(json!({"ai.crabtalk/trigger": "cron"})),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true));
+    let bad = call(
+        &client,
+        "cron_add",
+        json!({"cron": "0 25 * * *", "message": "x"}),
+        None,
+    )
+    .await;
+    assert_eq!(bad.is_error, Some(true));
+    assert!(
+        format!("{:?}", bad.content).contains("hour field `25`"),
+        "{bad:?}"
+    );
+
+    structured(&call(&client, "cron_add", json!({"id": "daily", "cron": "0 9 * * 1-5", "tz": "Europe/London", "message": "standup"}), None).await);
+    let updated = structured(
+        &call(
+            &client,
+            "cron_update",
+            json!({"id": "daily", "cron": "30 9 * * 1-5"}),
+            None,
+        )
+        .await,
+    );
+    assert_eq!(updated["updated"]["schedule"], "cron = \"30 9 * * 1-5\"");
+    let paused = structured(&call(&client, "cron_pause", json!({"id": "daily"}), None).await);
+    assert_eq!(paused["entry"]["enabled"], false);
+    let resumed = structured(&call(&client, "cron_resume", json!({"id": "daily"}), None).await);
+    assert_eq!(resumed["entry"]["enabled"], true);
+    let listed = structured(&call(&client, "cron_list", json!({}), None).await);
+    assert_eq!(listed["entries"].as_array().unwrap().len(), 2);
+    let ran = structured(
+        &call(
+            &client,
+            "cron_run",
+            json!({"id": "daily", "wait": true}),
+            None,
+        )
+        .await,
+    );
+    assert_eq!(ran["run"]["status"], "ok");
+    assert_eq!(ran["run"]["reply"], "reminded");
+    let runs = structured(&call(&client, "cron_runs", json!({"id": "daily", "n": 5}), None).await);
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
+    structured(&call(&client, "cron_remove", json!({"id": "daily"}), None).await);
+    let text =
+        std::fs::read_to_string(setup.home().component_config_dir().join("crons.toml")).unwrap();
+    assert!(
+        text.starts_with("# mine\n")
+            && text.contains("id = \"stretch\"")
+            && !text.contains("daily"),
+        "{text}"
+    );
+    let _ = client.cancel().await;
+}
+
+// ─── delivery ───────────────────────────────────────────────────────────────
+
+/// Stands in for the telegram component: `telegram_send` records its
+/// arguments and answers with message ids.
+#[derive(Clone, Default)]
+struct FakeTelegram {
+    sent: Arc<Mutex<Vec<Value>>>,
+}
+
+impl ServerHandler for FakeTelegram {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, rmcp::ErrorData> {
+        let schema =
+            json!({"type": "object", "properties": {"chat_id": {}, "text": {"type": "string"}}});
+        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            "telegram_send",
+            "send",
+            Arc::new(schema.as_object().unwrap().clone()),
+        )]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let mut sent = self.sent.lock().unwrap();
+        sent.push(args);
+        let id = 100 + sent.len() as i64;
+        Ok(CallToolResult::structured(json!({"message_ids": [id]})).into())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_are_delivered_through_telegram_send_with_its_message_ids() {
+    let crons = "[[cron]]\nid = \"news\"\nat = \"2099-01-01T00:00:00Z\"\nmessage = \"news\"\ndeliver = \"telegram:42\"\n\n[[cron]]\nid = \"quiet\"\nat = \"2099-01-01T00:00:00Z\"\nmessage = \"q\"\ndeliver = \"telegram:42\"\n";
+    let mut setup = Setup::start(crons).await;
+    setup.start_cron(&[]).await;
+
+    // No telegram running: recorded, not lost.
+    setup.llm.push(Reply::text("headline"));
+    let first = setup.cli(&["run", "news", "--json"]);
+    assert!(first.status.success(), "{}", text(&first));
+    let record: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(record["status"], "ok");
+    assert_eq!(record["delivery"]["status"], "error");
+    assert!(
+        record["delivery"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("telegram component is not running"),
+        "{record}"
+    );
+
+    let fake = FakeTelegram::default();
+    let sent = fake.sent.clone();
+    let router = crabtalk_command::mcp_router(move || fake.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    PortFile::for_this_process(port)
+        .write(&setup.home().port_file("telegram").unwrap())
+        .unwrap();
+
+    setup.llm.push(Reply::text("second headline"));
+    let second: Value =
+        serde_json::from_slice(&setup.cli(&["run", "news", "--json"]).stdout).unwrap();
+    assert_eq!(second["delivery"]["status"], "delivered", "{second}");
+    assert_eq!(second["delivery"]["message_ids"], json!([101]));
+    assert_eq!(
+        sent.lock().unwrap()[0],
+        json!({"chat_id": 42, "text": "second headline"})
+    );
+
+    setup.llm.push(Reply::text("[SILENT]"));
+    let silent: Value =
+        serde_json::from_slice(&setup.cli(&["run", "quiet", "--json"]).stdout).unwrap();
+    assert_eq!(silent["delivery"]["status"], "silent", "{silent}");
+    assert_eq!(sent.lock().unwrap().len(), 1);
+}
