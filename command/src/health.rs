@@ -9,6 +9,10 @@
 //! {"service":"search","version":"0.1.0","pid":4242}
 //! ```
 //!
+//! A component that knows of problems worth a look (the scheduler's
+//! failing entries) adds them as `"problems": [...]` through
+//! [`HealthProblems`]; `crabup ps` shows them.
+//!
 //! [`check`] asks for it: one plain HTTP/1.1 request over a local TCP
 //! connection, bounded in time and in size, so `crabup ps` can tell a
 //! working service from a hung one or from a stranger on a recycled port.
@@ -35,7 +39,14 @@ pub struct Health {
     /// The crabtalk release the component was built from.
     pub version: String,
     pub pid: u32,
+    /// Problems the component reports about itself, in words (none: all
+    /// well).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
 }
+
+/// Asked at every `GET /health` for the component's current problems.
+pub type HealthProblems = std::sync::Arc<dyn Fn() -> Vec<String> + Send + Sync>;
 
 impl Health {
     /// This process, serving `service`.
@@ -44,6 +55,7 @@ impl Health {
             service: service.to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             pid: std::process::id(),
+            problems: Vec::new(),
         }
     }
 }
@@ -140,13 +152,21 @@ fn parse_answer(answer: &[u8]) -> Result<Health, HealthError> {
     serde_json::from_slice(&answer[split + 4..]).map_err(HealthError::Body)
 }
 
-/// `router` with `GET /health` answering for `service` in this process.
-pub(crate) fn with_health_route(router: axum::Router, service: &str) -> axum::Router {
+/// `router` with `GET /health` answering for `service` in this process,
+/// with `problems` asked at every request.
+pub(crate) fn with_health_route(
+    router: axum::Router,
+    service: &str,
+    problems: Option<HealthProblems>,
+) -> axum::Router {
     let health = Health::of_this_process(service);
     router.route(
         HEALTH_PATH,
         axum::routing::get(move || {
-            let health = health.clone();
+            let mut health = health.clone();
+            if let Some(problems) = &problems {
+                health.problems = problems();
+            }
             async move { axum::Json(health) }
         }),
     )
@@ -164,7 +184,8 @@ mod tests {
             Health {
                 service: "search".into(),
                 version: "0.1.0".into(),
-                pid: 42
+                pid: 42,
+                problems: Vec::new(),
             }
         );
         assert!(matches!(

@@ -33,6 +33,6 @@ mod service;
 pub mod unit;
 
 pub use manager::{ManagerKind, ServiceManager, ServiceState, ServiceStatus};
-pub use mcp::{mcp_router, run_mcp};
+pub use mcp::{mcp_router, run_mcp, run_mcp_reporting};
 pub use service::{RUN_ARGS, Service};
 pub use unit::{UnitFormat, UnitSpec};

@@ -32,6 +32,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::Service;
+use crate::health::HealthProblems;
 
 /// How long open connections may take to finish after shutdown begins.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
@@ -73,6 +74,17 @@ pub async fn run_mcp(home: &Home, service: &Service, router: axum::Router) -> Re
     run_mcp_until(home, service, router, signals.received()).await
 }
 
+/// Like [`run_mcp`], with the component's own problems in `GET /health`.
+pub async fn run_mcp_reporting(
+    home: &Home,
+    service: &Service,
+    router: axum::Router,
+    problems: HealthProblems,
+) -> Result<(), McpError> {
+    let signals = ShutdownSignals::install()?;
+    serve(home, service, router, Some(problems), signals.received()).await
+}
+
 /// Serves `router` for `service` until `shutdown` completes.
 pub async fn run_mcp_until(
     home: &Home,
@@ -80,11 +92,21 @@ pub async fn run_mcp_until(
     router: axum::Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), McpError> {
+    serve(home, service, router, None, shutdown).await
+}
+
+async fn serve(
+    home: &Home,
+    service: &Service,
+    router: axum::Router,
+    problems: Option<HealthProblems>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), McpError> {
     let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .await
         .map_err(McpError::Bind)?;
     let port = listener.local_addr().map_err(McpError::Bind)?.port();
-    let router = crate::health::with_health_route(router, service.name());
+    let router = crate::health::with_health_route(router, service.name(), problems);
     let port_file = PortFileGuard::write(&service.port_file(home), port)?;
     tracing::info!(
         service = service.name(),

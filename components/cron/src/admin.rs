@@ -336,6 +336,29 @@ impl Admin {
             .collect())
     }
 
+    /// What `GET /health` reports: failing entries and a `crons.toml`
+    /// that does not parse.
+    pub fn problems(&self) -> Vec<String> {
+        let entries = match self.crons.load(self.machine_zone) {
+            Ok(entries) => entries,
+            Err(err) => return vec![format!("crons.toml is not used: {err}")],
+        };
+        let state = self.state.load_quietly();
+        let failing: Vec<String> = entries
+            .iter()
+            .filter(|entry| state.entries.get(&entry.id).is_some_and(|s| s.is_failing()))
+            .map(|entry| entry.id.clone())
+            .collect();
+        if failing.is_empty() {
+            Vec::new()
+        } else {
+            vec![format!(
+                "failing entries (3+ errors in a row): {}",
+                failing.join(", ")
+            )]
+        }
+    }
+
     /// One entry.
     pub fn get(&self, id: &str, now: DateTime<Utc>) -> Result<EntryView, AdminError> {
         let entries = self.crons.load(self.machine_zone)?;

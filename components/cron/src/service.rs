@@ -9,7 +9,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use crabtalk_command::{Service, mcp_router, run_mcp};
+use crabtalk_command::{Service, mcp_router, run_mcp_reporting};
 use crabtalk_proto::home::Home;
 use serde_json::Value;
 
@@ -83,6 +83,10 @@ pub fn run(home: &Home, service: &Service) -> anyhow::Result<()> {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let (engine, handle) = engine(home, clock.clone(), zone);
         let admin = Arc::new(Admin::new(home, zone));
+        let problems: crabtalk_command::health::HealthProblems = {
+            let admin = admin.clone();
+            Arc::new(move || admin.problems())
+        };
         let tools = CronTools::new(admin, handle, clock);
         let router =
             mcp_router(move || tools.clone()).layer(axum::middleware::from_fn(string_arguments));
@@ -90,7 +94,7 @@ pub fn run(home: &Home, service: &Service) -> anyhow::Result<()> {
         let engine = tokio::spawn(engine.run(async move {
             let _ = stopped.await;
         }));
-        let served = run_mcp(home, service, router).await;
+        let served = run_mcp_reporting(home, service, router, problems).await;
         let _ = stop.send(());
         let _ = engine.await;
         served.context("serving MCP")

@@ -427,7 +427,10 @@ impl Engine {
         // A daemon that is down is retried within the slot's grace: its
         // missed_within, but never into the next slot.
         let grace = entry.missed_within(newest).as_chrono();
-        let grace = entry.schedule.period_after(newest).map_or(grace, |period| grace.min(period));
+        let grace = entry
+            .schedule
+            .period_after(newest)
+            .map_or(grace, |period| grace.min(period));
         let retry_until = newest + grace;
         self.launch(entry.clone(), newest, by, retry_until, delay, None);
     }
