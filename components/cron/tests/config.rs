@@ -252,3 +252,60 @@ fn a_missing_file_has_no_entries_and_the_first_add_creates_it() {
     .unwrap();
     assert_eq!(file.load(Zone::UTC).unwrap()[0].id, "a");
 }
+
+mod untrusted_bytes {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn keyish() -> impl Strategy<Value = String> {
+        prop_oneof![
+            proptest::sample::select(crabtalk_cron::config::KEYS).prop_map(str::to_owned),
+            "[a-z_]{1,8}",
+        ]
+    }
+
+    fn valueish() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "\"[ -~]{0,20}\"".prop_map(|s| s),
+            Just("\"0 9 * * 1-5\"".to_owned()),
+            Just("\"15m\"".to_owned()),
+            Just("\"Europe/London\"".to_owned()),
+            Just("\"2026-05-01T09:00\"".to_owned()),
+            Just("true".to_owned()),
+            "-?[0-9]{1,4}",
+            Just("[1, 2]".to_owned()),
+            Just("{ a = 1 }".to_owned()),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_are_refused_or_read_never_a_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let text = String::from_utf8_lossy(&bytes);
+            let _ = crabtalk_cron::config::parse_entries(std::path::Path::new("crons.toml"), &text, Zone::UTC);
+        }
+
+        #[test]
+        fn entry_shaped_files_are_refused_with_a_place_inside_the_file_or_read(
+            tables in proptest::collection::vec(proptest::collection::vec((keyish(), valueish()), 0..8), 0..4)
+        ) {
+            let mut text = String::new();
+            for table in &tables {
+                text.push_str("[[cron]]\n");
+                for (key, value) in table {
+                    text.push_str(&format!("{key} = {value}\n"));
+                }
+            }
+            match crabtalk_cron::config::parse_entries(std::path::Path::new("crons.toml"), &text, Zone::UTC) {
+                Ok(entries) => prop_assert!(entries.len() <= tables.len()),
+                Err(LoadError::Invalid { line, column, message, .. }) => {
+                    prop_assert!(line >= 1 && line <= text.lines().count().max(1) + 1, "{line}");
+                    prop_assert!(column >= 1);
+                    prop_assert!(!message.is_empty());
+                }
+                Err(other) => prop_assert!(false, "{other}"),
+            }
+        }
+    }
+}
