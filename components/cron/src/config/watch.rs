@@ -88,11 +88,13 @@ fn watch_folder(path: PathBuf, tx: mpsc::Sender<()>) -> Option<notify::Recommend
         return None;
     }
     let handler = move |event: notify::Result<notify::Event>| {
+        // Reading the file (which every reload does) is not a change.
         let ours = event.map_or(true, |event| {
-            event
-                .paths
-                .iter()
-                .any(|p| p.file_name() == Some(name.as_os_str()))
+            !matches!(event.kind, notify::EventKind::Access(_))
+                && event
+                    .paths
+                    .iter()
+                    .any(|p| p.file_name() == Some(name.as_os_str()))
         });
         if ours {
             let _ = tx.try_send(());
