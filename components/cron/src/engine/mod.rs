@@ -200,7 +200,7 @@ impl Engine {
             tokio::select! {
                 () = &mut shutdown => return,
                 () = sleep => {}
-                () = watch.changed() => self.reload(),
+                () = watch.changed() => self.reconcile(),
                 Some(command) = self.commands.recv() => self.command(command),
                 Some(finished) = self.finished_rx.recv() => self.finish(finished),
             }
@@ -227,8 +227,25 @@ impl Engine {
             self.append(record);
         }
         self.save_state();
-        self.reload();
+        self.reconcile();
         tracing::info!(entries = self.entries.len(), at = %now, "scheduler started");
+    }
+
+    /// Re-reads `crons.toml` and computes every enabled entry's next slot:
+    /// what a change of the file costs.
+    pub fn reconcile(&mut self) {
+        self.reload();
+        for entry in &self.entries {
+            if !self.next.contains_key(&entry.id) {
+                let next = self.next_of(entry);
+                self.next.insert(entry.id.clone(), next);
+            }
+        }
+    }
+
+    /// The number of entries in the schedule.
+    pub fn entry_count(&self) -> usize {
+        self.entries.len()
     }
 
     /// Re-reads `crons.toml`; a file that does not parse is reported and
