@@ -35,7 +35,13 @@ fn crons_text(variant: usize) -> String {
         "cron = \"0 30 8 * * mon-fri\"",
         "cron = \"0 0 29 2 *\"",
     ];
-    let zones = ["America/New_York", "Europe/London", "Australia/Lord_Howe", "Asia/Kolkata", "UTC"];
+    let zones = [
+        "America/New_York",
+        "Europe/London",
+        "Australia/Lord_Howe",
+        "Asia/Kolkata",
+        "UTC",
+    ];
     let mut text = String::with_capacity(ENTRIES * 100);
     for n in 0..ENTRIES {
         text.push_str(&format!(
@@ -65,11 +71,18 @@ impl Firer for Idle {
 }
 
 fn now() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-03-07T12:00:00Z").unwrap().with_timezone(&Utc)
+    DateTime::parse_from_rfc3339("2026-03-07T12:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc)
 }
 
 fn next_slot_for_all(c: &mut Criterion) {
-    let entries = parse_entries(std::path::Path::new("crons.toml"), &crons_text(0), Zone::UTC).unwrap();
+    let entries = parse_entries(
+        std::path::Path::new("crons.toml"),
+        &crons_text(0),
+        Zone::UTC,
+    )
+    .unwrap();
     assert_eq!(entries.len(), ENTRIES);
     c.bench_function("next slot of 10,000 entries", |b| {
         b.iter(|| {
@@ -88,8 +101,18 @@ fn reconcile_after_a_change(c: &mut Criterion) {
     let texts = [crons_text(0), crons_text(1)];
     let crons = CronsFile::of(&home);
     std::fs::write(crons.path(), &texts[0]).unwrap();
-    let files = Files { crons: crons.clone(), runs: RunLog::of(&home), state: StateFile::of(&home) };
-    let (mut engine, _handle) = Engine::new(Arc::new(ManualClock::new(now())), Arc::new(Idle), files, Zone::UTC, WatchMode::PollOnly);
+    let files = Files {
+        crons: crons.clone(),
+        runs: RunLog::of(&home),
+        state: StateFile::of(&home),
+    };
+    let (mut engine, _handle) = Engine::new(
+        Arc::new(ManualClock::new(now())),
+        Arc::new(Idle),
+        files,
+        Zone::UTC,
+        WatchMode::PollOnly,
+    );
     engine.reconcile();
     assert_eq!(engine.entry_count(), ENTRIES);
     let mut flip = 0;

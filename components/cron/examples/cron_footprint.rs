@@ -54,7 +54,11 @@ fn measure(entries: usize, window: Duration) {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::new(dir.path());
     std::fs::create_dir_all(home.component_config_dir()).unwrap();
-    std::fs::write(home.component_config_dir().join("crons.toml"), crons(entries)).unwrap();
+    std::fs::write(
+        home.component_config_dir().join("crons.toml"),
+        crons(entries),
+    )
+    .unwrap();
     let mut child = Command::new(binary())
         .arg("run")
         .env("CRABTALK_HOME", dir.path())

@@ -422,3 +422,57 @@ async fn replies_are_delivered_through_telegram_send_with_its_message_ids() {
     assert_eq!(silent["delivery"]["status"], "silent", "{silent}");
     assert_eq!(sent.lock().unwrap().len(), 1);
 }
+
+/// One JSON-RPC message POSTed to `/mcp` by hand, as a client written from
+/// the MCP spec would; the session id and the body of the answer.
+fn post_mcp(port: u16, session: Option<&str>, body: &str) -> (Option<String>, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if let Some(session) = session {
+        request.push_str(&format!(
+            "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let session = answer.lines().find_map(|line| {
+        line.to_ascii_lowercase()
+            .strip_prefix("mcp-session-id:")
+            .map(|_| line[15..].trim().to_owned())
+    });
+    (session, answer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_arguments_sent_as_a_json_string_are_accepted() {
+    let mut setup = Setup::start("").await;
+    setup.start_cron(&[]).await;
+    let port = setup.cron_port();
+    let answer = tokio::task::spawn_blocking(move || {
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"by-hand","version":"1"}}}"#;
+        let (session, _) = post_mcp(port, None, init);
+        let session = session.expect("a session id");
+        post_mcp(port, Some(&session), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"cron_add","arguments":"{\"id\":\"strung\",\"every\":\"1h\",\"tz\":\"UTC\",\"message\":\"m\"}"}}"#;
+        post_mcp(port, Some(&session), call).1
+    })
+    .await
+    .unwrap();
+    assert!(
+        answer.contains("\"added\"") && answer.contains("strung"),
+        "{answer}"
+    );
+    let text =
+        std::fs::read_to_string(setup.home().component_config_dir().join("crons.toml")).unwrap();
+    assert!(text.contains("id = \"strung\""), "{text}");
+}

@@ -49,6 +49,10 @@ pub const ON_TIME: chrono::Duration = chrono::Duration::seconds(60);
 /// The pause between catch-ups of different entries after downtime.
 pub const CATCH_UP_GAP: Duration = Duration::from_secs(3);
 
+/// How long runs in flight may take to finish when the service stops;
+/// those still running then are `unknown` at the next start.
+pub const DRAIN: Duration = Duration::from_secs(5);
+
 /// How often `crons.toml` is checked when `notify` says nothing.
 pub const POLL: Duration = Duration::from_secs(2);
 
@@ -198,11 +202,28 @@ impl Engine {
             let wait = self.wait_from(self.clock.now());
             let sleep = self.clock.sleep(wait);
             tokio::select! {
-                () = &mut shutdown => return,
+                () = &mut shutdown => {
+                    self.drain().await;
+                    return;
+                }
                 () = sleep => {}
                 () = watch.changed() => self.reconcile(),
                 Some(command) = self.commands.recv() => self.command(command),
                 Some(finished) = self.finished_rx.recv() => self.finish(finished),
+            }
+        }
+    }
+
+    /// Lets runs in flight finish (and be recorded) for up to [`DRAIN`].
+    async fn drain(&mut self) {
+        let deadline = tokio::time::Instant::now() + DRAIN;
+        while !self.running.is_empty() {
+            match tokio::time::timeout_at(deadline, self.finished_rx.recv()).await {
+                Ok(Some(finished)) => self.finish(finished),
+                _ => {
+                    tracing::warn!(running = ?self.running, "stopping with runs in flight: they will be recorded unknown");
+                    return;
+                }
             }
         }
     }
@@ -317,8 +338,9 @@ impl Engine {
             earliest = Some(earliest.map_or(at, |e| e.min(at)));
         }
         match earliest {
+            // A millisecond past the slot, so the wall clock has reached it.
             Some(at) if at > now => {
-                (at - now).to_std().unwrap_or(MAX_SLEEP).min(MAX_SLEEP) + Duration::from_millis(1)
+                ((at - now).to_std().unwrap_or(MAX_SLEEP) + Duration::from_millis(1)).min(MAX_SLEEP)
             }
             Some(_) => Duration::ZERO,
             None => MAX_SLEEP,
@@ -627,4 +649,62 @@ pub fn schedule_key(entry: &Entry) -> String {
         entry.written.value,
         entry.schedule.zone()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CronsFile;
+    use crabtalk_proto::home::Home;
+
+    struct Never;
+
+    impl Firer for Never {
+        fn fire(&self, _job: Job) -> futures::future::BoxFuture<'static, Outcome> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    fn engine_with(crons: &str, now: &str) -> (tempfile::TempDir, Engine) {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        std::fs::create_dir_all(home.component_config_dir()).unwrap();
+        std::fs::write(home.component_config_dir().join("crons.toml"), crons).unwrap();
+        let files = Files {
+            crons: CronsFile::of(&home),
+            runs: RunLog::of(&home),
+            state: StateFile::of(&home),
+        };
+        let now = DateTime::parse_from_rfc3339(now)
+            .unwrap()
+            .with_timezone(&Utc);
+        let (mut engine, _) = Engine::new(
+            Arc::new(ManualClock::new(now)),
+            Arc::new(Never),
+            files,
+            Zone::UTC,
+            WatchMode::PollOnly,
+        );
+        engine.reconcile();
+        (dir, engine)
+    }
+
+    #[test]
+    fn the_engine_never_sleeps_more_than_thirty_seconds() {
+        let (_dir, mut engine) = engine_with(
+            "[[cron]]\nid = \"y\"\ncron = \"@yearly\"\nmessage = \"m\"\n",
+            "2026-06-01T00:00:00Z",
+        );
+        let now = DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(engine.wait_from(now), MAX_SLEEP);
+        let (_dir, mut empty) = engine_with("", "2026-06-01T00:00:00Z");
+        assert_eq!(empty.wait_from(now), MAX_SLEEP);
+        let (_dir, mut soon) = engine_with(
+            "[[cron]]\nid = \"s\"\nevery = \"10s\"\nmessage = \"m\"\n",
+            "2026-06-01T00:00:00Z",
+        );
+        assert_eq!(soon.wait_from(now), Duration::from_millis(10_001));
+    }
 }
