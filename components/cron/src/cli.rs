@@ -49,7 +49,7 @@ pub enum Command {
     },
     /// Add an entry (checked before the file is written); prints its next
     /// three slots.
-    Add(AddArgs),
+    Add(Box<AddArgs>),
     /// List the entries with their next slots and health.
     List {
         #[arg(long)]

@@ -121,7 +121,8 @@ fn admin_error(err: AdminError) -> anyhow::Error {
     }
 }
 
-fn fields_of(args: AddArgs) -> EntryFields {
+fn fields_of(args: Box<AddArgs>) -> EntryFields {
+    let args = *args;
     EntryFields {
         id: args.id,
         cron: args.cron,

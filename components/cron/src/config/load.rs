@@ -28,6 +28,9 @@ pub enum LoadError {
     },
 }
 
+/// Where a value is in the file (a byte range), when known.
+type Place = Option<std::ops::Range<usize>>;
+
 /// A problem at a byte offset, before the file name is known.
 struct Problem {
     at: usize,
@@ -35,7 +38,7 @@ struct Problem {
 }
 
 impl Problem {
-    fn new(at: Option<std::ops::Range<usize>>, message: impl Into<String>) -> Self {
+    fn new(at: Place, message: impl Into<String>) -> Self {
         Self {
             at: at.map_or(0, |span| span.start),
             message: message.into(),
@@ -101,15 +104,12 @@ fn entries_of(root: &Table, machine_zone: Zone) -> Result<Vec<Entry>, Problem> {
     Ok(entries)
 }
 
-fn value_span(table: &Table, key: &str) -> Option<std::ops::Range<usize>> {
+fn value_span(table: &Table, key: &str) -> Place {
     table.get(key).and_then(Item::span).or(table.span())
 }
 
 /// The string at `key`, if present; anything else there is refused.
-fn string(
-    table: &Table,
-    key: &str,
-) -> Result<Option<(String, Option<std::ops::Range<usize>>)>, Problem> {
+fn string(table: &Table, key: &str) -> Result<Option<(String, Place)>, Problem> {
     match table.get(key) {
         None => Ok(None),
         Some(Item::Value(Value::String(s))) => Ok(Some((s.value().clone(), s.span()))),
@@ -165,15 +165,14 @@ fn entry_of(table: &Table, index: usize, machine_zone: Zone) -> Result<Entry, Pr
         None => machine_zone,
     };
 
-    let schedules: Vec<(&'static str, String, Option<std::ops::Range<usize>>)> =
-        ["cron", "at", "every"]
-            .into_iter()
-            .filter_map(|key| {
-                string(table, key)
-                    .transpose()
-                    .map(|r| r.map(|(v, s)| (key, v, s)))
-            })
-            .collect::<Result<_, _>>()?;
+    let schedules: Vec<(&'static str, String, Place)> = ["cron", "at", "every"]
+        .into_iter()
+        .filter_map(|key| {
+            string(table, key)
+                .transpose()
+                .map(|r| r.map(|(v, s)| (key, v, s)))
+        })
+        .collect::<Result<_, _>>()?;
     let (key, value, span) = match schedules.as_slice() {
         [one] => one.clone(),
         [] => {
@@ -289,10 +288,7 @@ fn entry_of(table: &Table, index: usize, machine_zone: Zone) -> Result<Entry, Pr
         None => DEFAULT_SENDER.to_owned(),
     };
 
-    let quiet_time = |key: &str| -> Result<
-        Option<(chrono::NaiveTime, Option<std::ops::Range<usize>>)>,
-        Problem,
-    > {
+    let quiet_time = |key: &str| -> Result<Option<(chrono::NaiveTime, Place)>, Problem> {
         match string(table, key)? {
             None => Ok(None),
             Some((text, span)) => Quiet::parse_time(&text)
