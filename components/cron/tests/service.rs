@@ -476,3 +476,78 @@ async fn tool_arguments_sent_as_a_json_string_are_accepted() {
         std::fs::read_to_string(setup.home().component_config_dir().join("crons.toml")).unwrap();
     assert!(text.contains("id = \"strung\""), "{text}");
 }
+
+// ─── through the daemon ─────────────────────────────────────────────────────
+
+/// Waits until the daemon has connected to the cron component and listed
+/// its tools.
+async fn daemon_sees_cron(setup: &Setup) {
+    let client = setup.daemon.client().await;
+    within("the daemon to connect to cron", async {
+        loop {
+            let list = client
+                .list_mcps(crabtalk_proto::msg::ListMcpsMsg {
+                    agent: "crab".into(),
+                })
+                .await
+                .unwrap();
+            if list.mcps.iter().any(|info| {
+                info.name == "cron"
+                    && info.status == crabtalk_proto::msg::McpStatus::Connected as i32
+                    && info.tool_count == 8
+            }) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_schedules_through_the_daemon_and_the_reply_lands_in_the_named_conversation() {
+    let mut setup = Setup::start("").await;
+    setup.start_cron(&[]).await;
+    daemon_sees_cron(&setup).await;
+    // The model asks for a reminder in two seconds, for tg:7's conversation,
+    // then answers; two seconds later cron's turn gets its own reply.
+    setup
+        .llm
+        .push(Reply::tools(vec![crabtalk_testkit::ToolCall::new(
+            "call-1",
+            "cron__cron_add",
+            json!({"in": "2s", "message": "time to stretch", "agent": "crab", "sender": "tg:7"}),
+        )]));
+    setup.llm.push(Reply::text("I will remind you."));
+    setup.llm.push(Reply::text("Stretch now!"));
+    let client = setup.daemon.client().await;
+    let turn = crabtalk_testkit::turn::Turn::run(
+        &client,
+        crabtalk_testkit::turn::message("crab", "tg:7", "remind me to stretch in 2s"),
+    )
+    .await;
+    assert_eq!(turn.text(), "I will remind you.");
+    let result = &turn.tool_results()[0];
+    assert!(
+        result.output.contains("\"added\"") && result.output.contains("time-to-stretch"),
+        "{result:?}"
+    );
+    let fired = setup
+        .runs_where("cron's turn", 1, |r| r.status == Status::Ok)
+        .await;
+    assert_eq!(fired[0].reply.as_deref(), Some("Stretch now!"));
+    // Cron's message and its reply are in (crab, tg:7): the third model
+    // request carries the whole conversation.
+    let third = setup.llm.requests()[2].to_string();
+    assert!(
+        third.contains("remind me to stretch in 2s") && third.contains("time to stretch"),
+        "{third}"
+    );
+    let crons = setup.home().component_config_dir().join("crons.toml");
+    eventually("the one-shot to be removed after it ran", || {
+        !std::fs::read_to_string(&crons)
+            .unwrap()
+            .contains("time-to-stretch")
+    })
+    .await;
+}
