@@ -494,7 +494,7 @@ impl Engine {
         }
         self.save_state();
         self.running.insert(entry.id.clone());
-        tracing::info!(entry = %entry.id, %slot, by = by.as_str(), "firing");
+        tracing::debug!(entry = %entry.id, %slot, by = by.as_str(), "firing");
         let firer = self.firer.clone();
         let clock = self.clock.clone();
         let finished = self.finished_tx.clone();
@@ -576,6 +576,10 @@ impl Engine {
             delivery: outcome.delivery.clone(),
             by: by.as_str().to_owned(),
         };
+        match record.status {
+            Status::Ok => tracing::debug!(entry = %id, %slot, "ran"),
+            _ => tracing::warn!(entry = %id, %slot, error = record.error.as_deref().unwrap_or(""), "run failed"),
+        }
         self.append(&record);
         let mut remove = false;
         if let Some(state) = self.state.entries.get_mut(&id) {
