@@ -23,6 +23,7 @@
 //!    it is not run again).
 
 mod clock;
+mod handle;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -33,6 +34,8 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
 pub use clock::{Clock, ManualClock, SystemClock};
+use handle::Command;
+pub use handle::EngineHandle;
 
 use crate::config::{Change, CronsFile, Entry, FileWatch, Missed, WatchMode};
 use crate::fire::{By, Firer, Job, Outcome};
@@ -66,59 +69,6 @@ pub struct Files {
     pub crons: CronsFile,
     pub runs: RunLog,
     pub state: StateFile,
-}
-
-/// A request to the running engine.
-enum Command {
-    RunNow {
-        id: String,
-        started: oneshot::Sender<Result<DateTime<Utc>, String>>,
-        finished: Option<oneshot::Sender<RunRecord>>,
-    },
-    Reload,
-}
-
-/// Talks to a running engine; cheap to clone.
-#[derive(Clone)]
-pub struct EngineHandle {
-    commands: mpsc::Sender<Command>,
-}
-
-impl EngineHandle {
-    /// Runs entry `id` now; answers when it has started (with its slot)
-    /// or could not (why).
-    pub async fn run_now(&self, id: &str) -> Result<DateTime<Utc>, String> {
-        self.start(id, None).await
-    }
-
-    /// Runs entry `id` now and waits for its record.
-    pub async fn run_now_and_wait(&self, id: &str) -> Result<RunRecord, String> {
-        let (done, finished) = oneshot::channel();
-        self.start(id, Some(done)).await?;
-        finished.await.map_err(|_| "the engine stopped".to_owned())
-    }
-
-    async fn start(
-        &self,
-        id: &str,
-        finished: Option<oneshot::Sender<RunRecord>>,
-    ) -> Result<DateTime<Utc>, String> {
-        let (started, answer) = oneshot::channel();
-        self.commands
-            .send(Command::RunNow {
-                id: id.to_owned(),
-                started,
-                finished,
-            })
-            .await
-            .map_err(|_| "the engine stopped".to_owned())?;
-        answer.await.map_err(|_| "the engine stopped".to_owned())?
-    }
-
-    /// Re-reads `crons.toml` now (after an edit made by this process).
-    pub async fn reload(&self) {
-        let _ = self.commands.send(Command::Reload).await;
-    }
 }
 
 /// A run that ended.
@@ -578,7 +528,9 @@ impl Engine {
         };
         match record.status {
             Status::Ok => tracing::debug!(entry = %id, %slot, "ran"),
-            _ => tracing::warn!(entry = %id, %slot, error = record.error.as_deref().unwrap_or(""), "run failed"),
+            _ => {
+                tracing::warn!(entry = %id, %slot, error = record.error.as_deref().unwrap_or(""), "run failed")
+            }
         }
         self.append(&record);
         let mut remove = false;
@@ -656,59 +608,4 @@ pub fn schedule_key(entry: &Entry) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::CronsFile;
-    use crabtalk_proto::home::Home;
-
-    struct Never;
-
-    impl Firer for Never {
-        fn fire(&self, _job: Job) -> futures::future::BoxFuture<'static, Outcome> {
-            Box::pin(std::future::pending())
-        }
-    }
-
-    fn engine_with(crons: &str, now: &str) -> (tempfile::TempDir, Engine) {
-        let dir = tempfile::tempdir().unwrap();
-        let home = Home::new(dir.path());
-        std::fs::create_dir_all(home.component_config_dir()).unwrap();
-        std::fs::write(home.component_config_dir().join("crons.toml"), crons).unwrap();
-        let files = Files {
-            crons: CronsFile::of(&home),
-            runs: RunLog::of(&home),
-            state: StateFile::of(&home),
-        };
-        let now = DateTime::parse_from_rfc3339(now)
-            .unwrap()
-            .with_timezone(&Utc);
-        let (mut engine, _) = Engine::new(
-            Arc::new(ManualClock::new(now)),
-            Arc::new(Never),
-            files,
-            Zone::UTC,
-            WatchMode::PollOnly,
-        );
-        engine.reconcile();
-        (dir, engine)
-    }
-
-    #[test]
-    fn the_engine_never_sleeps_more_than_thirty_seconds() {
-        let (_dir, mut engine) = engine_with(
-            "[[cron]]\nid = \"y\"\ncron = \"@yearly\"\nmessage = \"m\"\n",
-            "2026-06-01T00:00:00Z",
-        );
-        let now = DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
-            .unwrap()
-            .with_timezone(&Utc);
-        assert_eq!(engine.wait_from(now), MAX_SLEEP);
-        let (_dir, mut empty) = engine_with("", "2026-06-01T00:00:00Z");
-        assert_eq!(empty.wait_from(now), MAX_SLEEP);
-        let (_dir, mut soon) = engine_with(
-            "[[cron]]\nid = \"s\"\nevery = \"10s\"\nmessage = \"m\"\n",
-            "2026-06-01T00:00:00Z",
-        );
-        assert_eq!(soon.wait_from(now), Duration::from_millis(10_001));
-    }
-}
+mod tests;
