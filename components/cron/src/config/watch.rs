@@ -52,8 +52,9 @@ impl FileWatch {
             WatchMode::PollOnly => None,
         };
         let file = file.clone();
+        // Taken now, not when the task first runs: an edit in between counts.
+        let mut last = file.stamp();
         let poller = tokio::spawn(async move {
-            let mut last = file.stamp();
             let mut ticks = tokio::time::interval(poll);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {

@@ -88,10 +88,11 @@ pub struct Engine {
     machine_zone: Zone,
     watch_mode: WatchMode,
     entries: Vec<Entry>,
-    /// The text `entries` came from (an unchanged file is not re-read).
-    loaded_text: Option<String>,
-    /// The last text refused (reported once, not at every event).
-    refused_text: Option<String>,
+    /// A hash of the text `entries` came from (an unchanged file is not
+    /// checked again).
+    loaded_text: Option<u64>,
+    /// A hash of the last text refused (reported once, not at every event).
+    refused_text: Option<u64>,
     state: State,
     /// Each enabled entry's next slot after its cursor.
     next: HashMap<String, Option<DateTime<Utc>>>,
@@ -143,8 +144,9 @@ impl Engine {
     /// on their own only as long as the process lives; their claims make
     /// them `unknown` after a restart if they did not.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
-        self.start();
+        // Watching starts before the first read, so no edit falls between.
         let mut watch = FileWatch::start(&self.files.crons, self.watch_mode, POLL);
+        self.start();
         tokio::pin!(shutdown);
         loop {
             let now = self.clock.now();
@@ -229,14 +231,14 @@ impl Engine {
                 return;
             }
         };
-        if self.loaded_text.as_deref() == Some(text.as_str())
-            || self.refused_text.as_deref() == Some(text.as_str())
-        {
+        let hash = text_hash(&text);
+        if self.loaded_text == Some(hash) || self.refused_text == Some(hash) {
             return;
         }
         match crate::config::parse_entries(self.files.crons.path(), &text, self.machine_zone) {
             Ok(entries) => {
-                self.loaded_text = Some(text);
+                self.loaded_text = Some(hash);
+                self.refused_text = None;
                 self.adopt(entries);
             }
             Err(err) => {
@@ -244,8 +246,9 @@ impl Engine {
                     "{err}; keeping the last good schedule ({} entries)",
                     self.entries.len()
                 );
-                // Not remembered as loaded: a fix to the same text as before is noticed.
+                // A fix back to the last good text is noticed too.
                 self.loaded_text = None;
+                self.refused_text = Some(hash);
             }
         }
     }
@@ -594,6 +597,13 @@ impl Engine {
             tracing::error!("cannot save the scheduler state: {err}");
         }
     }
+}
+
+fn text_hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// What identifies an entry's schedule: a change of it starts the entry

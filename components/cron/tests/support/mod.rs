@@ -82,30 +82,19 @@ impl Setup {
         RunLog::of(&self.home()).read(None, usize::MAX).unwrap()
     }
 
-    /// Waits until `count` records satisfy `pred`.
-    pub async fn runs_where(
-        &self,
-        what: &str,
-        count: usize,
-        pred: impl Fn(&RunRecord) -> bool,
-    ) -> Vec<RunRecord> {
-        let found = || {
-            self.runs()
-                .into_iter()
-                .filter(|r| pred(r))
-                .collect::<Vec<_>>()
-        };
-        let log = || self.cron_log();
-        crabtalk_testkit::within(what, async {
-            loop {
-                if found().len() >= count {
-                    return;
-                }
+    /// Waits until `count` records satisfy `pred` (failing with the
+    /// service's log).
+    pub async fn runs_where(&self, what: &str, count: usize, pred: impl Fn(&RunRecord) -> bool) -> Vec<RunRecord> {
+        let found = || self.runs().into_iter().filter(|r| pred(r)).collect::<Vec<_>>();
+        let waited = tokio::time::timeout(crabtalk_testkit::PATIENCE, async {
+            while found().len() < count {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
         .await;
-        let _ = log;
+        if waited.is_err() {
+            panic!("timed out waiting for {what}; runs: {:?}\ncron log:\n{}", self.runs(), self.cron_log());
+        }
         found()
     }
 
