@@ -3,11 +3,10 @@
 //! `skip`), claims left by a crash, overlap, one-shots.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use crabtalk_cron::config::{CronsFile, WatchMode};
-use crabtalk_cron::engine::{Engine, EngineHandle, Files, ManualClock};
+use crabtalk_cron::engine::{Clock, Engine, EngineHandle, Files, ManualClock};
 use crabtalk_cron::fire::{By, Firer, Job, Outcome};
 use crabtalk_cron::runlog::{RunLog, RunRecord, Status};
 use crabtalk_cron::schedule::Zone;
@@ -100,7 +99,7 @@ impl Rig {
         }
     }
 
-    fn start(&mut self) {
+    async fn start(&mut self) {
         let (engine, handle) = Engine::new(
             self.clock.clone(),
             Arc::new(Shared(self.recorder.clone())),
@@ -114,6 +113,19 @@ impl Rig {
         })));
         self.handle = Some(handle);
         self.stop = Some(stop);
+        // Started once every entry has its state: slots from then on are its.
+        let home = self.home();
+        let ids: Vec<String> = CronsFile::of(&home)
+            .load(Zone::UTC)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.id)
+            .collect();
+        eventually("the engine to start", || {
+            let state = StateFile::of(&home).load_quietly();
+            ids.iter().all(|id| state.entries.contains_key(id))
+        })
+        .await;
     }
 
     async fn stop(&mut self) {
@@ -134,8 +146,6 @@ impl Rig {
     }
 
     async fn set(&self, now: &str) {
-        // Let the engine reach its sleep before moving time.
-        tokio::time::sleep(Duration::from_millis(20)).await;
         self.clock.set(utc(now));
     }
 
@@ -145,11 +155,28 @@ impl Rig {
         count: usize,
         pred: impl Fn(&RunRecord) -> bool,
     ) -> Vec<RunRecord> {
-        eventually(what, || {
-            self.runs().iter().filter(|r| pred(r)).count() >= count
+        let found = || {
+            self.runs()
+                .into_iter()
+                .filter(|r| pred(r))
+                .collect::<Vec<_>>()
+        };
+        let waited = tokio::time::timeout(crabtalk_testkit::PATIENCE, async {
+            while found().len() < count {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
         })
         .await;
-        self.runs().into_iter().filter(|r| pred(r)).collect()
+        if waited.is_err() {
+            panic!(
+                "timed out waiting for {what}; now {}, runs {:?}, jobs {:?}, state {:?}",
+                self.clock.now(),
+                self.runs(),
+                self.jobs(),
+                StateFile::of(&self.home()).load_quietly()
+            );
+        }
+        found()
     }
 }
 
@@ -159,7 +186,7 @@ const WEEKDAYS: &str = "[[cron]]\nid = \"standup\"\ncron = \"0 9 * * 1-5\"\ntz =
 async fn a_five_field_weekday_entry_fires_on_weekdays_only() {
     // Friday 2026-03-13, 08:59:50 GMT.
     let mut rig = Rig::new(WEEKDAYS, "2026-03-13T08:59:50Z");
-    rig.start();
+    rig.start().await;
     rig.set("2026-03-13T09:00:00Z").await;
     rig.runs_where("friday's run", 1, |r| r.status == Status::Ok)
         .await;
@@ -186,7 +213,7 @@ async fn a_five_field_weekday_entry_fires_on_weekdays_only() {
 async fn slots_in_quiet_hours_are_recorded_quiet_and_not_fired() {
     let crons = "[[cron]]\nid = \"hourly\"\ncron = \"0 * * * *\"\ntz = \"UTC\"\nmessage = \"m\"\nquiet_start = \"22:00\"\nquiet_end = \"07:00\"\n";
     let mut rig = Rig::new(crons, "2026-06-01T21:59:59Z");
-    rig.start();
+    rig.start().await;
     rig.set("2026-06-01T22:00:00Z").await;
     rig.runs_where("a quiet slot", 1, |r| r.status == Status::Quiet)
         .await;
@@ -207,14 +234,14 @@ const TWO_AFTER_DOWNTIME: &str = "[[cron]]\nid = \"catch\"\ncron = \"0 * * * *\"
 #[tokio::test]
 async fn after_downtime_once_fires_one_catch_up_and_skip_records_missed() {
     let mut rig = Rig::new(TWO_AFTER_DOWNTIME, "2026-06-01T09:30:00Z");
-    rig.start();
+    rig.start().await;
     rig.set("2026-06-01T10:00:00Z").await;
     rig.runs_where("both 10:00 runs", 2, |r| r.status == Status::Ok)
         .await;
     rig.stop().await;
     // Down from 10:00:01 to 13:20: the 11:00, 12:00 and 13:00 slots pass.
     rig.clock.set(utc("2026-06-01T13:20:00Z"));
-    rig.start();
+    rig.start().await;
     rig.runs_where("the catch-up", 3, |r| r.status == Status::Ok)
         .await;
     let missed = rig
@@ -252,10 +279,10 @@ async fn after_downtime_once_fires_one_catch_up_and_skip_records_missed() {
 async fn a_missed_slot_older_than_missed_within_is_not_caught_up() {
     let crons = "[[cron]]\nid = \"catch\"\ncron = \"0 9 * * *\"\ntz = \"UTC\"\nmessage = \"m\"\nmissed = \"once\"\nmissed_within = \"1h\"\n";
     let mut rig = Rig::new(crons, "2026-06-01T08:00:00Z");
-    rig.start();
+    rig.start().await;
     rig.stop().await;
     rig.clock.set(utc("2026-06-01T10:30:00Z"));
-    rig.start();
+    rig.start().await;
     rig.runs_where("the missed slot", 1, |r| r.status == Status::Missed)
         .await;
     rig.stop().await;
@@ -266,7 +293,7 @@ async fn a_missed_slot_older_than_missed_within_is_not_caught_up() {
 async fn a_claim_left_by_a_crash_is_unknown_and_never_run_again() {
     let crons = "[[cron]]\nid = \"hourly\"\ncron = \"0 * * * *\"\ntz = \"UTC\"\nmessage = \"m\"\nmissed = \"once\"\n";
     let mut rig = Rig::new(crons, "2026-06-01T09:59:00Z");
-    rig.start();
+    rig.start().await;
     rig.stop().await;
     // What a process killed mid-run leaves: the 10:00 slot claimed, running.
     let state_file = StateFile::of(&rig.home());
@@ -280,7 +307,7 @@ async fn a_claim_left_by_a_crash_is_unknown_and_never_run_again() {
     });
     state_file.save(&state).unwrap();
     rig.clock.set(utc("2026-06-01T10:00:30Z"));
-    rig.start();
+    rig.start().await;
     let unknown = rig
         .runs_where("the unknown record", 1, |r| r.status == Status::Unknown)
         .await;
@@ -312,7 +339,7 @@ async fn a_slot_whose_previous_run_still_goes_is_an_overlap() {
             ..Recorder::default()
         },
     );
-    rig.start();
+    rig.start().await;
     rig.set("2026-06-01T10:00:00Z").await;
     eventually("the first run to start", || rig.jobs().len() == 1).await;
     rig.set("2026-06-01T10:01:00Z").await;
@@ -340,7 +367,7 @@ async fn three_failures_in_a_row_mark_an_entry_failing_and_an_ok_clears_it() {
             ..Recorder::default()
         },
     );
-    rig.start();
+    rig.start().await;
     for (n, at) in [
         "2026-06-01T10:00:00Z",
         "2026-06-01T10:01:00Z",
@@ -372,7 +399,7 @@ async fn three_failures_in_a_row_mark_an_entry_failing_and_an_ok_clears_it() {
 async fn an_at_entry_fires_once_and_is_removed_after_success_but_kept_after_failure() {
     let crons = "# keep me\n[[cron]]\nid = \"once-ok\"\nat = \"2026-06-01T10:00:00Z\"\nmessage = \"m\"\n\n[[cron]]\nid = \"keep\"\nevery = \"1d\"\nmessage = \"m\"\n";
     let mut rig = Rig::new(crons, "2026-06-01T09:59:30Z");
-    rig.start();
+    rig.start().await;
     rig.set("2026-06-01T10:00:00Z").await;
     rig.runs_where("the one-shot", 1, |r| r.entry == "once-ok")
         .await;
@@ -399,7 +426,7 @@ async fn an_at_entry_fires_once_and_is_removed_after_success_but_kept_after_fail
             ..Recorder::default()
         },
     );
-    rig.start();
+    rig.start().await;
     rig.set("2026-06-01T10:00:00Z").await;
     rig.runs_where("the failed one-shot", 1, |r| r.status == Status::Error)
         .await;
@@ -420,7 +447,7 @@ async fn an_at_entry_fires_once_and_is_removed_after_success_but_kept_after_fail
 async fn a_clock_jump_forward_is_noticed_without_waiting_for_the_old_sleep() {
     let crons = "[[cron]]\nid = \"daily\"\ncron = \"0 9 * * *\"\ntz = \"UTC\"\nmessage = \"m\"\n";
     let mut rig = Rig::new(crons, "2026-06-01T08:00:00Z");
-    rig.start();
+    rig.start().await;
     // A resume from suspend: the wall clock is suddenly at the slot.
     rig.set("2026-06-01T09:00:10Z").await;
     rig.runs_where("the run", 1, |r| r.status == Status::Ok)
@@ -432,7 +459,7 @@ async fn a_clock_jump_forward_is_noticed_without_waiting_for_the_old_sleep() {
 async fn manual_runs_go_through_the_engine_and_wait_for_their_record() {
     let crons = "[[cron]]\nid = \"daily\"\ncron = \"0 9 * * *\"\ntz = \"UTC\"\nmessage = \"m\"\n";
     let mut rig = Rig::new(crons, "2026-06-01T08:00:00Z");
-    rig.start();
+    rig.start().await;
     let record = rig
         .handle
         .as_ref()

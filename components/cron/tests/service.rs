@@ -193,8 +193,16 @@ async fn a_file_edit_is_picked_up_by_notify_and_by_polling_alone() {
                 r.entry == "new"
             })
             .await;
-        let reported = setup.cron_log().matches("keeping the last good schedule").count();
-        assert_eq!(reported, 1, "a refused file is reported once:\n{}", setup.cron_log());
+        let reported = setup
+            .cron_log()
+            .matches("keeping the last good schedule")
+            .count();
+        assert_eq!(
+            reported,
+            1,
+            "a refused file is reported once:\n{}",
+            setup.cron_log()
+        );
         setup.kill9_cron();
     }
 }

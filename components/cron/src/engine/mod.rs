@@ -291,10 +291,9 @@ impl Engine {
             earliest = Some(earliest.map_or(at, |e| e.min(at)));
         }
         match earliest {
-            // A millisecond past the slot, so the wall clock has reached it.
-            Some(at) if at > now => {
-                ((at - now).to_std().unwrap_or(MAX_SLEEP) + Duration::from_millis(1)).min(MAX_SLEEP)
-            }
+            // Exactly to the slot: woken a hair early by a lagging wall clock,
+            // the next round sleeps the rest.
+            Some(at) if at > now => (at - now).to_std().unwrap_or(MAX_SLEEP).min(MAX_SLEEP),
             Some(_) => Duration::ZERO,
             None => MAX_SLEEP,
         }

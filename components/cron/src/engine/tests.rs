@@ -52,5 +52,5 @@ fn the_engine_never_sleeps_more_than_thirty_seconds() {
         "[[cron]]\nid = \"s\"\nevery = \"10s\"\nmessage = \"m\"\n",
         "2026-06-01T00:00:00Z",
     );
-    assert_eq!(soon.wait_from(now), Duration::from_millis(10_001));
+    assert_eq!(soon.wait_from(now), Duration::from_secs(10));
 }

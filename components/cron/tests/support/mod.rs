@@ -84,8 +84,18 @@ impl Setup {
 
     /// Waits until `count` records satisfy `pred` (failing with the
     /// service's log).
-    pub async fn runs_where(&self, what: &str, count: usize, pred: impl Fn(&RunRecord) -> bool) -> Vec<RunRecord> {
-        let found = || self.runs().into_iter().filter(|r| pred(r)).collect::<Vec<_>>();
+    pub async fn runs_where(
+        &self,
+        what: &str,
+        count: usize,
+        pred: impl Fn(&RunRecord) -> bool,
+    ) -> Vec<RunRecord> {
+        let found = || {
+            self.runs()
+                .into_iter()
+                .filter(|r| pred(r))
+                .collect::<Vec<_>>()
+        };
         let waited = tokio::time::timeout(crabtalk_testkit::PATIENCE, async {
             while found().len() < count {
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -93,7 +103,11 @@ impl Setup {
         })
         .await;
         if waited.is_err() {
-            panic!("timed out waiting for {what}; runs: {:?}\ncron log:\n{}", self.runs(), self.cron_log());
+            panic!(
+                "timed out waiting for {what}; runs: {:?}\ncron log:\n{}",
+                self.runs(),
+                self.cron_log()
+            );
         }
         found()
     }
