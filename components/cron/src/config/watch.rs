@@ -84,7 +84,7 @@ impl FileWatch {
 fn watch_folder(path: PathBuf, tx: mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
     let folder = path.parent()?.to_owned();
     let name = path.file_name()?.to_owned();
-    if let Err(err) = std::fs::create_dir_all(&folder) {
+    if let Err(err) = crate::create_private_dir(&folder) {
         tracing::warn!("cannot create {}: {err}; polling only", folder.display());
         return None;
     }
