@@ -34,7 +34,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, SecondsFormat};
-use crabtalk_proto::home::write_atomic;
+use crabtalk_home::write_atomic;
 
 use super::entry::{Entry, EntryKind, MAX_CONTENT_BYTES, check_name};
 use super::error::MemoryError;

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crabtalk_proto::home::write_atomic;
+use crabtalk_home::write_atomic;
 
 use super::entry::{Entry, EntryKind, MAX_CONTENT_BYTES, check_name};
 use super::error::MemoryError;

@@ -11,7 +11,9 @@
 //!   `CRABTALK_HOME`, reached with the real protocol client.
 //! - [`eventually`]: wait for a condition with a timeout instead of
 //!   sleeping.
+//! - [`cpu`]: how much CPU a process uses over a window (idle checks).
 
+pub mod cpu;
 mod daemon;
 mod llm;
 pub mod turn;
