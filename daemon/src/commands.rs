@@ -20,8 +20,8 @@ use crabtalk_proto::msg::{SearchSessionsMsg, SessionHit};
 use crate::cli::SearchArgs;
 use crate::config::agent::{AgentStore, validate_agent_name};
 use crate::lock::{InstanceLock, LockError};
-use crate::memory::Memory;
 use crate::runtime::memories::memory_file;
+use crabtalk_memory::Memory;
 
 /// `crabtalkd memory dump --agent AGENT DIR`.
 pub fn memory_dump(home: &Home, agent: &str, dir: &Path) -> anyhow::Result<String> {

@@ -1,5 +1,6 @@
-//! Session search (RFC 0185): BM25 over the text of every conversation an
-//! agent has had, returning small windows of messages around each match.
+//! `crabtalk-session-index`: session search (RFC 0020) — BM25 over the text
+//! of every conversation an agent has had, returning small windows of
+//! messages around each match.
 //!
 //! The daemon feeds the index as it persists messages
 //! ([`SessionIndex::add_message`]), sets titles and summaries when they change,
@@ -31,7 +32,7 @@
 //! conversation, are kept.
 //!
 //! ```
-//! use crabtalkd::search::*;
+//! use crabtalk_session_index::*;
 //!
 //! struct Log(Vec<&'static str>);
 //! impl MessageSource for Log {

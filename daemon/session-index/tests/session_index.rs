@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use crabtalkd::search::{
+use crabtalk_session_index::{
     ConversationRef, Field, MAX_HITS, MAX_SNIPPET_BYTES, MAX_WINDOW_ITEMS, MessageSource,
     RebuildError, Role, SearchQuery, SessionHit, SessionIndex, SourceMessage,
 };

@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use super::{Field, MAX_INDEXED_BYTES, MAX_SNIPPET_BYTES, Role};
-use crate::bm25;
+use crate::{Field, MAX_INDEXED_BYTES, MAX_SNIPPET_BYTES, Role};
+use crabtalk_bm25 as bm25;
 
 /// One search result: a matching message (or a conversation's title or
 /// summary) with the messages around it.
@@ -24,7 +24,7 @@ pub struct SessionHit {
     pub score: f64,
     /// The matching message with up to `context_before` messages before it
     /// and `context_after` after it, in order, at most
-    /// [`MAX_WINDOW_ITEMS`](super::MAX_WINDOW_ITEMS) items; for a title or
+    /// [`MAX_WINDOW_ITEMS`](crate::MAX_WINDOW_ITEMS) items; for a title or
     /// summary hit, that text alone.
     pub window: Vec<WindowItem>,
 }
@@ -53,8 +53,8 @@ pub struct SourceMessage {
 /// Where window text comes from: the conversation logs. The index keeps no
 /// message text (at a million messages that would be most of its RAM), so
 /// after ranking, a search reads each hit's window here, at most
-/// [`MAX_HITS`](super::MAX_HITS) reads of at most
-/// [`MAX_WINDOW_ITEMS`](super::MAX_WINDOW_ITEMS) messages each.
+/// [`MAX_HITS`](crate::MAX_HITS) reads of at most
+/// [`MAX_WINDOW_ITEMS`](crate::MAX_WINDOW_ITEMS) messages each.
 pub trait MessageSource {
     /// The messages of `conversation` (of `agent`) whose `msg_idx` is in
     /// `range`, in order. Messages that no longer exist may be left out.

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::format::FormatError;
+use crate::format::FormatError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {

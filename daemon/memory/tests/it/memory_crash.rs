@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crabtalkd::memory::{EntryKind, Memory, Op};
+use crabtalk_memory::{EntryKind, Memory, Op};
 
 const CHILD_ENV: &str = "CRABTALKD_TEST_CRASH_CHILD";
 
@@ -114,7 +114,7 @@ fn kill_9_between_writes_never_leaves_an_unreadable_file() {
 fn run_and_kill(path: &Path, round: u32, target: u64, delay: Duration, seed: u64) -> u64 {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
-            "crash_child_writer",
+            "memory_crash::crash_child_writer",
             "--exact",
             "--nocapture",
             "--test-threads=1",

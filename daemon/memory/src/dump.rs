@@ -8,7 +8,7 @@
 //!   archives/<name>.md one file per Archive
 //! ```
 //!
-//! `<name>` is the entry name escaped by [`file_name`](super::file_name), so
+//! `<name>` is the entry name escaped by [`file_name`](crate::file_name), so
 //! every name stays one file inside its folder. Each file is a metadata block
 //! followed by the content, verbatim:
 //!
@@ -36,10 +36,10 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, SecondsFormat};
 use crabtalk_home::write_atomic;
 
-use super::entry::{Entry, EntryKind, MAX_CONTENT_BYTES, check_name};
-use super::error::MemoryError;
-use super::file_name;
-use super::store::{Memory, unix_now};
+use crate::entry::{Entry, EntryKind, MAX_CONTENT_BYTES, check_name};
+use crate::error::MemoryError;
+use crate::file_name;
+use crate::store::{Memory, unix_now};
 
 const KINDS: [EntryKind; 2] = [EntryKind::Note, EntryKind::Archive];
 const META_OPEN: &str = "<div id=\"meta\">";

@@ -1,4 +1,4 @@
-//! Long-term memory for one agent: named entries in one CRMEM v1 file
+//! `crabtalk-memory`: long-term memory for one agent: named entries in one CRMEM v1 file
 //! (`memory/<agent>.crmem`), ranked recall, and an mdbook export for people.
 //!
 //! An [`Entry`] has a unique name, any number of aliases (other names that
@@ -8,12 +8,12 @@
 //! whole file atomically before the change is visible; a crash at any moment
 //! leaves the file as it was before or after the op, never between.
 //!
-//! Recall ([`Memory::search`]) is BM25 (see [`crate::bm25`]) over each entry's
+//! Recall ([`Memory::search`]) is BM25 (see [`crabtalk_bm25`]) over each entry's
 //! name, aliases and content; the index lives in RAM and is rebuilt from the
 //! entries on open.
 //!
 //! ```
-//! use crabtalkd::memory::{EntryKind, Memory, Op};
+//! use crabtalk_memory::{EntryKind, Memory, Op};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let mut memory = Memory::open(dir.path().join("crab.crmem"))?;

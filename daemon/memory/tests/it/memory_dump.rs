@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::Path;
 
-use crabtalkd::memory::{Entry, EntryKind, Memory, MemoryError, Op};
+use crabtalk_memory::{Entry, EntryKind, Memory, MemoryError, Op};
 
 fn memory_with(entries: &[(&str, &str, &[&str], EntryKind, u64)]) -> (tempfile::TempDir, Memory) {
     let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,7 @@
 //! Session search at 100k and 1M indexed messages (targets: p99 ≤ 5 ms and
 //! ≤ 50 ms) and index append cost (target: ≤ 50 µs per message).
 //!
-//! `cargo bench -p crabtalkd --bench session_search`
+//! `cargo bench -p crabtalk-session-index --bench session_search`
 //!
 //! All messages belong to one agent (the worst case: scoping by agent makes
 //! every other agent's conversations free). Conversations are 100 messages of
@@ -10,18 +10,16 @@
 //! the messages, standing in for a warm page cache. Set
 //! `SESSION_BENCH_SIZES=100000` to run one size.
 
-mod corpus;
-
 use std::hint::black_box;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use crabtalkd::search::{
+use crabtalk_session_index::{
     ConversationRef, MessageSource, Role, SearchQuery, SessionIndex, SourceMessage,
 };
 use criterion::Criterion;
 
-use corpus::{Rng, Zipf, percentiles, rss_mib};
+use crabtalk_testkit::corpus::{Rng, Zipf, percentiles, rss_mib};
 
 const PER_CONVERSATION: usize = 100;
 const QUERIES: usize = 2_000;
@@ -185,7 +183,7 @@ fn measure_append(zipf: &Zipf, index: &SessionIndex, messages: usize) {
 }
 
 /// The CPU part of a cold rebuild: every stored message fed to a
-/// [`Rebuild`](crabtalkd::search::Rebuild) (no lock held), then swapped in.
+/// [`Rebuild`](crabtalk_session_index::Rebuild) (no lock held), then swapped in.
 /// Reading and parsing the logs from disk comes on top.
 fn measure_rebuild(index: &SessionIndex, store: &Store, messages: usize) {
     let started = Instant::now();

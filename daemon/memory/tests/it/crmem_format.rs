@@ -5,8 +5,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use crabtalkd::memory::format::{self, Field, FormatError};
-use crabtalkd::memory::{Entry, EntryKind, Memory, MemoryError, Op};
+use crabtalk_memory::format::{self, Field, FormatError};
+use crabtalk_memory::{Entry, EntryKind, Memory, MemoryError, Op};
 use proptest::prelude::*;
 
 /// Records the largest single allocation made by the current thread, so a

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crabtalkd::memory::{Entry, EntryKind, Memory, MemoryError, Op};
+use crabtalk_memory::{Entry, EntryKind, Memory, MemoryError, Op};
 use proptest::prelude::*;
 
 fn add(name: &str, content: &str, aliases: &[&str]) -> Op {
@@ -167,7 +167,7 @@ fn invalid_names_and_content_are_refused() {
             "{name:?}: {err}"
         );
     }
-    let huge = "x".repeat(crabtalkd::memory::MAX_CONTENT_BYTES + 1);
+    let huge = "x".repeat(crabtalk_memory::MAX_CONTENT_BYTES + 1);
     let err = memory.apply(add("big", &huge, &[])).unwrap_err();
     assert!(matches!(err, MemoryError::ContentTooLarge { .. }));
     assert!(!path.exists(), "refused ops write nothing");

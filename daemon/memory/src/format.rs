@@ -20,7 +20,7 @@
 
 use std::collections::HashSet;
 
-use super::entry::{Entry, EntryKind};
+use crate::entry::{Entry, EntryKind};
 
 pub const MAGIC: [u8; 6] = *b"CRMEM\0";
 pub const VERSION: u32 = 1;

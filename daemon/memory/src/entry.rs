@@ -89,7 +89,7 @@ pub(crate) fn check_name(name: &str) -> Result<(), &'static str> {
     if name.chars().any(char::is_control) {
         return Err("a name must not contain control characters (newlines, tabs, ...)");
     }
-    if super::file_name::encode(name).len() > super::file_name::MAX_STEM_BYTES {
+    if crate::file_name::encode(name).len() > crate::file_name::MAX_STEM_BYTES {
         return Err("the name is too long to be a file name once escaped; shorten it");
     }
     Ok(())

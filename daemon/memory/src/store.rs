@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use crabtalk_home::write_atomic;
 
-use super::entry::{Entry, EntryKind, MAX_CONTENT_BYTES, check_name};
-use super::error::MemoryError;
-use super::format;
-use crate::bm25;
+use crate::entry::{Entry, EntryKind, MAX_CONTENT_BYTES, check_name};
+use crate::error::MemoryError;
+use crate::format;
+use crabtalk_bm25 as bm25;
 
 /// A change to a memory. The set is closed: every write goes through
 /// [`Memory::apply`].

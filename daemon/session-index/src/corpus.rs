@@ -1,5 +1,5 @@
 //! The unlocked index of every agent's conversations: what a
-//! [`SessionIndex`](super::SessionIndex) guards and what a rebuild fills off
+//! [`SessionIndex`](crate::SessionIndex) guards and what a rebuild fills off
 //! to the side before it is swapped in.
 //!
 //! Each agent has its own BM25 index, so a search can only ever see the
@@ -11,9 +11,9 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::hit::floor_boundary;
-use super::{ConversationRef, Field, MAX_INDEXED_BYTES, MAX_MESSAGES_PER_CONVERSATION, Role};
-use crate::bm25;
+use crate::hit::floor_boundary;
+use crate::{ConversationRef, Field, MAX_INDEXED_BYTES, MAX_MESSAGES_PER_CONVERSATION, Role};
+use crabtalk_bm25 as bm25;
 
 const NO_SLOT: u32 = u32::MAX;
 const DEAD: u32 = u32::MAX;

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::corpus::{Corpus, IndexStats, Ranked};
-use super::hit::{MessageSource, SessionHit, WindowItem, prefix_snippet, snippet_around};
-use super::{ConversationRef, Field, MAX_HITS, MAX_WINDOW_ITEMS, Role};
-use crate::bm25;
+use crate::corpus::{Corpus, IndexStats, Ranked};
+use crate::hit::{MessageSource, SessionHit, WindowItem, prefix_snippet, snippet_around};
+use crate::{ConversationRef, Field, MAX_HITS, MAX_WINDOW_ITEMS, Role};
+use crabtalk_bm25 as bm25;
 
 /// What to search for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,9 +154,9 @@ impl SessionIndex {
     /// Indexes message `msg_idx` of a conversation (replacing what that index
     /// held). For [`Role::ToolCall`] and [`Role::ToolResult`], `tool_name` is
     /// indexed too. Only the first
-    /// [`MAX_INDEXED_BYTES`](super::MAX_INDEXED_BYTES) of `text` are indexed.
+    /// [`MAX_INDEXED_BYTES`](crate::MAX_INDEXED_BYTES) of `text` are indexed.
     /// Returns `false` (and indexes nothing) when `msg_idx` is at or above
-    /// [`MAX_MESSAGES_PER_CONVERSATION`](super::MAX_MESSAGES_PER_CONVERSATION).
+    /// [`MAX_MESSAGES_PER_CONVERSATION`](crate::MAX_MESSAGES_PER_CONVERSATION).
     pub fn add_message(
         &self,
         conv: ConversationRef<'_>,
@@ -170,7 +170,7 @@ impl SessionIndex {
             .corpus
             .add_message(conv, msg_idx, role, text, tool_name);
         if indexed && let Some(log) = shared.log.as_mut() {
-            let text = &text[..super::hit::floor_boundary(text, super::MAX_INDEXED_BYTES)];
+            let text = &text[..crate::hit::floor_boundary(text, crate::MAX_INDEXED_BYTES)];
             log.push(Change::Message {
                 conv: OwnedRef::new(conv),
                 msg_idx,

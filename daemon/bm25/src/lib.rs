@@ -1,5 +1,5 @@
-//! BM25 ranking over an inverted index, shared by memory recall and session
-//! search.
+//! `crabtalk-bm25`: BM25 ranking over an inverted index, shared by memory
+//! recall (`crabtalk-memory`) and session search (`crabtalk-session-index`).
 //!
 //! An [`Index`] maps each term to a posting list of `(document, term
 //! frequency)` and keeps, per document, its length and the terms it contains.
@@ -22,7 +22,7 @@
 //! are ordered by key, ascending, so results never depend on hash order.
 //!
 //! ```
-//! use crabtalkd::bm25::Index;
+//! use crabtalk_bm25::Index;
 //!
 //! let mut index = Index::new();
 //! index.insert(1u64, "ship the release on friday");

@@ -1,8 +1,6 @@
-//! Synthetic text for the benches: a Zipf-distributed vocabulary, so a few
+//! Synthetic text for benches: a Zipf-distributed vocabulary, so a few
 //! words are in most documents (like "the") and most words are rare, as in
 //! real chat logs. Deterministic: the same seed gives the same text.
-
-#![allow(dead_code)]
 
 use std::time::Duration;
 
@@ -17,7 +15,7 @@ impl Rng {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -25,11 +23,11 @@ impl Rng {
     }
 
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.next_u64() % n
     }
 
     pub fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -37,6 +35,12 @@ impl Rng {
 pub struct Zipf {
     cumulative: Vec<f64>,
     words: Vec<String>,
+}
+
+impl Default for Zipf {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Zipf {

@@ -1,19 +1,17 @@
 //! Memory recall at 10k entries (target: p99 ≤ 1 ms).
 //!
-//! `cargo bench -p crabtalkd --bench memory_recall`
+//! `cargo bench -p crabtalk-memory --bench memory_recall`
 //!
 //! Prints p50/p99/max over individually timed queries, then runs the
 //! criterion group for the mean.
 
-mod corpus;
-
 use std::hint::black_box;
 use std::time::Instant;
 
-use crabtalkd::memory::{Entry, EntryKind, Memory, format};
+use crabtalk_memory::{Entry, EntryKind, Memory, format};
 use criterion::Criterion;
 
-use corpus::{Rng, Zipf, percentiles};
+use crabtalk_testkit::corpus::{Rng, Zipf, percentiles};
 
 const ENTRIES: usize = 10_000;
 const QUERIES: usize = 5_000;
