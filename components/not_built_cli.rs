@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use crabtalk_command::Service;
+use crabtalk_home::Service;
 
 fn run(exe: &str, args: &[&str], home: &Path) -> Output {
     Command::new(exe)

@@ -1,17 +1,8 @@
-//! `GET /health`: a component saying it is alive and which service it is.
+//! Asking a component's `GET /health`.
 //!
 //! A port that accepts a TCP connection only proves that something holds
-//! it. [`run_mcp`](crate::run_mcp) therefore adds `GET /health` next to
-//! `/mcp`, answered by the component's own HTTP server with a small JSON
-//! object:
-//!
-//! ```json
-//! {"service":"search","version":"0.1.0","pid":4242}
-//! ```
-//!
-//! A component that knows of problems worth a look (the scheduler's
-//! failing entries) adds them as `"problems": [...]` through
-//! [`HealthProblems`]; `crabup ps` shows them.
+//! it. Every component built on the kit answers `GET /health` next to
+//! `/mcp` with a small JSON report ([`Health`]).
 //!
 //! [`check`] asks for it: one plain HTTP/1.1 request over a local TCP
 //! connection, bounded in time and in size, so `crabup ps` can tell a
@@ -22,43 +13,13 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-/// Where the health answer is served.
-pub const HEALTH_PATH: &str = "/health";
+pub use crabtalk_home::{HEALTH_PATH, Health};
 
 /// How long [`check`] waits by default for the whole answer.
 pub const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The most [`check`] reads; a health answer is a few dozen bytes.
 const MAX_ANSWER: usize = 16 * 1024;
-
-/// What a component says about itself at `/health`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Health {
-    /// The service's short name (`search`).
-    pub service: String,
-    /// The crabtalk release the component was built from.
-    pub version: String,
-    pub pid: u32,
-    /// Problems the component reports about itself, in words (none: all
-    /// well).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub problems: Vec<String>,
-}
-
-/// Asked at every `GET /health` for the component's current problems.
-pub type HealthProblems = std::sync::Arc<dyn Fn() -> Vec<String> + Send + Sync>;
-
-impl Health {
-    /// This process, serving `service`.
-    pub fn of_this_process(service: &str) -> Self {
-        Self {
-            service: service.to_owned(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            pid: std::process::id(),
-            problems: Vec::new(),
-        }
-    }
-}
 
 /// Why a health check failed.
 #[derive(Debug, thiserror::Error)]
@@ -150,26 +111,6 @@ fn parse_answer(answer: &[u8]) -> Result<Health, HealthError> {
         return Err(HealthError::Status(status));
     }
     serde_json::from_slice(&answer[split + 4..]).map_err(HealthError::Body)
-}
-
-/// `router` with `GET /health` answering for `service` in this process,
-/// with `problems` asked at every request.
-pub(crate) fn with_health_route(
-    router: axum::Router,
-    service: &str,
-    problems: Option<HealthProblems>,
-) -> axum::Router {
-    let health = Health::of_this_process(service);
-    router.route(
-        HEALTH_PATH,
-        axum::routing::get(move || {
-            let mut health = health.clone();
-            if let Some(problems) = &problems {
-                health.problems = problems();
-            }
-            async move { axum::Json(health) }
-        }),
-    )
 }
 
 #[cfg(test)]

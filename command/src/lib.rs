@@ -1,13 +1,6 @@
-//! `crabtalk-command`: what every crabtalk service binary and `crabup` share
-//! to run a binary as a service.
+//! `crabtalk-command`: running crabtalk binaries as services of this
+//! machine — what `crabup` is built on.
 //!
-//! A crabtalk component is an independent program that runs as a system
-//! service, announces itself with a port file in `$CRABTALK_HOME/run/`, and
-//! serves MCP over HTTP on that port (RFC 0043). This crate holds the pieces
-//! of that contract:
-//!
-//! - [`Service`]: a binary as a service — short name, label
-//!   (`ai.crabtalk.<name>`), description, binary, foreground arguments.
 //! - [`unit`]: rendering launchd plists, systemd user units and Task
 //!   Scheduler XML from the templates in `service-templates/`, every value
 //!   escaped for its format.
@@ -17,22 +10,38 @@
 //! - [`liveness`]: whether a pid is alive and is the binary it should be,
 //!   and whether a port file is live or stale.
 //! - [`logs`]: the last lines of a log and following it across rotation.
-//! - [`mcp`]: [`run_mcp`], the component runtime — bind, write the port
-//!   file, serve `/mcp`, remove the port file on the way out.
-//! - [`health`]: `GET /health` next to `/mcp`, and the check that asks it.
-//! - [`component`]: the `main` of a component binary — `run`, `-v`,
-//!   tracing to stderr, exit codes.
+//! - [`health`]: asking a component's `GET /health`.
+//!
+//! What a service *is* ([`Service`]: name, label, binary, run files) lives
+//! below, in `crabtalk-home`, because components need it too; the other
+//! side of the contract — serving MCP and `/health`, the component `main`
+//! — is the component kit (`crabtalk-kit`). This crate links no HTTP
+//! server and no MCP, and components do not link it (nor its templates).
+//!
+//! ```no_run
+//! use crabtalk_command::{ManagerKind, UnitSpec};
+//! use crabtalk_home::{Home, Service};
+//!
+//! # fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let home = Home::from_env()?;
+//! let manager = ManagerKind::select()?.open(&home)?;
+//! let spec = UnitSpec::new(
+//!     Service::daemon(),
+//!     &home,
+//!     "/usr/local/bin/crabtalkd".into(),
+//!     "/usr/local/bin:/usr/bin".into(),
+//! );
+//! let status = manager.status(&spec)?;
+//! println!("the daemon is {:?}", status.state);
+//! # Ok(()) }
+//! ```
 
-pub mod component;
 pub mod health;
 pub mod liveness;
 pub mod logs;
 pub mod manager;
-pub mod mcp;
-mod service;
 pub mod unit;
 
+pub use crabtalk_home::{RUN_ARGS, Service};
 pub use manager::{ManagerKind, ServiceManager, ServiceState, ServiceStatus};
-pub use mcp::{mcp_router, run_mcp, run_mcp_reporting};
-pub use service::{RUN_ARGS, Service};
 pub use unit::{UnitFormat, UnitSpec};

@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crabtalk_proto::home::{PortFile, PortFileError};
+use crabtalk_home::{PortFile, PortFileError};
 
 /// How long a port probe waits for the connection.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use crabtalk_command::{ManagerKind, Service, ServiceManager, UnitSpec};
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
 
 use crate::cargo::{Cargo, exe};
 

@@ -4,8 +4,9 @@
 //! whatever a service cannot run without is checked before it starts:
 //!
 //! - telegram needs a bot token in `config/telegram.toml`. With a terminal,
-//!   crabup asks for it and saves it (mode 0600); without one, `start`
-//!   fails and says how to provide it.
+//!   crabup asks for it and saves it (mode 0600) with the gateway's own
+//!   config type, so the file is always one the gateway reads; without a
+//!   terminal, `start` fails and says how to provide it.
 //! - the daemon starts without any provider, so it is never refused; with
 //!   a terminal and no provider key yet, crabup offers to save one in
 //!   `$CRABTALK_HOME/env` (mode 0600), which every service loads at start.
@@ -14,7 +15,8 @@ use std::io::{BufRead, Write};
 
 use anyhow::{Context as _, bail};
 use crabtalk_command::Service;
-use crabtalk_proto::home::{EnvFile, Home, write_atomic_private};
+use crabtalk_home::{EnvFile, Home, write_atomic_private};
+use crabtalk_telegram::config::TelegramConfig;
 
 /// A terminal to ask questions on, when there is one.
 pub struct Prompt<'a> {
@@ -98,20 +100,11 @@ fn daemon_providers(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
 }
 
 fn telegram_token(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
-    let path = home.component_config("telegram")?;
-    let mut table: toml::Table = match std::fs::read_to_string(&path) {
-        Ok(text) => toml::from_str(&text)
-            .with_context(|| format!("{} is not valid TOML", path.display()))?,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => toml::Table::new(),
-        Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
-    };
-    let has_token = table
-        .get("token")
-        .and_then(|t| t.as_str())
-        .is_some_and(|t| !t.trim().is_empty());
-    if has_token {
+    let mut config = TelegramConfig::load(home)?;
+    if config.has_token() {
         return Ok(());
     }
+    let path = TelegramConfig::path(home);
     let Some(mut prompt) = prompt else {
         bail!(
             "telegram has no bot token, so it was not started. Run `crabup telegram start` in a \
@@ -119,9 +112,9 @@ fn telegram_token(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
             path.display()
         );
     };
-    let token = loop {
+    config.token = loop {
         let token = prompt.ask("Telegram bot token (from @BotFather): ")?;
-        if token.contains(':') && !token.contains(char::is_whitespace) {
+        if TelegramConfig::looks_like_token(&token) {
             break token;
         }
         writeln!(
@@ -129,9 +122,8 @@ fn telegram_token(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
             "A bot token looks like 123456:ABC-…; try again."
         )?;
     };
-    table.insert("token".into(), toml::Value::String(token));
-    let text = toml::to_string(&table)?;
-    write_atomic_private(&path, text.as_bytes())
+    config
+        .save(home)
         .with_context(|| format!("saving {}", path.display()))?;
     writeln!(prompt.output, "Saved the token to {}.", path.display())?;
     Ok(())

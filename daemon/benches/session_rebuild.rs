@@ -19,20 +19,18 @@
 //! - *cold*: every file is dropped from the page cache first (`sync`, then
 //!   `posix_fadvise(DONTNEED)`), so its bytes come from the disk.
 
-mod corpus;
-
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crabtalk_session_index::{SearchQuery, SessionIndex};
 use crabtalkd::runtime::sessions::SessionSearch;
-use crabtalkd::search::{SearchQuery, SessionIndex};
 use crabtalkd::storage::{
     CompactMarker, Entry, Message, Meta, SessionLog, Storage, ToolCallRecord,
 };
 use criterion::Criterion;
 
-use corpus::{Rng, Zipf, percentiles, rss_mib};
+use crabtalk_testkit::corpus::{Rng, Zipf, percentiles, rss_mib};
 
 const PER_CONVERSATION: usize = 100;
 const WARM_RUNS: usize = 10;

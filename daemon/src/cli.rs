@@ -115,17 +115,6 @@ pub struct SearchArgs {
     pub context: u32,
 }
 
-impl Cli {
-    /// The tracing filter for the verbosity flags.
-    pub fn log_filter(&self) -> &'static str {
-        match self.verbose {
-            0 => "info",
-            1 => "debug",
-            _ => "trace",
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;

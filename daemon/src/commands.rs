@@ -14,15 +14,14 @@ use std::fmt::Write;
 use std::path::Path;
 
 use anyhow::{Context, anyhow, bail};
-use crabtalk_proto::Client;
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
 use crabtalk_proto::msg::{SearchSessionsMsg, SessionHit};
 
 use crate::cli::SearchArgs;
 use crate::config::agent::{AgentStore, validate_agent_name};
 use crate::lock::{InstanceLock, LockError};
-use crate::memory::Memory;
 use crate::runtime::memories::memory_file;
+use crabtalk_memory::Memory;
 
 /// `crabtalkd memory dump --agent AGENT DIR`.
 pub fn memory_dump(home: &Home, agent: &str, dir: &Path) -> anyhow::Result<String> {
@@ -85,7 +84,7 @@ pub fn memory_load(home: &Home, agent: &str, dir: &Path) -> anyhow::Result<Strin
 
 /// `crabtalkd sessions search QUERY…`.
 pub async fn sessions_search(home: &Home, args: &SearchArgs) -> anyhow::Result<String> {
-    let client = Client::connect(home).await?;
+    let client = crabtalk_kit::daemon::connect(home).await?;
     let query = args.query.join(" ");
     let found = client
         .search_sessions(SearchSessionsMsg {

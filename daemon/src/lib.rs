@@ -8,26 +8,26 @@
 //! - [`runtime`]: conversations and turns.
 //! - [`tools`]: the hooks and the built-in tools; [`skills`]: `SKILL.md`.
 //! - [`bus`]: event subscriptions.
-//! - [`bm25`]: the inverted BM25 index and tokenizer shared by memory recall
-//!   and session search.
-//! - [`memory`]: the per-agent CRMEM memory store, recall, dump/load.
-//! - [`search`]: the session search index.
+//!
+//! The cores it feeds are crates of their own that know nothing of it:
+//! `crabtalk-memory` (the per-agent CRMEM store, recall, dump/load) and
+//! `crabtalk-session-index` (session search), both over `crabtalk-bm25`.
+//! The daemon keeps the adapters: `runtime::memories` (one store per agent,
+//! owned by the runtime) and `runtime::sessions` (the index fed by every
+//! append and rebuilt from the logs).
 //! - [`server`]: the protocol operations; [`process`]: startup, listeners,
 //!   signals, shutdown; [`lock`]: one daemon per home; [`commands`]: the
 //!   other subcommands (`memory dump|load`, `sessions search`).
 
-pub mod bm25;
 pub mod bus;
 pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod lock;
 pub mod mcp;
-pub mod memory;
 pub mod process;
 pub mod provider;
 pub mod runtime;
-pub mod search;
 pub mod server;
 pub mod skills;
 pub mod storage;

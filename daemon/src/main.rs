@@ -3,35 +3,29 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
+use crabtalk_home::exit::{EX_CONFIG, FAILURE};
+use crabtalk_kit::Shutdown;
+use crabtalk_kit::cli::Verbosity;
 use crabtalkd::cli::{Cli, Command, MemoryCommand, SessionsCommand};
-use tokio_util::sync::CancellationToken;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(cli.log_filter()));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .init();
-
     let home = match &cli.home {
         Some(root) => Home::new(root),
         None => match Home::from_env() {
             Ok(home) => home,
             Err(err) => {
                 eprintln!("crabtalkd: {err}");
-                return ExitCode::FAILURE;
+                return ExitCode::from(EX_CONFIG);
             }
         },
     };
-    // Before the runtime starts any thread (see `load_env_file`).
-    if let Err(err) = home.load_env_file() {
+    // The env file before the runtime starts any thread, then logging (so
+    // RUST_LOG may come from the file).
+    if let Err(err) = crabtalk_kit::prepare_home(&home, Verbosity::from_count(cli.verbose)) {
         eprintln!("crabtalkd: {err}");
-        return ExitCode::from(crabtalkd::process::EX_CONFIG);
+        return ExitCode::from(EX_CONFIG);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -40,19 +34,14 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("crabtalkd: cannot start the async runtime: {err}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(FAILURE);
         }
     };
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(_) => {
-                let shutdown = CancellationToken::new();
-                let trigger = shutdown.clone();
-                tokio::spawn(async move {
-                    crabtalkd::process::shutdown_signal().await;
-                    trigger.cancel();
-                });
-                crabtalkd::process::run(home, shutdown).await
+                let shutdown = Shutdown::on_signals()?;
+                crabtalkd::process::run(home, shutdown.cancellation_token()).await
             }
             Command::Reload => crabtalkd::process::reload(&home).await,
             Command::Memory(MemoryCommand::Dump(args)) => {

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use crabtalk_proto::home::{Home, PortFile};
+use crabtalk_home::exit::{EX_CONFIG, FAILURE};
+use crabtalk_home::{Home, PortFile};
 use crabtalk_proto::transport::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -114,41 +115,17 @@ fn remove_port_file_if_ours(home: &Home, ours: &PortFile) {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut terminate = match signal(SignalKind::terminate()) {
-            Ok(terminate) => terminate,
-            Err(err) => {
-                tracing::warn!("cannot listen for SIGTERM: {err}");
-                let _ = tokio::signal::ctrl_c().await;
-                return;
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
 /// `crabtalkd reload`: asks the running daemon of `home` to reload.
 pub async fn reload(home: &Home) -> anyhow::Result<()> {
-    let client = crabtalk_proto::Client::connect(home).await?;
+    let client = crabtalk_kit::daemon::connect(home).await?;
     client.reload(crabtalk_proto::msg::ReloadMsg {}).await?;
     println!("reloaded");
     Ok(())
 }
 
-/// The exit status for a failed run: 78 (EX_CONFIG) when the configuration
-/// is at fault — service units do not restart on it, since restarting
-/// cannot help — and 1 otherwise.
+/// The exit status for a failed run: 78 ([`EX_CONFIG`]) when the
+/// configuration is at fault — service units do not restart on it, since
+/// restarting cannot help — and 1 otherwise.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
     let config_error = err.chain().any(|cause| {
         cause.is::<crate::config::ConfigError>()
@@ -158,8 +135,5 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
                 Some(crabtalk_proto::transport::BindError::TokenRequired { .. })
             )
     });
-    if config_error { EX_CONFIG } else { 1 }
+    if config_error { EX_CONFIG } else { FAILURE }
 }
-
-/// The exit status that says "fix the configuration".
-pub const EX_CONFIG: u8 = 78;

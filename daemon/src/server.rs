@@ -544,7 +544,7 @@ impl Server for DaemonServer {
 }
 
 /// A search hit in its wire shape.
-fn session_hit(hit: crate::search::SessionHit) -> SessionHit {
+fn session_hit(hit: crabtalk_session_index::SessionHit) -> SessionHit {
     SessionHit {
         conversation: hit.conversation,
         sender: hit.sender,

@@ -1,11 +1,11 @@
 //! Compaction end to end (`CompactMsg`, RFC 0189): the real `crabtalkd`, a
 //! scripted LLM over real HTTP, the real protocol client.
 
+use crabtalk_memory::{EntryKind, Memory};
 use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, within};
-use crabtalkd::memory::{EntryKind, Memory};
 use serde_json::{Value, json};
 
 async fn setup() -> (ScriptedLlm, TestDaemon) {

@@ -15,16 +15,19 @@
 //!   provided [`Server::dispatch`];
 //! - [`transport`]: UDS and TCP listeners that feed connections into a
 //!   [`Server`];
-//! - [`client`]: the typed [`Client`];
-//! - [`home`]: `CRABTALK_HOME` and the well-known paths under it, port files
-//!   and the atomic-write helper every binary uses.
+//! - [`client`]: the typed [`Client`], connected to a socket path or a
+//!   TCP address.
+//!
+//! It moves frames and nothing else: where a daemon of a `CRABTALK_HOME`
+//! listens is read from the home's files by the crates above it (the
+//! component kit's `daemon` module).
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), crabtalk_proto::client::ClientError> {
-//! use crabtalk_proto::{Client, home::Home, msg::StreamMsg};
+//! use crabtalk_proto::{Client, msg::StreamMsg};
 //! use futures::StreamExt;
 //!
-//! let client = Client::connect(&Home::from_env()?).await?;
+//! let client = Client::connect_uds("/home/me/.crabtalk/run/crabtalk.sock").await?;
 //! let mut turn = client
 //!     .stream(StreamMsg { agent: "crab".into(), content: "hello".into(), ..Default::default() })
 //!     .await?;
@@ -36,7 +39,6 @@
 
 pub mod client;
 pub mod codec;
-pub mod home;
 pub mod msg;
 mod ops;
 pub mod server;

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use crabtalk_proto::client::ClientError;
 use crabtalk_proto::codec::{FrameError, FrameReader, MAX_FRAME_LEN, encode_frame};
-use crabtalk_proto::home::{Home, PortFile};
 use crabtalk_proto::msg::*;
 use crabtalk_proto::transport::{BindError, TcpListener, UdsListener};
 use crabtalk_proto::{Client, Server};
@@ -192,11 +191,18 @@ struct Running {
     shutdown: CancellationToken,
     served: tokio::task::JoinHandle<()>,
     _dir: tempfile::TempDir,
-    home: Home,
     endpoint: Endpoint,
 }
 
 impl Running {
+    /// The socket of a server on a Unix socket.
+    fn socket(&self) -> &std::path::Path {
+        match &self.endpoint {
+            Endpoint::Uds(path) => path,
+            Endpoint::Tcp(addr) => panic!("served over TCP at {addr}, not a socket"),
+        }
+    }
+
     /// A connection that bypasses the `Client`, for sending what a
     /// well-behaved client never would (or for vanishing abruptly).
     async fn raw_connection(&self) -> (RawRead, RawWrite) {
@@ -240,15 +246,20 @@ impl Running {
                 assert!(matches!(err, ClientError::Connect { .. }), "{err}");
             }
         }
-        // Finding the daemon through its home fails the same way for both:
-        // no socket, and a port file (TCP) whose port refuses.
-        let err = Client::connect(&self.home)
-            .await
-            .err()
-            .expect("nothing listens any more");
-        assert!(matches!(err, ClientError::NotRunning { .. }), "{err}");
-        assert!(err.to_string().contains("crabup daemon start"), "{err}");
+        // The client tells "nothing listens" apart from other failures the
+        // same way for both.
+        let err = match &self.endpoint {
+            Endpoint::Uds(path) => Client::connect_uds(path).await.err(),
+            Endpoint::Tcp(addr) => Client::connect_tcp(addr, None).await.err(),
+        }
+        .expect("nothing listens any more");
+        assert!(err.is_absent(), "{err}");
     }
+}
+
+/// `run/crabtalk.sock` under `dir`, where the daemon puts its socket.
+fn socket_in(dir: &std::path::Path) -> PathBuf {
+    dir.join("run").join("crabtalk.sock")
 }
 
 /// Starts the test server on `transport` and connects a client to it.
@@ -257,10 +268,6 @@ async fn serve(transport: Transport) -> (Running, Client) {
         Transport::Uds => serve_uds().await,
         Transport::Tcp => {
             let (running, addr) = serve_tcp(None, "127.0.0.1:0").await;
-            let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
-            PortFile::for_this_process(port)
-                .write(&running.home.daemon_port_file())
-                .unwrap();
             let client = Client::connect_tcp(&addr, None).await.unwrap();
             (running, client)
         }
@@ -269,20 +276,19 @@ async fn serve(transport: Transport) -> (Running, Client) {
 
 async fn serve_uds() -> (Running, Client) {
     let dir = tempfile::tempdir().unwrap();
-    let home = Home::new(dir.path());
-    let listener = UdsListener::bind(home.socket_path()).await.unwrap();
+    let socket = socket_in(dir.path());
+    let listener = UdsListener::bind(&socket).await.unwrap();
     let server = Arc::new(TestServer::default());
     let shutdown = CancellationToken::new();
     let served = tokio::spawn(listener.serve(server.clone(), shutdown.clone()));
-    let client = Client::connect(&home).await.unwrap();
+    let client = Client::connect_uds(&socket).await.unwrap();
     (
         Running {
             server,
             shutdown,
             served,
             _dir: dir,
-            endpoint: Endpoint::Uds(home.socket_path()),
-            home,
+            endpoint: Endpoint::Uds(socket),
         },
         client,
     )
@@ -301,7 +307,6 @@ fn serve_tcp_listener(listener: TcpListener) -> (Running, String) {
     let server = Arc::new(TestServer::default());
     let shutdown = CancellationToken::new();
     let served = tokio::spawn(listener.serve(server.clone(), shutdown.clone()));
-    let home = Home::new(dir.path());
     let addr = format!("127.0.0.1:{port}");
     (
         Running {
@@ -309,7 +314,6 @@ fn serve_tcp_listener(listener: TcpListener) -> (Running, String) {
             shutdown,
             served,
             _dir: dir,
-            home,
             endpoint: Endpoint::Tcp(addr.clone()),
         },
         addr,
@@ -389,7 +393,7 @@ async fn ping_and_unary_calls_over_uds() {
 async fn the_socket_is_private() {
     use std::os::unix::fs::PermissionsExt;
     let (running, _client) = serve_uds().await;
-    let mode = std::fs::metadata(running.home.socket_path())
+    let mode = std::fs::metadata(running.socket())
         .unwrap()
         .permissions()
         .mode();
@@ -736,23 +740,24 @@ async fn a_client_stream_stops_at_an_error_even_if_more_frames_follow() {
 async fn binding_makes_an_existing_run_dir_private_and_the_socket_0600() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
-    let home = Home::new(dir.path());
-    std::fs::create_dir(home.run_dir()).unwrap();
-    std::fs::set_permissions(home.run_dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let socket = socket_in(dir.path());
+    let run_dir = socket.parent().unwrap();
+    std::fs::create_dir(run_dir).unwrap();
+    std::fs::set_permissions(run_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mode =
         |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o7777;
-    assert_eq!(mode(&home.run_dir()), 0o755);
+    assert_eq!(mode(run_dir), 0o755);
 
-    let listener = UdsListener::bind(home.socket_path()).await.unwrap();
-    assert_eq!(mode(&home.run_dir()), 0o700);
-    assert_eq!(mode(&home.socket_path()), 0o600);
+    let listener = UdsListener::bind(&socket).await.unwrap();
+    assert_eq!(mode(run_dir), 0o700);
+    assert_eq!(mode(&socket), 0o600);
     drop(listener);
 
     // A run dir the bind creates is private too.
-    let fresh = Home::new(dir.path().join("fresh"));
-    let listener = UdsListener::bind(fresh.socket_path()).await.unwrap();
-    assert_eq!(mode(&fresh.run_dir()), 0o700);
-    assert_eq!(mode(&fresh.socket_path()), 0o600);
+    let fresh = socket_in(&dir.path().join("fresh"));
+    let listener = UdsListener::bind(&fresh).await.unwrap();
+    assert_eq!(mode(fresh.parent().unwrap()), 0o700);
+    assert_eq!(mode(&fresh), 0o600);
     drop(listener);
 }
 
@@ -774,7 +779,7 @@ async fn binding_in_a_shared_sticky_folder_leaves_its_mode_alone() {
 #[tokio::test]
 async fn a_second_listener_refuses_a_live_socket_and_replaces_a_stale_one() {
     let (running, _client) = serve_uds().await;
-    let path = running.home.socket_path();
+    let path = running.socket();
     let err = UdsListener::bind(&path).await.err().unwrap();
     assert!(matches!(err, BindError::AlreadyRunning { .. }), "{err}");
 
@@ -799,7 +804,7 @@ async fn a_second_listener_refuses_a_live_socket_and_replaces_a_stale_one() {
 #[tokio::test]
 async fn an_unknown_variant_on_the_wire_answers_400_with_its_request_id() {
     let (running, _client) = serve_uds().await;
-    let stream = tokio::net::UnixStream::connect(running.home.socket_path())
+    let stream = tokio::net::UnixStream::connect(running.socket())
         .await
         .unwrap();
     let (read, mut write) = stream.into_split();
@@ -823,7 +828,7 @@ async fn an_unknown_variant_on_the_wire_answers_400_with_its_request_id() {
 #[tokio::test]
 async fn an_oversize_frame_is_answered_413_and_the_connection_closed() {
     let (running, _client) = serve_uds().await;
-    let stream = tokio::net::UnixStream::connect(running.home.socket_path())
+    let stream = tokio::net::UnixStream::connect(running.socket())
         .await
         .unwrap();
     let (read, mut write) = stream.into_split();
@@ -842,14 +847,15 @@ async fn an_oversize_frame_is_answered_413_and_the_connection_closed() {
 }
 
 #[tokio::test]
-async fn connect_by_home_falls_back_to_the_port_file() {
-    let (running, addr) = serve_tcp(None, "127.0.0.1:0").await;
-    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
-    PortFile::for_this_process(port)
-        .write(&running.home.daemon_port_file())
-        .unwrap();
-    let client = Client::connect(&running.home).await.unwrap();
-    within("ping via port file", client.ping()).await.unwrap();
+async fn closed_resolves_when_the_server_goes_away() {
+    let (running, client) = serve_uds().await;
+    assert!(!client.is_closed());
+    running.shutdown.cancel();
+    let reason = within("the connection to close", client.closed()).await;
+    assert!(!reason.is_empty());
+    assert!(client.is_closed());
+    let err = client.ping().await.unwrap_err();
+    assert!(matches!(err, ClientError::Closed { .. }), "{err}");
 }
 
 #[tokio::test]

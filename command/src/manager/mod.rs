@@ -28,7 +28,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
 
 use crate::liveness::PortProbe;
 use crate::unit::{RenderError, UnitSpec};
@@ -329,8 +329,7 @@ pub(crate) fn write_unit(path: &std::path::Path, text: &[u8]) -> Result<Installe
     if std::fs::read(path).is_ok_and(|old| old == text) {
         return Ok(Installed::Unchanged(path.to_owned()));
     }
-    crabtalk_proto::home::write_atomic(path, text)
-        .map_err(ManagerError::io("writing the unit", path))?;
+    crabtalk_home::write_atomic(path, text).map_err(ManagerError::io("writing the unit", path))?;
     Ok(Installed::Written(path.to_owned()))
 }
 

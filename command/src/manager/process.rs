@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crabtalk_proto::home::{EnvFile, Home, write_atomic};
+use crabtalk_home::{EnvFile, Home, write_atomic};
 
 use super::{
     Installed, ManagerError, ManagerKind, Restarted, ServiceManager, ServiceState, ServiceStatus,
@@ -127,7 +127,7 @@ impl ProcessManager {
             .args(spec.service.args())
             .current_dir(&spec.home)
             .envs(env)
-            .env(crabtalk_proto::home::HOME_ENV, &spec.home)
+            .env(crabtalk_home::HOME_ENV, &spec.home)
             .env("PATH", &spec.path_env)
             .stdin(Stdio::null())
             .stdout(log)
@@ -172,7 +172,7 @@ impl ProcessManager {
     fn clean_up_after(&self, spec: &UnitSpec, pid: u32) {
         let _ = std::fs::remove_file(self.pid_path(spec));
         let port_file = spec.service.port_file(&self.home);
-        if crabtalk_proto::home::PortFile::read(&port_file).is_ok_and(|f| f.pid == Some(pid)) {
+        if crabtalk_home::PortFile::read(&port_file).is_ok_and(|f| f.pid == Some(pid)) {
             let _ = std::fs::remove_file(port_file);
         }
     }

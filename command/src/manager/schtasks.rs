@@ -15,7 +15,7 @@
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
-use crabtalk_proto::home::{Home, PortFile};
+use crabtalk_home::{Home, PortFile};
 
 use super::{
     Installed, ManagerError, ManagerKind, Restarted, ServiceManager, ServiceState, ServiceStatus,

@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use crabtalk_command::{Service, UnitFormat, UnitSpec};
-//! use crabtalk_proto::home::Home;
+//! use crabtalk_home::Home;
 //!
 //! let spec = UnitSpec::new(
 //!     Service::daemon(),
@@ -31,7 +31,7 @@ mod systemd;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
 
 use crate::Service;
 
@@ -41,16 +41,6 @@ pub const RESTART_DELAY_SECS: u32 = 5;
 /// launchd's minimum spacing between two starts of a job (its
 /// `ThrottleInterval`; launchd's own default is 10).
 pub const LAUNCHD_THROTTLE_SECS: u32 = 10;
-
-/// The exit code a component uses for "my configuration is missing or
-/// wrong" (`EX_CONFIG`). systemd does not restart a unit that exits with
-/// it, so a service without its config fails once instead of looping.
-pub const CONFIG_EXIT_CODE: u8 = 78;
-
-/// The exit code of a component that cannot run because its service is
-/// not built yet (`EX_UNAVAILABLE`). Restarting cannot help either, so
-/// systemd does not restart on it.
-pub const NOT_BUILT_EXIT_CODE: u8 = 69;
 
 /// The comment at the top of every rendered unit.
 const HEADER: &str = "Written by crabup (crabtalk-command); edits are overwritten. Preview it with: crabup SERVICE unit";

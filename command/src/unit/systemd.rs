@@ -4,8 +4,7 @@ use askama::Template;
 
 use super::escape::{self, Escaped};
 use super::{
-    CONFIG_EXIT_CODE, HEADER, NOT_BUILT_EXIT_CODE, RESTART_DELAY_SECS, RenderError, UnitFormat,
-    UnitSpec, field, path_text, rendered,
+    HEADER, RESTART_DELAY_SECS, RenderError, UnitFormat, UnitSpec, field, path_text, rendered,
 };
 
 const FORMAT: UnitFormat = UnitFormat::Systemd;
@@ -64,8 +63,10 @@ pub(super) fn render(spec: &UnitSpec) -> Result<String, RenderError> {
             escape::systemd_path,
         )?,
         restart_delay_secs: Escaped::literal(RESTART_DELAY_SECS),
-        config_exit_code: Escaped::literal(CONFIG_EXIT_CODE),
-        not_built_exit_code: Escaped::literal(NOT_BUILT_EXIT_CODE),
+        // systemd does not restart a unit that exits with either: a service
+        // without its config, or not built, fails once instead of looping.
+        config_exit_code: Escaped::literal(crabtalk_home::exit::EX_CONFIG),
+        not_built_exit_code: Escaped::literal(crabtalk_home::exit::EX_UNAVAILABLE),
     };
     Ok(rendered(unit.render()))
 }

@@ -15,7 +15,7 @@ use crabtalk_cron::fire::{Firer, Job, Outcome};
 use crabtalk_cron::runlog::RunLog;
 use crabtalk_cron::schedule::Zone;
 use crabtalk_cron::state::StateFile;
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures::future::BoxFuture;
 

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crabtalk_proto::home::{Home, PortFile};
+use crabtalk_home::{Home, PortFile};
 
 fn binary() -> PathBuf {
     let me = std::env::current_exe().unwrap();

@@ -3,7 +3,7 @@
 //! call these, so the two cannot disagree.
 
 use chrono::{DateTime, Utc};
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{

@@ -2,8 +2,8 @@
 //! crabup's) parse exactly what the binary accepts.
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
-use crabtalk_command::Service;
-use crabtalk_command::component::Verbosity;
+use crabtalk_home::Service;
+use crabtalk_kit::cli::{ComponentCli, Verbosity};
 
 /// The executable's name.
 pub const BINARY: &str = "crabtalk-cron";
@@ -35,6 +35,12 @@ pub struct Cli {
     pub verbosity: Verbosity,
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl ComponentCli for Cli {
+    fn verbosity(&self) -> Verbosity {
+        self.verbosity
+    }
 }
 
 #[derive(Debug, Subcommand)]

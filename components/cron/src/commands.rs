@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use chrono::{DateTime, Utc};
-use crabtalk_command::component::ConfigError;
-use crabtalk_proto::home::{Home, PortFile};
+use crabtalk_home::{Home, PortFile};
+use crabtalk_kit::config::ConfigError;
+use crabtalk_kit::{Component, Shutdown};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -23,13 +24,14 @@ use crate::schedule::{CronExpr, Schedule, Timing, Zone, parse_at};
 use crate::service::{lock_path, machine_zone};
 
 /// Runs one command other than the service.
-pub fn run(home: &Home, command: Command) -> anyhow::Result<()> {
+pub async fn run(component: &Component, command: Command) -> anyhow::Result<()> {
+    let home = component.home();
     let admin = Admin::new(home, machine_zone());
     let now = Utc::now();
     match command {
         Command::Run { id: None, .. } => unreachable!("the service is started by main"),
         Command::Run { id: Some(id), json } => {
-            let record = run_now(home, &id)?;
+            let record = run_now(component, &id).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&record)?);
             } else {
@@ -116,7 +118,18 @@ pub fn run(home: &Home, command: Command) -> anyhow::Result<()> {
 /// A config error (exit 78) for a file that does not parse; else as is.
 fn admin_error(err: AdminError) -> anyhow::Error {
     match err {
-        AdminError::Load(load @ LoadError::Invalid { .. }) => ConfigError(load.to_string()).into(),
+        AdminError::Load(LoadError::Invalid {
+            path,
+            line,
+            column,
+            message,
+        }) => ConfigError::At {
+            path,
+            line,
+            column,
+            message,
+        }
+        .into(),
         other => other.into(),
     }
 }
@@ -175,28 +188,25 @@ fn target_schedule(admin: &Admin, target: &str, tz: Option<&str>) -> anyhow::Res
     Ok(Schedule::new(timing, zone))
 }
 
-/// Runs entry `id` now: through the service if it runs, else here.
-fn run_now(home: &Home, id: &str) -> anyhow::Result<RunRecord> {
-    let runtime = crabtalk_command::component::runtime()?;
-    let lock = FileLock::try_exclusive(&lock_path(home))?;
-    runtime.block_on(async move {
-        match lock {
-            Some(_lock) => {
-                let _ = rustls::crypto::ring::default_provider().install_default();
-                let (engine, handle) =
-                    crate::service::engine(home, Arc::new(SystemClock), machine_zone());
-                let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-                let task = tokio::spawn(engine.run(async move {
-                    let _ = stopped.await;
-                }));
-                let record = handle.run_now_and_wait(id).await;
-                let _ = stop.send(());
-                let _ = task.await;
-                record.map_err(|err| anyhow::anyhow!(err))
-            }
-            None => through_service(home, id).await,
-        }
-    })
+/// Runs entry `id` now: through the service if it runs, else here (this
+/// process holds the service lock for that one run).
+async fn run_now(component: &Component, id: &str) -> anyhow::Result<RunRecord> {
+    let home = component.home();
+    let Some(_lock) = FileLock::try_exclusive(&lock_path(home))? else {
+        return through_service(home, id).await;
+    };
+    let (engine, handle) = crate::service::engine(
+        home,
+        Arc::new(SystemClock),
+        machine_zone(),
+        component.daemon(),
+    );
+    let stop = Shutdown::new();
+    let task = tokio::spawn(engine.run(stop.requested()));
+    let record = handle.run_now_and_wait(id).await;
+    stop.trigger();
+    let _ = task.await;
+    record.map_err(|err| anyhow::anyhow!(err))
 }
 
 async fn through_service(home: &Home, id: &str) -> anyhow::Result<RunRecord> {
@@ -209,7 +219,6 @@ async fn through_service(home: &Home, id: &str) -> anyhow::Result<RunRecord> {
             )
         })?
         .port;
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = ()
         .serve(StreamableHttpClientTransport::from_uri(format!(
             "http://127.0.0.1:{port}/mcp"

@@ -10,22 +10,31 @@
 //! `logs/cron-runs.jsonl` ([`runlog`]). Agents manage entries through the
 //! MCP tools the service offers ([`tools`]); people through the CLI
 //! ([`cli`]), which goes through the same code.
+//!
+//! Without the default `service` feature the crate is the command line,
+//! the schedules and the `crons.toml` model, without the engine, MCP or
+//! HTTP (what `crabup` links).
 
 use std::path::{Path, PathBuf};
 
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
 
 pub mod admin;
 pub mod cli;
+#[cfg(feature = "service")]
 pub mod commands;
 pub mod config;
+#[cfg(feature = "service")]
 pub mod engine;
+#[cfg(feature = "service")]
 pub mod fire;
 pub mod lock;
 pub mod runlog;
 pub mod schedule;
+#[cfg(feature = "service")]
 pub mod service;
 pub mod state;
+#[cfg(feature = "service")]
 pub mod tools;
 
 /// `$CRABTALK_HOME/cron/`: the scheduler's own data (claims, locks).

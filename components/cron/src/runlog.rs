@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use crabtalk_proto::home::{Home, write_atomic_private};
+use crabtalk_home::{Home, write_atomic_private};
 use serde::{Deserialize, Serialize};
 
 use crate::lock::FileLock;

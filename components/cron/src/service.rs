@@ -9,8 +9,10 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use crabtalk_command::{Service, mcp_router, run_mcp_reporting};
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
+use crabtalk_kit::Component;
+use crabtalk_kit::daemon::DaemonLink;
+use crabtalk_kit::mcp::{HealthProblems, mcp_router};
 use serde_json::Value;
 
 use crate::admin::Admin;
@@ -62,43 +64,43 @@ pub fn machine_zone() -> Zone {
     })
 }
 
-/// The engine of `home`, firing through its daemon.
-pub fn engine(home: &Home, clock: Arc<dyn Clock>, zone: Zone) -> (Engine, EngineHandle) {
+/// The engine of `home`, firing through `daemon`.
+pub fn engine(
+    home: &Home,
+    clock: Arc<dyn Clock>,
+    zone: Zone,
+    daemon: DaemonLink,
+) -> (Engine, EngineHandle) {
     let files = Files {
         crons: CronsFile::of(home),
         runs: RunLog::of(home),
         state: StateFile::of(home),
     };
-    let firer = Arc::new(DaemonFirer::new(home.clone(), clock.clone()));
+    let firer = Arc::new(DaemonFirer::new(home.clone(), daemon, clock.clone()));
     Engine::new(clock, firer, files, zone, WatchMode::from_env())
 }
 
-/// Runs the service until SIGINT or SIGTERM.
-pub fn run(home: &Home, service: &Service) -> anyhow::Result<()> {
+/// Runs the service until the component is told to stop.
+pub async fn run(component: &Component) -> anyhow::Result<()> {
+    let home = component.home();
     let _lock = take_lock(home)?;
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let runtime = crabtalk_command::component::runtime()?;
-    runtime.block_on(async {
-        let zone = machine_zone();
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let (engine, handle) = engine(home, clock.clone(), zone);
-        let admin = Arc::new(Admin::new(home, zone));
-        let problems: crabtalk_command::health::HealthProblems = {
-            let admin = admin.clone();
-            Arc::new(move || admin.problems())
-        };
-        let tools = CronTools::new(admin, handle, clock);
-        let router =
-            mcp_router(move || tools.clone()).layer(axum::middleware::from_fn(string_arguments));
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let engine = tokio::spawn(engine.run(async move {
-            let _ = stopped.await;
-        }));
-        let served = run_mcp_reporting(home, service, router, problems).await;
-        let _ = stop.send(());
-        let _ = engine.await;
-        served.context("serving MCP")
-    })
+    let zone = machine_zone();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let (engine, handle) = engine(home, clock.clone(), zone, component.daemon());
+    let admin = Arc::new(Admin::new(home, zone));
+    let problems: HealthProblems = {
+        let admin = admin.clone();
+        Arc::new(move || admin.problems())
+    };
+    let tools = CronTools::new(admin, handle, clock);
+    let router =
+        mcp_router(move || tools.clone()).layer(axum::middleware::from_fn(string_arguments));
+    let engine = tokio::spawn(engine.run(component.shutdown().requested()));
+    let served = component.serve_mcp_reporting(router, problems).await;
+    // Whatever ended serving, the engine stops too (after its drain).
+    component.shutdown().trigger();
+    let _ = engine.await;
+    served.context("serving MCP")
 }
 
 /// Accepts `tools/call` requests whose `arguments` is a JSON string

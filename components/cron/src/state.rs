@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
-use crabtalk_proto::home::{Home, write_atomic_private};
+use crabtalk_home::{Home, write_atomic_private};
 use serde::{Deserialize, Serialize};
 
 use crate::runlog::Status;

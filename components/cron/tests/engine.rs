@@ -11,7 +11,7 @@ use crabtalk_cron::fire::{By, Firer, Job, Outcome};
 use crabtalk_cron::runlog::{RunLog, RunRecord, Status};
 use crabtalk_cron::schedule::Zone;
 use crabtalk_cron::state::{Claim, StateFile};
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
 use crabtalk_testkit::eventually;
 use futures::future::BoxFuture;
 use tokio::sync::Semaphore;

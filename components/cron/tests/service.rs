@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use crabtalk_cron::runlog::Status;
 use crabtalk_cron::state::StateFile;
-use crabtalk_proto::home::PortFile;
+use crabtalk_home::PortFile;
 use crabtalk_testkit::{Reply, eventually, within};
 use rmcp::ServiceExt;
 use rmcp::model::{
@@ -408,7 +408,7 @@ async fn replies_are_delivered_through_telegram_send_with_its_message_ids() {
 
     let fake = FakeTelegram::default();
     let sent = fake.sent.clone();
-    let router = crabtalk_command::mcp_router(move || fake.clone());
+    let router = crabtalk_kit::mcp::mcp_router(move || fake.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });

@@ -3,7 +3,7 @@
 //! Not built yet. The binary already has its real command line — the one
 //! its service units run (`crabtalk-search run`, `-v`) — so units can be checked
 //! against it; `run` exits with
-//! [`NOT_BUILT_EXIT_CODE`](crabtalk_command::component::NOT_BUILT_EXIT_CODE)
+//! 69 ([`EX_UNAVAILABLE`](crabtalk_home::exit::EX_UNAVAILABLE))
 //! and says so.
 
 pub mod cli;

@@ -4,5 +4,5 @@
 use crabtalk_search::cli;
 
 fn main() -> std::process::ExitCode {
-    crabtalk_command::component::main_not_built(cli::service(), cli::ABOUT)
+    crabtalk_kit::main_not_built(cli::service(), cli::ABOUT)
 }

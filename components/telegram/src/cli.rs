@@ -1,8 +1,8 @@
 //! The command line of `crabtalk-telegram`, in the library so tests can parse a
 //! unit's command line with exactly what the binary accepts.
 
-use crabtalk_command::Service;
-use crabtalk_command::component::run_command;
+use crabtalk_home::Service;
+use crabtalk_kit::cli::run_command;
 
 /// The executable's name.
 pub const BINARY: &str = "crabtalk-telegram";

@@ -1,5 +1,6 @@
 //! Errors a person can act on, and the exit status each one means.
 
+use crabtalk_kit::daemon::ConnectError;
 use crabtalk_proto::client::ClientError;
 use crabtalk_proto::msg::ErrorMsg;
 
@@ -15,10 +16,11 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 /// Why the TUI could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum TuiError {
-    /// Nothing answers where the daemon should be (the message carries the
-    /// `crabup daemon start` hint).
+    /// Nothing answers where the daemon of the home should be (the message
+    /// carries the `crabup daemon start` hint), or its files say nothing
+    /// usable about where it is.
     #[error("{0}")]
-    NotRunning(ClientError),
+    NotRunning(ConnectError),
     #[error(
         "cannot reach crabtalkd at {addr}: {source}. Is it running there? Start it with `crabup daemon start` (or `crabtalkd run`)"
     )]
@@ -77,9 +79,15 @@ impl TuiError {
 
 impl From<ClientError> for TuiError {
     fn from(err: ClientError) -> Self {
+        Self::Client(err)
+    }
+}
+
+impl From<ConnectError> for TuiError {
+    fn from(err: ConnectError) -> Self {
         match err {
-            ClientError::NotRunning { .. } => Self::NotRunning(err),
-            err => Self::Client(err),
+            ConnectError::Client(err) => Self::Client(err),
+            err => Self::NotRunning(err),
         }
     }
 }

@@ -43,7 +43,7 @@ pub mod text;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
 
 use self::cli::{Cli, Command};
 use self::error::TuiError;

@@ -5,9 +5,9 @@
 //! else the user name), with the working directory sent along with every
 //! message so tools run where the person is.
 
+use crabtalk_home::Home;
 use crabtalk_proto::Client;
 use crabtalk_proto::client::ClientError;
-use crabtalk_proto::home::Home;
 use crabtalk_proto::msg::*;
 
 use crate::error::TuiError;
@@ -34,7 +34,7 @@ impl Target {
                 }),
             None => {
                 let home = Home::from_env().map_err(|err| TuiError::Usage(err.to_string()))?;
-                Ok(Client::connect(&home).await?)
+                Ok(crabtalk_kit::daemon::connect(&home).await?)
             }
         }
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crabtalk_command::liveness::PortProbe;
 use crabtalk_command::manager::process::PidFile;
 use crabtalk_command::{Service, ServiceState, health};
-use crabtalk_proto::home::{DAEMON_RUN_NAME, Home, validate_service_name};
+use crabtalk_home::{DAEMON_RUN_NAME, Home, validate_service_name};
 
 use crate::cli::PsArgs;
 use crate::context::Context;
@@ -176,7 +176,7 @@ fn ping_daemon(home: &Home) -> anyhow::Result<crabtalk_proto::msg::Pong> {
         .build()?;
     runtime.block_on(async {
         tokio::time::timeout(PING_TIMEOUT, async {
-            let client = crabtalk_proto::Client::connect(home).await?;
+            let client = crabtalk_kit::daemon::connect(home).await?;
             Ok::<_, anyhow::Error>(client.ping().await?)
         })
         .await

@@ -171,11 +171,9 @@ impl EventBus {
             path: self.path.clone(),
             source: std::io::Error::other(err),
         })?;
-        crabtalk_proto::home::write_atomic(&self.path, text.as_bytes()).map_err(|source| {
-            BusError::Save {
-                path: self.path.clone(),
-                source,
-            }
+        crabtalk_home::write_atomic(&self.path, text.as_bytes()).map_err(|source| BusError::Save {
+            path: self.path.clone(),
+            source,
         })
     }
 }

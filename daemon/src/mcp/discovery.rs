@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crabtalk_proto::home::{DAEMON_RUN_NAME, PortFile, validate_service_name};
+use crabtalk_home::{DAEMON_RUN_NAME, PortFile, validate_service_name};
 use notify::Watcher;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;

@@ -31,9 +31,9 @@ use super::conversation::ConversationKey;
 use super::request::tagged;
 use super::snapshot::Snapshot;
 use crate::config::agent::AgentDef;
-use crate::memory::{EntryKind, Memory, Op};
 use crate::provider::LlmError;
 use crate::storage::{CompactMarker, Message, Role};
+use crabtalk_memory::{EntryKind, Memory, Op};
 
 /// The longest title, in characters.
 const MAX_TITLE_CHARS: usize = 60;

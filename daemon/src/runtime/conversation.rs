@@ -25,10 +25,10 @@ use tokio::sync::{MutexGuard, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::sessions::SessionFeed;
-use crate::search::SessionIndex;
 use crate::storage::{
     CompactMarker, ConversationFiles, Entry, Message, Meta, Role, SessionLog, Storage, now_rfc3339,
 };
+use crabtalk_session_index::SessionIndex;
 
 /// `(agent, sender)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -761,7 +761,7 @@ mod tests {
             restarted.index().clone(),
         );
         let hits = sessions
-            .search(&crate::search::SearchQuery {
+            .search(&crabtalk_session_index::SearchQuery {
                 agent: "crab",
                 sender: None,
                 query: "three",

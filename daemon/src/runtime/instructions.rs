@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
 
 /// The file name looked for.
 pub const FILE_NAME: &str = "Crab.md";

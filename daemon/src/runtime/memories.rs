@@ -8,7 +8,7 @@
 //! ([`Memories::run`]).
 //!
 //! **File names.** `<agent>` is the agent name escaped by
-//! [`memory::file_name::encode`](crate::memory::file_name::encode) — the
+//! [`file_name::encode`](crabtalk_memory::file_name::encode) — the
 //! rule the memory dump uses for entry names. Agent names are already
 //! restricted to letters, digits, `-`, `_` and `.`, so in practice the file
 //! is the agent's name (`memory/crab.crmem`), readable by people and by
@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::memory::{Memory, MemoryError, file_name};
+use crabtalk_memory::{Memory, MemoryError, file_name};
 
 /// One agent's memory, opened when first needed.
 type Slot = Arc<Mutex<Option<Memory>>>;
@@ -130,7 +130,7 @@ impl Memories {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::{EntryKind, Op};
+    use crabtalk_memory::{EntryKind, Op};
 
     fn note(name: &str) -> Op {
         Op::Add {

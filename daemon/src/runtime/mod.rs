@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
 use crabtalk_proto::msg::ErrorMsg;
 use parking_lot::RwLock;
 use tokio::task::JoinHandle;

@@ -1,5 +1,5 @@
 //! Session search wired to the conversations (RFC 0185; the index itself is
-//! [`crate::search`], RFC 0020).
+//! [`crabtalk_session_index`], RFC 0020).
 //!
 //! - **Feeding.** Every message a conversation appends is indexed at once
 //!   through its [`SessionFeed`], under its message number (see
@@ -30,12 +30,12 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use serde::Deserialize;
 
-use crate::search::{
+use crate::storage::numbering::{self, Position};
+use crate::storage::{CompactMarker, ConversationFiles, Message, Meta, Role, Storage, names};
+use crabtalk_session_index::{
     ConversationRef, MessageSource, Rebuild, Role as SearchRole, SearchError, SearchQuery,
     SessionHit, SessionIndex, SourceMessage,
 };
-use crate::storage::numbering::{self, Position};
-use crate::storage::{CompactMarker, ConversationFiles, Message, Meta, Role, Storage, names};
 
 /// A position is remembered for every this many numbered lines.
 const STRIDE: u64 = 64;
@@ -782,7 +782,7 @@ mod tests {
             ]
         );
         let hits = search(&sessions, "zebras", 0);
-        assert_eq!(hits[0].field, crate::search::Field::Summary);
+        assert_eq!(hits[0].field, crabtalk_session_index::Field::Summary);
 
         // Positions that do not fit the file are dropped, not trusted.
         sessions

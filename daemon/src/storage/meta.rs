@@ -44,6 +44,6 @@ impl Meta {
 
     pub fn save(&self, path: &Path) -> io::Result<()> {
         let bytes = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
-        crabtalk_proto::home::write_atomic(path, &bytes)
+        crabtalk_home::write_atomic(path, &bytes)
     }
 }

@@ -117,7 +117,7 @@ fn edit(
     }
     let updated = text.replacen(old, new, 1);
     let mode = permissions(path);
-    crabtalk_proto::home::write_atomic_mode(path, updated.as_bytes(), mode)
+    crabtalk_home::write_atomic_mode(path, updated.as_bytes(), mode)
         .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
     Ok(FileStamp::of(updated.as_bytes()))
 }

@@ -14,9 +14,9 @@ use serde_json::json;
 
 use super::{Hook, PromptContext, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
 use crate::config::agent::AgentDef;
-use crate::memory::{Entry, EntryKind, MemoryError, Op};
 use crate::runtime::Runtime;
 use crate::storage::ToolCallRecord;
+use crabtalk_memory::{Entry, EntryKind, MemoryError, Op};
 
 /// Recall results when the model asks for no number.
 const DEFAULT_RECALL: usize = 5;
@@ -204,7 +204,7 @@ fn ready(output: ToolOutput) -> ToolFuture {
 async fn with_memory(
     runtime: Weak<Runtime>,
     agent: String,
-    f: impl FnOnce(&mut crate::memory::Memory) -> ToolOutput + Send + 'static,
+    f: impl FnOnce(&mut crabtalk_memory::Memory) -> ToolOutput + Send + 'static,
 ) -> ToolOutput {
     let Some(runtime) = runtime.upgrade() else {
         return ToolOutput::error("the daemon is shutting down");
@@ -221,7 +221,7 @@ fn failed(err: MemoryError) -> ToolOutput {
     ToolOutput::error(err.to_string())
 }
 
-fn remember(memory: &mut crate::memory::Memory, args: RememberArgs) -> ToolOutput {
+fn remember(memory: &mut crabtalk_memory::Memory, args: RememberArgs) -> ToolOutput {
     let RememberArgs {
         name,
         content,
@@ -261,7 +261,7 @@ fn remember(memory: &mut crate::memory::Memory, args: RememberArgs) -> ToolOutpu
     }
 }
 
-fn forget(memory: &mut crate::memory::Memory, args: ForgetArgs) -> ToolOutput {
+fn forget(memory: &mut crabtalk_memory::Memory, args: ForgetArgs) -> ToolOutput {
     let Some(entry) = memory.get(&args.name) else {
         return ToolOutput::error(format!(
             "no note is named {:?}; `recall` finds notes by keywords",
@@ -281,7 +281,7 @@ fn forget(memory: &mut crate::memory::Memory, args: ForgetArgs) -> ToolOutput {
     }
 }
 
-fn recall(memory: &mut crate::memory::Memory, args: RecallArgs) -> ToolOutput {
+fn recall(memory: &mut crabtalk_memory::Memory, args: RecallArgs) -> ToolOutput {
     if args.query.trim().is_empty() {
         return ToolOutput::error("the query is empty; give keywords to search for");
     }
@@ -334,7 +334,7 @@ fn describe(out: &mut String, entry: &Entry) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::Memory;
+    use crabtalk_memory::Memory;
 
     fn remember_args(name: &str, content: &str, aliases: Option<&[&str]>) -> RememberArgs {
         RememberArgs {

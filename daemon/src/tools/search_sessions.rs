@@ -17,8 +17,8 @@ use super::{Hook, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments
 use crate::config::agent::AgentDef;
 use crate::runtime::Runtime;
 use crate::runtime::sessions::SessionQuery;
-use crate::search::SessionHit;
 use crate::storage::ToolCallRecord;
+use crabtalk_session_index::SessionHit;
 
 /// Hits when the model asks for no number.
 const DEFAULT_HITS: usize = 5;
@@ -59,7 +59,7 @@ impl Hook for SessionSearchHook {
                 "properties": {
                     "query": {"type": "string", "description": "Keywords, e.g. \"cron timezone bug\"."},
                     "sender": {"type": "string", "description": "Only conversations with this user (as named in the results)."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": crate::search::MAX_HITS, "description": "How many passages at most (default 5)."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": crabtalk_session_index::MAX_HITS, "description": "How many passages at most (default 5)."},
                     "context": {"type": "integer", "minimum": 0, "maximum": 7, "description": "Messages shown before and after each match (default 2)."}
                 },
                 "required": ["query"],

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
+use crabtalk_home::Home;
 use crabtalk_proto::Client;
-use crabtalk_proto::home::Home;
 use tempfile::TempDir;
 
 /// The `crabtalkd` binary built alongside the running test: `$CRABTALKD_BIN`
@@ -70,19 +70,27 @@ impl TestDaemon {
         config: &str,
         env: &[(&str, &str)],
     ) -> Self {
+        let mut daemon = Self::unstarted(binary, config);
+        daemon.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        daemon.spawn().await;
+        daemon
+    }
+
+    /// A temp home with `config` as its `config.toml` and no daemon running
+    /// yet: for tests of what happens before the daemon comes up. Start it
+    /// with [`TestDaemon::spawn`].
+    pub fn unstarted(binary: impl AsRef<Path>, config: &str) -> Self {
         let home = tempfile::tempdir().expect("a temp home");
         std::fs::write(home.path().join("config.toml"), config).expect("write config.toml");
-        let mut daemon = Self {
+        Self {
             home,
             binary: binary.as_ref().to_owned(),
             child: None,
-            env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        };
-        daemon.spawn().await;
-        daemon
+            env: Vec::new(),
+        }
     }
 
     /// The config used by most tests: one OpenAI-compatible provider at
@@ -148,7 +156,7 @@ impl TestDaemon {
         let home = self.home();
         let deadline = tokio::time::Instant::now() + crate::PATIENCE;
         loop {
-            if let Ok(client) = Client::connect(&home).await
+            if let Ok(client) = Client::connect_uds(home.socket_path()).await
                 && client.ping().await.is_ok()
             {
                 return;
@@ -174,7 +182,7 @@ impl TestDaemon {
 
     /// A client connected over the socket.
     pub async fn client(&self) -> Client {
-        Client::connect(&self.home())
+        Client::connect_uds(self.home().socket_path())
             .await
             .expect("connect to the test daemon")
     }

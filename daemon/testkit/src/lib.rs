@@ -11,7 +11,12 @@
 //!   `CRABTALK_HOME`, reached with the real protocol client.
 //! - [`eventually`]: wait for a condition with a timeout instead of
 //!   sleeping.
+//! - [`cpu`]: how much CPU a process uses over a window (idle checks).
+//! - [`corpus`]: synthetic chat-like text with Zipf word frequencies, for
+//!   the benches of the memory store, the session index and the daemon.
 
+pub mod corpus;
+pub mod cpu;
 mod daemon;
 mod llm;
 pub mod turn;

@@ -14,7 +14,8 @@ mod slots;
 mod stream;
 
 use std::io;
-use std::path::{Path, PathBuf};
+#[cfg(unix)]
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -26,7 +27,6 @@ use tokio::task::AbortHandle;
 use self::slots::{Slot, Slots};
 pub use self::stream::{ReplyStream, StreamItem};
 use crate::codec::{FrameError, FrameReader, MAX_FRAME_LEN};
-use crate::home::{Home, HomeError, PortFile, PortFileError};
 use crate::msg::*;
 use crate::ops::unary_operations;
 use crate::transport::writer::write_frames;
@@ -37,20 +37,8 @@ const OUTGOING_QUEUE: usize = 256;
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error(
-        "crabtalkd is not running for {home}: nothing answers at {socket} and there is no live port file at {port_file}. Start it with `crabup daemon start` (or `crabtalkd run`)"
-    )]
-    NotRunning {
-        home: PathBuf,
-        socket: PathBuf,
-        port_file: PathBuf,
-    },
     #[error("cannot connect to {target}: {source}")]
     Connect { target: String, source: io::Error },
-    #[error(transparent)]
-    Home(#[from] HomeError),
-    #[error(transparent)]
-    PortFile(#[from] PortFileError),
     /// The daemon answered with an error.
     #[error("{0}")]
     Server(ErrorMsg),
@@ -74,6 +62,13 @@ impl ClientError {
             Self::Server(error) => Some(error.code),
             _ => None,
         }
+    }
+
+    /// Whether this is a failure to connect because nothing listens at the
+    /// target (no socket file, or a refused connection): the daemon is not
+    /// running, as opposed to running and failing.
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Self::Connect { source, .. } if is_absent(source))
     }
 
     pub(crate) fn unexpected(operation: &'static str, reply: &server_message::Msg) -> Self {
@@ -158,38 +153,6 @@ impl Drop for SlotGuard<'_> {
 }
 
 impl Client {
-    /// Connects to the daemon of `home`: its Unix socket first, then the TCP
-    /// port in its port file.
-    pub async fn connect(home: &Home) -> Result<Self, ClientError> {
-        let socket = home.socket_path();
-        let port_file = home.daemon_port_file();
-        #[cfg(unix)]
-        match Self::connect_uds(&socket).await {
-            Ok(client) => return Ok(client),
-            Err(ClientError::Connect { source, .. }) if is_absent(&source) => {}
-            Err(err) => return Err(err),
-        }
-        let not_running = || ClientError::NotRunning {
-            home: home.root().to_owned(),
-            socket: socket.clone(),
-            port_file: port_file.clone(),
-        };
-        let port = match PortFile::read(&port_file) {
-            Ok(file) => file.port,
-            Err(err) if err.is_missing() => return Err(not_running()),
-            Err(err) => return Err(err.into()),
-        };
-        match Self::connect_tcp(&format!("127.0.0.1:{port}"), None).await {
-            Err(ClientError::Connect { source, .. }) if is_absent(&source) => Err(not_running()),
-            other => other,
-        }
-    }
-
-    /// Connects to the daemon named by `$CRABTALK_HOME` (or `~/.crabtalk`).
-    pub async fn connect_default() -> Result<Self, ClientError> {
-        Self::connect(&Home::from_env()?).await
-    }
-
     /// Connects to a Unix socket.
     #[cfg(unix)]
     pub async fn connect_uds(path: impl AsRef<Path>) -> Result<Self, ClientError> {
@@ -244,6 +207,18 @@ impl Client {
                 reader: reader.abort_handle(),
             }),
         }
+    }
+
+    /// Resolves once the connection has closed (the daemon went away, or
+    /// the connection failed), with the reason. A client whose connection
+    /// closed fails every request; make a new one.
+    pub async fn closed(&self) -> String {
+        self.connection.slots.closed().await
+    }
+
+    /// Whether the connection has closed.
+    pub fn is_closed(&self) -> bool {
+        self.connection.slots.closed_reason().is_some()
     }
 
     /// How many requests on this connection still have a reply slot: unary

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::msg::ServerMessage;
 
@@ -17,9 +17,19 @@ pub(super) enum Slot {
 }
 
 /// The slots of one connection, and why it closed once it has.
-#[derive(Default)]
 pub(super) struct Slots {
     state: Mutex<State>,
+    /// Flips to `true` once, when the connection closes.
+    closed_signal: watch::Sender<bool>,
+}
+
+impl Default for Slots {
+    fn default() -> Self {
+        Self {
+            state: Mutex::default(),
+            closed_signal: watch::Sender::new(false),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -68,6 +78,16 @@ impl Slots {
         let mut state = self.lock();
         state.closed.get_or_insert(reason);
         state.open.clear();
+        drop(state);
+        self.closed_signal.send_replace(true);
+    }
+
+    /// Resolves once [`Slots::close`] has run, with the reason.
+    pub(super) async fn closed(&self) -> String {
+        let mut signal = self.closed_signal.subscribe();
+        // The sender lives as long as `self`, so this cannot fail.
+        let _ = signal.wait_for(|closed| *closed).await;
+        self.closed_reason().unwrap_or_default()
     }
 
     /// How many requests wait for replies.

@@ -24,7 +24,7 @@ mod watch;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use crabtalk_proto::home::{Home, write_atomic_private};
+use crabtalk_home::{Home, write_atomic_private};
 use toml_edit::DocumentMut;
 
 pub use edit::{Change, EditError, FieldValue};

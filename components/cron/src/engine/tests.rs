@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::config::CronsFile;
-use crabtalk_proto::home::Home;
+use crabtalk_home::Home;
 
 struct Never;
 

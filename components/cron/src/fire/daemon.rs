@@ -1,18 +1,17 @@
 //! Firing through the daemon: one streamed turn per slot.
 //!
-//! The link to the daemon is this module alone (`crabtalk_proto::Client`
-//! over the home's socket or port file), so it can be swapped for the
-//! component kit's daemon link without touching the engine. A daemon that
-//! does not answer is retried with a growing pause until the slot's retry
-//! window ends; then the slot is an error. A turn that started is never
-//! retried (it may have run).
+//! The daemon is reached through the component kit's [`DaemonLink`] (the
+//! home's Unix socket, else TCP with `run/token`), which reconnects with
+//! backoff on its own; a slot waits for it until its retry window ends,
+//! then it is an error. A turn that started is never retried (it may have
+//! run).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use crabtalk_home::Home;
+use crabtalk_kit::daemon::DaemonLink;
 use crabtalk_proto::Client;
-use crabtalk_proto::home::Home;
 use crabtalk_proto::msg::{KillMsg, StreamMsg, stream_event::Event};
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -26,48 +25,33 @@ use crate::runlog::{Delivery, Status};
 /// A reply that is exactly this is not delivered anywhere.
 pub const SILENT: &str = "[SILENT]";
 
-/// The first pause before retrying a daemon that is down; it doubles.
-const FIRST_RETRY: Duration = Duration::from_millis(250);
-const LONGEST_RETRY: Duration = Duration::from_secs(5);
-
 /// Fires slots as turns in the daemon of a home.
 pub struct DaemonFirer {
-    home: Home,
+    daemon: DaemonLink,
     clock: Arc<dyn Clock>,
     telegram: TelegramDelivery,
 }
 
 impl DaemonFirer {
-    pub fn new(home: Home, clock: Arc<dyn Clock>) -> Self {
-        let telegram = TelegramDelivery::new(home.clone());
+    pub fn new(home: Home, daemon: DaemonLink, clock: Arc<dyn Clock>) -> Self {
+        let telegram = TelegramDelivery::new(home);
         Self {
-            home,
+            daemon,
             clock,
             telegram,
         }
     }
 
-    /// Connects, retrying until `until`.
+    /// A client of the daemon, waiting for it (the link reconnects with
+    /// its own backoff) until `until`.
     async fn connect(&self, until: DateTime<Utc>) -> Result<Client, String> {
-        let mut pause = FIRST_RETRY;
-        let mut attempts = 0u32;
-        loop {
-            attempts += 1;
-            match connect(&self.home).await {
-                Ok(client) => return Ok(client),
-                Err(err) => {
-                    let now = self.clock.now();
-                    if now >= until {
-                        return Err(format!(
-                            "the daemon did not answer ({attempts} attempts until {until}): {err}"
-                        ));
-                    }
-                    tracing::debug!("daemon not reachable ({err}); retrying in {pause:?}");
-                    let left = (until - now).to_std().unwrap_or_default();
-                    self.clock.sleep(pause.min(left)).await;
-                    pause = (pause * 2).min(LONGEST_RETRY);
-                }
-            }
+        let left = (until - self.clock.now()).to_std().unwrap_or_default();
+        match tokio::time::timeout(left, self.daemon.client()).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(closed)) => Err(format!("the daemon link is closed: {closed}")),
+            Err(_) => Err(format!(
+                "the daemon did not answer within the slot's grace (until {until}); is it running? `crabup daemon start`"
+            )),
         }
     }
 
@@ -144,21 +128,12 @@ impl DaemonFirer {
 impl Firer for DaemonFirer {
     fn fire(&self, job: Job) -> BoxFuture<'static, Outcome> {
         let firer = Self {
-            home: self.home.clone(),
+            daemon: self.daemon.clone(),
             clock: self.clock.clone(),
             telegram: self.telegram.clone(),
         };
         Box::pin(async move { firer.run(job).await })
     }
-}
-
-/// The daemon's Unix socket (no token needed, and never a stranger on a
-/// recycled TCP port named by a stale port file); elsewhere its port file.
-async fn connect(home: &Home) -> Result<Client, crabtalk_proto::client::ClientError> {
-    #[cfg(unix)]
-    return Client::connect_uds(home.socket_path()).await;
-    #[cfg(not(unix))]
-    return Client::connect(home).await;
 }
 
 /// Runs the entry's turn to its end; the final reply (the text after the

@@ -2,7 +2,7 @@
 //! tool `telegram_send {chat_id, text}`, found via `run/telegram.port`.
 //! A delivery counts only with the Telegram message ids the tool returns.
 
-use crabtalk_proto::home::{Home, PortFile};
+use crabtalk_home::{Home, PortFile};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -43,7 +43,7 @@ impl TelegramDelivery {
             .map_or_else(|_| json!(chat), |id| json!(id));
         let arguments = json!({ "chat_id": chat_id, "text": text });
         let call = async {
-            let _ = rustls::crypto::ring::default_provider().install_default();
+            crabtalk_kit::tls::install_ring();
             let url = format!("http://127.0.0.1:{port}/mcp");
             let client = ()
                 .serve(StreamableHttpClientTransport::from_uri(url.clone()))

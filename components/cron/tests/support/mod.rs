@@ -7,7 +7,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use crabtalk_cron::runlog::{RunLog, RunRecord};
-use crabtalk_proto::home::{Home, PortFile};
+use crabtalk_home::{Home, PortFile};
 use crabtalk_testkit::{ScriptedLlm, TestDaemon, daemon_binary, eventually};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_crabtalk-cron");
@@ -128,7 +128,7 @@ pub fn write_crons(home: &Path, text: &str) {
     std::fs::create_dir_all(&dir).unwrap();
     let path: PathBuf = dir.join("crons.toml");
     // Whole file at once, like an editor's save.
-    crabtalk_proto::home::write_atomic(&path, text.as_bytes()).unwrap();
+    crabtalk_home::write_atomic(&path, text.as_bytes()).unwrap();
 }
 
 pub fn cli(home: &Path, args: &[&str]) -> Output {

@@ -10,7 +10,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crabtalk_proto::home::{Home, write_atomic_private};
+use crabtalk_home::{Home, write_atomic_private};
 
 /// Most entries kept.
 pub const LIMIT: usize = 1000;

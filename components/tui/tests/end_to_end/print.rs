@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use crabtalk_proto::home::PortFile;
+use crabtalk_home::PortFile;
 use crabtalk_testkit::{Reply, ToolCall, within};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};

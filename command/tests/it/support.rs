@@ -1,0 +1,35 @@
+//! Shared by the integration tests: the echo component binary and polling.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The kit's `echo_component` example (a real component), which
+/// `cargo test --workspace` builds next to the test binaries.
+pub fn echo_binary() -> PathBuf {
+    let deps = std::env::current_exe().unwrap();
+    let profile_dir = deps.parent().unwrap().parent().unwrap();
+    let path = profile_dir
+        .join("examples")
+        .join(format!("echo_component{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "{} is missing: run the tests with `cargo test --workspace`, or build it first with \
+         `cargo build -p crabtalk-kit --example echo_component`",
+        path.display()
+    );
+    path
+}
+
+/// Polls `condition` until it returns `Some`, failing after `timeout`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut condition: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = condition() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub const TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,0 +1,134 @@
+//! The whole `main` of a component.
+//!
+//! In this order: parse the command line (clap exits 2 on bad usage), find
+//! the home, load `$CRABTALK_HOME/env` while the process still has one
+//! thread (so `RUST_LOG` may come from it too), set up logging, install the
+//! TLS provider, start a current-thread runtime (a component is small; one
+//! thread keeps its idle footprint at a few megabytes), install the
+//! SIGINT/SIGTERM handlers, and run the component's code with a
+//! [`Component`]. Its result becomes the exit code ([`exit`](crate::exit)).
+//! Tasks still running when the code returns get [`RUNTIME_GRACE`] to
+//! finish before the process exits.
+
+use std::future::Future;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::FromArgMatches;
+use crabtalk_home::{Home, Service};
+
+use crate::cli::{ComponentCli, RunCli, RunCommand, Verbosity, run_command};
+use crate::config::ConfigError;
+use crate::exit::{NotBuilt, exit_code};
+use crate::{Component, Shutdown};
+
+/// How long tasks left running at the end get before the process exits.
+pub const RUNTIME_GRACE: Duration = Duration::from_millis(200);
+
+/// The `main` of a component whose only command is `run`: `run` calls
+/// `run_component` with the component, which is the service until it
+/// returns.
+pub fn main_run<F, Fut>(service: Service, about: &'static str, run_component: F) -> ExitCode
+where
+    F: FnOnce(Component) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    // clap wants a 'static name; one small string for the life of main.
+    let binary: &'static str = Box::leak(service.binary().to_owned().into_boxed_str());
+    let matches = run_command(binary, about).get_matches();
+    let cli = RunCli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
+    let result = run_parsed(cli.verbosity, service, |component| match cli.command {
+        RunCommand::Run => run_component(component),
+    });
+    exit_code(binary, result)
+}
+
+/// The `main` of a component with its own command line `C` (which has a
+/// `run` command among others): `run_component` gets the parsed line and
+/// the component, and decides what to do.
+pub fn main_with<C, F, Fut>(service: Service, run_component: F) -> ExitCode
+where
+    C: ComponentCli,
+    F: FnOnce(C, Component) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let binary = service.binary().to_owned();
+    let matches = C::command().get_matches();
+    let cli = C::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
+    let result = run_parsed(cli.verbosity(), service, |component| {
+        run_component(cli, component)
+    });
+    exit_code(&binary, result)
+}
+
+/// The `main` of a component that only serves MCP tools: `run` serves
+/// `factory`'s handler (one per MCP session) until shutdown.
+#[cfg(feature = "service")]
+pub fn main_mcp<S, F>(service: Service, about: &'static str, factory: F) -> ExitCode
+where
+    S: rmcp::ServerHandler + Send + 'static,
+    F: Fn() -> S + Send + Sync + 'static,
+{
+    main_run(service, about, |component| async move {
+        component.serve_mcp(crate::mcp::mcp_router(factory)).await?;
+        Ok(())
+    })
+}
+
+/// The `main` of a component whose service is not built yet: its command
+/// line is the real one (units that run it parse), and `run` fails with
+/// [`NotBuilt`] (exit 69).
+pub fn main_not_built(service: Service, about: &'static str) -> ExitCode {
+    main_run(service, about, |component| async move {
+        Err(NotBuilt(component.service().name().to_owned()).into())
+    })
+}
+
+/// Everything after parsing.
+fn run_parsed<F, Fut>(
+    verbosity: Verbosity,
+    service: Service,
+    run_component: F,
+) -> anyhow::Result<()>
+where
+    F: FnOnce(Component) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let home = prepare(verbosity)?;
+    #[cfg(feature = "service")]
+    crate::tls::install_ring();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| anyhow::anyhow!("cannot start the async runtime: {err}"))?;
+    let result = runtime.block_on(async {
+        let shutdown = Shutdown::on_signals()
+            .map_err(|err| anyhow::anyhow!("cannot listen for shutdown signals: {err}"))?;
+        run_component(Component::new(home, service, shutdown)).await
+    });
+    runtime.shutdown_timeout(RUNTIME_GRACE);
+    result
+}
+
+/// What every crabtalk program does first, in this order: find the home,
+/// load `$CRABTALK_HOME/env` (call it while the process has one thread),
+/// set up logging. The daemon and the kit's `main` both use it.
+pub fn prepare(verbosity: Verbosity) -> Result<Home, ConfigError> {
+    let home = Home::from_env()?;
+    prepare_home(&home, verbosity)?;
+    Ok(home)
+}
+
+/// [`prepare`] for a home found some other way (`crabtalkd --home`).
+pub fn prepare_home(home: &Home, verbosity: Verbosity) -> Result<(), ConfigError> {
+    let loaded = home.load_env_file()?;
+    crate::logging::init(verbosity);
+    if !loaded.is_empty() {
+        tracing::info!(
+            "loaded {} from {}",
+            loaded.join(", "),
+            home.env_file().display()
+        );
+    }
+    Ok(())
+}

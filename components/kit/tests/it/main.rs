@@ -1,0 +1,11 @@
+//! The integration tests of `crabtalk-kit`, as one test binary: components
+//! built on the kit (the `echo_component` and `kit_probe` examples) run as
+//! real processes against the real daemon.
+
+mod config_exit;
+mod connect;
+mod dependency_rules;
+mod idle;
+mod link;
+mod mcp_component;
+mod support;

@@ -1,0 +1,98 @@
+//! First-run setup without a terminal: a service that cannot run without
+//! its config is refused before anything is installed or started — by
+//! `start`, `restart` and `up --path` alike — with a message that says what
+//! to do; one that can (the daemon without providers) is not held back.
+
+use crate::support::{Sandbox, stderr};
+
+#[test]
+fn telegram_without_a_token_and_without_a_terminal_fails_clearly_and_starts_nothing() {
+    let sandbox = Sandbox::new();
+    sandbox.fake_binary("crabtalk-telegram", "echo started >&2\nexec sleep 600\n");
+    let out = sandbox.crabup(&["telegram", "start"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("no bot token") && err.contains("config/telegram.toml"),
+        "{err}"
+    );
+    assert!(err.contains("crabup telegram start"), "{err}");
+    assert!(
+        sandbox.run_files().is_empty(),
+        "something was started: {:?}",
+        sandbox.run_files()
+    );
+    assert!(!sandbox.home.join("logs/telegram.log").exists());
+    assert_eq!(sandbox.ps_row("telegram")["state"], "stopped");
+}
+
+#[test]
+fn a_service_that_is_not_installed_says_how_to_install_it() {
+    let sandbox = Sandbox::new();
+    let out = sandbox.crabup(&["search", "start"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("crabup pull search"),
+        "{}",
+        stderr(&out)
+    );
+    let status = sandbox.crabup(&["search", "status"]);
+    assert_eq!(status.status.code(), Some(3));
+    let stop = sandbox.ok(&["search", "stop"]);
+    assert!(stop.contains("search is not running"), "{stop}");
+}
+
+/// A service binary that runs until SIGTERM.
+const RUNS_UNTIL_TERM: &str = "trap 'exit 0' TERM\nwhile :; do sleep 0.05; done\n";
+
+fn assert_refused_for_the_token(out: &std::process::Output) {
+    assert!(!out.status.success());
+    let err = stderr(out);
+    assert!(
+        err.contains("no bot token") && err.contains("config/telegram.toml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn restart_without_a_token_and_without_a_terminal_fails_clearly_and_starts_nothing() {
+    let sandbox = Sandbox::new();
+    sandbox.fake_binary("crabtalk-telegram", RUNS_UNTIL_TERM);
+    let out = sandbox.crabup(&["telegram", "restart"]);
+    assert_refused_for_the_token(&out);
+    assert!(
+        sandbox.run_files().is_empty(),
+        "something was started: {:?}",
+        sandbox.run_files()
+    );
+    assert!(!sandbox.home.join("logs/telegram.log").exists());
+    assert_eq!(sandbox.ps_row("telegram")["state"], "stopped");
+}
+
+#[test]
+fn up_from_a_checkout_does_not_start_a_component_that_lacks_its_config() {
+    let sandbox = Sandbox::new().with_cargo_shim();
+    sandbox.fake_binary("crabtalkd", RUNS_UNTIL_TERM);
+    sandbox.fake_binary("crabtalk-telegram", RUNS_UNTIL_TERM);
+    // A config file makes telegram one of `up`'s services; it has no token.
+    std::fs::create_dir_all(sandbox.home.join("config")).unwrap();
+    std::fs::write(sandbox.home.join("config/telegram.toml"), "token = \"\"\n").unwrap();
+    let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap();
+    let out = sandbox
+        .command(&["up", "--path", &checkout.display().to_string()])
+        .env("CRABUP_READY_TIMEOUT_SECS", "0")
+        .output()
+        .unwrap();
+    assert_refused_for_the_token(&out);
+    assert!(
+        stderr(&out).contains("not up: telegram"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(sandbox.ps_row("daemon")["state"], "running");
+    assert_eq!(sandbox.ps_row("telegram")["state"], "stopped");
+    assert!(!sandbox.home.join("logs/telegram.log").exists());
+    sandbox.ok(&["daemon", "stop"]);
+}

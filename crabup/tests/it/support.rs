@@ -1,0 +1,190 @@
+//! A sandbox per test: a temp `CRABTALK_HOME`, a temp `CARGO_HOME`, the
+//! process backend forced, and optionally a `cargo` shim that records its
+//! arguments instead of installing anything.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The variable that turns on the slow tests (a real `cargo install`).
+pub const SLOW_TESTS_ENV: &str = "CRABTALK_SLOW_TESTS";
+
+/// Whether the slow tests run; says so on stderr when they do not.
+pub fn slow_tests_enabled(test: &str) -> bool {
+    let enabled = std::env::var_os(SLOW_TESTS_ENV).is_some_and(|v| !v.is_empty() && v != "0");
+    if !enabled {
+        eprintln!("{test}: skipped (slow; set {SLOW_TESTS_ENV}=1 to run it, as CI does)");
+    }
+    enabled
+}
+
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub cargo_home: PathBuf,
+    /// Folders put before the inherited PATH.
+    pub path_prefix: Vec<PathBuf>,
+    /// Replace PATH entirely (to hide cargo).
+    pub path_override: Option<String>,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("crabtalk-home");
+        let cargo_home = dir.path().join("cargo-home");
+        std::fs::create_dir_all(cargo_home.join("bin")).unwrap();
+        Self {
+            dir,
+            home,
+            cargo_home,
+            path_prefix: Vec::new(),
+            path_override: None,
+        }
+    }
+
+    /// Puts a `cargo` first on PATH that appends its arguments (one per
+    /// line, then `--`) to [`Sandbox::cargo_calls`]'s file.
+    pub fn with_cargo_shim(mut self) -> Self {
+        let shim = self.dir.path().join("shim");
+        std::fs::create_dir_all(&shim).unwrap();
+        let log = self.dir.path().join("cargo-calls");
+        script(
+            &shim.join("cargo"),
+            &format!(
+                "for a in \"$@\"; do printf '%s\\n' \"$a\" >> '{}'; done\necho -- >> '{}'\n",
+                log.display(),
+                log.display()
+            ),
+        );
+        self.path_prefix.push(shim);
+        self
+    }
+
+    /// Like [`Sandbox::with_cargo_shim`], and `cargo install <crate>` also
+    /// puts a `$CARGO_HOME/bin/<crate>` that runs until SIGTERM.
+    pub fn with_installing_cargo_shim(self) -> Self {
+        let sandbox = self.with_cargo_shim();
+        let shim = sandbox.path_prefix.last().unwrap().join("cargo");
+        let recorder = std::fs::read_to_string(&shim).unwrap();
+        let recorder = recorder.strip_prefix("#!/bin/sh\n").unwrap();
+        script(
+            &shim,
+            &format!(
+                "{recorder}if [ \"$1\" = install ]; then\n  bin=\"$CARGO_HOME/bin/$2\"\n  printf '#!/bin/sh\\ntrap \"exit 0\" TERM\\nwhile :; do sleep 0.05; done\\n' > \"$bin\"\n  chmod +x \"$bin\"\nfi\n"
+            ),
+        );
+        sandbox
+    }
+
+    /// Every recorded cargo call, as its arguments.
+    pub fn cargo_calls(&self) -> Vec<Vec<String>> {
+        let text = std::fs::read_to_string(self.dir.path().join("cargo-calls")).unwrap_or_default();
+        text.split("--\n")
+            .filter(|call| !call.is_empty())
+            .map(|call| call.lines().map(str::to_owned).collect())
+            .collect()
+    }
+
+    pub fn path(&self) -> String {
+        if let Some(path) = &self.path_override {
+            return path.clone();
+        }
+        let mut dirs = self.path_prefix.clone();
+        dirs.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        std::env::join_paths(dirs)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_crabup"));
+        command
+            .args(args)
+            .env("CRABTALK_HOME", &self.home)
+            .env("CARGO_HOME", &self.cargo_home)
+            .env("CRABTALK_SERVICE_MANAGER", "process")
+            .env("PATH", self.path())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs crabup to completion.
+    pub fn crabup(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// Runs crabup and fails the test unless it succeeds; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.crabup(args);
+        assert!(
+            out.status.success(),
+            "crabup {args:?} failed ({}):\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// `crabup ps --json`, as JSON.
+    pub fn ps(&self) -> Vec<serde_json::Value> {
+        serde_json::from_str(&self.ok(&["ps", "--json"])).unwrap()
+    }
+
+    pub fn ps_row(&self, name: &str) -> serde_json::Value {
+        self.ps()
+            .into_iter()
+            .find(|row| row["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in ps"))
+    }
+
+    /// Installs an executable script as `$CARGO_HOME/bin/<name>`.
+    pub fn fake_binary(&self, name: &str, body: &str) -> PathBuf {
+        let path = self.cargo_home.join("bin").join(name);
+        script(&path, body);
+        path
+    }
+
+    pub fn run_files(&self) -> Vec<String> {
+        std::fs::read_dir(self.home.join("run"))
+            .map(|dir| {
+                dir.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+pub fn script(path: &Path, body: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Polls `condition` until it returns `Some`, failing after `timeout`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut condition: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = condition() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
