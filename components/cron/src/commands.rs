@@ -12,7 +12,7 @@ use crabtalk_kit::{Component, Shutdown};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::admin::{Admin, AdminError, Caller, EntryFields, EntryView, SlotView, slot_views};
 use crate::cli::{AddArgs, Command};
@@ -316,10 +316,4 @@ fn print_runs(runs: &[RunRecord]) {
         }
         println!("{line}");
     }
-}
-
-/// `list --json` output, for crabup doctor and scripts.
-pub fn parse_list(json: &str) -> Option<Vec<EntryView>> {
-    let value: Value = serde_json::from_str(json).ok()?;
-    serde_json::from_value(value.get("entries")?.clone()).ok()
 }
