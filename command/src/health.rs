@@ -125,7 +125,8 @@ mod tests {
             Health {
                 service: "search".into(),
                 version: "0.1.0".into(),
-                pid: 42
+                pid: 42,
+                problems: Vec::new(),
             }
         );
         assert!(matches!(

@@ -7,6 +7,10 @@
 //! {"service":"search","version":"0.1.0","pid":4242}
 //! ```
 //!
+//! A component that knows of problems worth a look (the scheduler's
+//! failing entries) lists them as `"problems": [...]`; `crabup ps` shows
+//! the service as degraded with them.
+//!
 //! The component kit serves it; `crabup ps` asks for it. The shape lives
 //! here, below both, so the two cannot drift apart.
 
@@ -21,6 +25,10 @@ pub struct Health {
     /// The crabtalk release the component was built from.
     pub version: String,
     pub pid: u32,
+    /// Problems the component reports about itself, in words (none: all
+    /// well).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
 }
 
 impl Health {
@@ -30,6 +38,7 @@ impl Health {
             service: service.to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             pid: std::process::id(),
+            problems: Vec::new(),
         }
     }
 }

@@ -1,9 +1,55 @@
-//! `crabtalk-cron`: the crabtalk scheduler service.
+//! `crabtalk-cron`: the crabtalk scheduler.
 //!
-//! Not built yet. The binary already has its real command line — the one
-//! its service units run (`crabtalk-cron run`, `-v`) — so units can be checked
-//! against it; `run` exits with
-//! 69 ([`EX_UNAVAILABLE`](crabtalk_home::exit::EX_UNAVAILABLE))
-//! and says so.
+//! Entries in `$CRABTALK_HOME/config/crons.toml` ([`config`]) say when
+//! ([`schedule`]: crontab expressions with crontab(5)'s semantics, one-shot
+//! times, intervals, each in an IANA zone), what (a skill or a message),
+//! for whom (agent and sender: the conversation it speaks in) and where the
+//! reply goes. The service ([`service`]) runs the [`engine`], which claims
+//! each slot on disk before firing it through the daemon, so a restart or a
+//! crash never fires a slot twice, and records every slot in
+//! `logs/cron-runs.jsonl` ([`runlog`]). Agents manage entries through the
+//! MCP tools the service offers ([`tools`]); people through the CLI
+//! ([`cli`]), which goes through the same code.
+//!
+//! Without the default `service` feature the crate is the command line,
+//! the schedules and the `crons.toml` model, without the engine, MCP or
+//! HTTP (what `crabup` links).
 
+use std::path::{Path, PathBuf};
+
+use crabtalk_home::Home;
+
+pub mod admin;
 pub mod cli;
+#[cfg(feature = "service")]
+pub mod commands;
+pub mod config;
+#[cfg(feature = "service")]
+pub mod engine;
+#[cfg(feature = "service")]
+pub mod fire;
+pub mod lock;
+pub mod runlog;
+pub mod schedule;
+#[cfg(feature = "service")]
+pub mod service;
+pub mod state;
+#[cfg(feature = "service")]
+pub mod tools;
+
+/// `$CRABTALK_HOME/cron/`: the scheduler's own data (claims, locks).
+pub fn data_dir(home: &Home) -> PathBuf {
+    home.root().join("cron")
+}
+
+/// Creates `dir` (and its parents) private to the user (0700 on Unix).
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}

@@ -1,8 +1,14 @@
-//! `crabtalk-cron`: parses its command line and hands over to the component
-//! main helper (see the library for what is built).
+//! `crabtalk-cron`: parses its command line and hands over to the library
+//! through the component kit (`run` without an id is the service;
+//! everything else a command).
 
-use crabtalk_cron::cli;
+use crabtalk_cron::cli::{self, Cli, Command};
 
 fn main() -> std::process::ExitCode {
-    crabtalk_kit::main_not_built(cli::service(), cli::ABOUT)
+    crabtalk_kit::main_with(cli::service(), |cli: Cli, component| async move {
+        match cli.command {
+            Command::Run { id: None, .. } => crabtalk_cron::service::run(&component).await,
+            command => crabtalk_cron::commands::run(&component, command).await,
+        }
+    })
 }

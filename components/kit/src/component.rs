@@ -79,4 +79,22 @@ impl Component {
     pub async fn serve_mcp(&self, router: axum::Router) -> Result<(), crate::mcp::McpError> {
         crate::mcp::run_mcp(&self.home, &self.service, router, self.shutdown.requested()).await
     }
+
+    /// [`Component::serve_mcp`], with `problems` asked at every
+    /// `GET /health` (what `crabup ps` shows as degraded).
+    #[cfg(feature = "service")]
+    pub async fn serve_mcp_reporting(
+        &self,
+        router: axum::Router,
+        problems: crate::mcp::HealthProblems,
+    ) -> Result<(), crate::mcp::McpError> {
+        crate::mcp::run_mcp_reporting(
+            &self.home,
+            &self.service,
+            router,
+            problems,
+            self.shutdown.requested(),
+        )
+        .await
+    }
 }

@@ -31,6 +31,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crabtalk_home::{Home, PortFile, Service};
+
+pub use crate::health::HealthProblems;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
@@ -74,11 +76,32 @@ pub async fn run_mcp(
     router: axum::Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), McpError> {
+    serve(home, service, router, None, shutdown).await
+}
+
+/// Like [`run_mcp`], with the component's own problems in `GET /health`.
+pub async fn run_mcp_reporting(
+    home: &Home,
+    service: &Service,
+    router: axum::Router,
+    problems: HealthProblems,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), McpError> {
+    serve(home, service, router, Some(problems), shutdown).await
+}
+
+async fn serve(
+    home: &Home,
+    service: &Service,
+    router: axum::Router,
+    problems: Option<HealthProblems>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), McpError> {
     let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .await
         .map_err(McpError::Bind)?;
     let port = listener.local_addr().map_err(McpError::Bind)?.port();
-    let router = crate::health::with_health_route(router, service.name());
+    let router = crate::health::with_health_route(router, service.name(), problems);
     let port_file = PortFileGuard::write(&service.port_file(home), port)?;
     tracing::info!(
         service = service.name(),

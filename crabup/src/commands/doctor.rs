@@ -8,6 +8,7 @@ use crabtalk_command::manager::process::PidFile;
 use crabtalk_command::manager::{MANAGER_ENV, systemd};
 
 use crate::context::Context;
+use crate::names;
 use crate::setup::has_provider_config;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -157,6 +158,8 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
         ),
     }
 
+    cron_check(ctx, &mut report);
+
     if has_provider_config(&ctx.home) {
         report.line(Verdict::Ok, "providers", "provider config found");
     } else {
@@ -175,4 +178,80 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `crons.toml`, when there is one: it must parse (checked by the
+/// installed `crabtalk-cron list --json`, which knows the format), and
+/// entries that keep failing are named.
+fn cron_check(ctx: &Context, report: &mut Report) {
+    let Ok(path) = ctx.home.component_config("crons.toml") else {
+        return;
+    };
+    if !path.is_file() {
+        return;
+    }
+    let Some(binary) = names::service_for("cron").ok().and_then(|s| ctx.binary(&s)) else {
+        report.line(
+            Verdict::Warn,
+            "cron",
+            format!(
+                "{} exists but crabtalk-cron is not installed; `crabup pull cron`",
+                path.display()
+            ),
+        );
+        return;
+    };
+    let output = Command::new(&binary)
+        .args(["list", "--json"])
+        .env("CRABTALK_HOME", ctx.home.root())
+        .stdin(std::process::Stdio::null())
+        .output();
+    let output = match output {
+        Ok(output) => output,
+        Err(err) => {
+            report.line(
+                Verdict::Warn,
+                "cron",
+                format!("cannot run {}: {err}", binary.display()),
+            );
+            return;
+        }
+    };
+    if !output.status.success() {
+        let why = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        report.line(Verdict::Fail, "crons.toml", why);
+        return;
+    }
+    let entries: Vec<serde_json::Value> =
+        serde_json::from_slice::<serde_json::Value>(&output.stdout)
+            .ok()
+            .and_then(|v| v.get("entries").and_then(|e| e.as_array()).cloned())
+            .unwrap_or_default();
+    let failing: Vec<String> = entries
+        .iter()
+        .filter(|entry| entry["health"] == "failing")
+        .map(|entry| {
+            let id = entry["id"].as_str().unwrap_or("?");
+            match entry["last_error"].as_str() {
+                Some(error) => format!("{id} ({error})"),
+                None => id.to_owned(),
+            }
+        })
+        .collect();
+    if failing.is_empty() {
+        report.line(
+            Verdict::Ok,
+            "crons.toml",
+            format!("{} entries parse, none failing", entries.len()),
+        );
+    } else {
+        report.line(
+            Verdict::Warn,
+            "cron",
+            format!(
+                "failing entries (3+ errors in a row): {}; `crabtalk-cron runs <id>` shows why",
+                failing.join(", ")
+            ),
+        );
+    }
 }

@@ -153,9 +153,15 @@ fn health(home: &Home, service: &Service, probe: &PortProbe) -> String {
     }
     match probe {
         PortProbe::Live(file) => match health::check(file.port, health::HEALTH_TIMEOUT) {
-            Ok(report) if report.service == service.name() => {
+            Ok(report) if report.service == service.name() && report.problems.is_empty() => {
                 format!("ok ({} {})", report.service, report.version)
             }
+            Ok(report) if report.service == service.name() => format!(
+                "degraded ({} {}): {}",
+                report.service,
+                report.version,
+                report.problems.join("; ")
+            ),
             Ok(report) => format!("wrong service: {} answers", report.service),
             Err(err) => format!("no answer: {err}"),
         },

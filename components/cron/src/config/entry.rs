@@ -1,0 +1,293 @@
+//! One `[[cron]]` entry, checked: its schedule, what it runs, where it
+//! speaks, and what happens around its slots.
+
+use chrono::{DateTime, NaiveTime, Timelike, Utc};
+
+use crate::schedule::{Schedule, Span};
+
+/// The keys an entry may have, in the order new entries are written.
+pub const KEYS: &[&str] = &[
+    "id",
+    "cron",
+    "at",
+    "every",
+    "tz",
+    "skill",
+    "args",
+    "message",
+    "agent",
+    "sender",
+    "quiet_start",
+    "quiet_end",
+    "missed",
+    "missed_within",
+    "enabled",
+    "deliver",
+    "timeout",
+];
+
+/// The sender an entry speaks as unless it says otherwise.
+pub const DEFAULT_SENDER: &str = "cron";
+
+/// How long a run may take unless the entry says otherwise.
+pub const DEFAULT_TIMEOUT: Span = Span::from_secs_const(600);
+
+/// A checked entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub id: String,
+    pub schedule: Schedule,
+    /// The schedule as written (`cron = "…"`, `at = "…"`, `every = "…"`).
+    pub written: Written,
+    /// Whether `tz` was in the file (else this machine's zone is used).
+    pub tz_written: bool,
+    pub action: Action,
+    /// Empty: the daemon's default agent.
+    pub agent: String,
+    pub sender: String,
+    pub quiet: Option<Quiet>,
+    pub missed: Missed,
+    /// Set in the file; else [`Entry::missed_within`] derives it.
+    pub missed_within: Option<Span>,
+    pub enabled: bool,
+    pub deliver: Deliver,
+    pub timeout: Span,
+}
+
+/// The schedule key and value as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub key: &'static str,
+    pub value: String,
+}
+
+/// What a slot runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// `/<skill> <args>`.
+    Skill { name: String, args: String },
+    /// A message, as if the sender had typed it.
+    Message(String),
+}
+
+impl Action {
+    /// The content of the turn.
+    pub fn content(&self) -> String {
+        match self {
+            Self::Skill { name, args } if args.is_empty() => format!("/{name}"),
+            Self::Skill { name, args } => format!("/{name} {args}"),
+            Self::Message(text) => text.clone(),
+        }
+    }
+}
+
+/// After downtime: fire one catch-up, or only record the slots missed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Missed {
+    #[default]
+    Skip,
+    Once,
+}
+
+impl Missed {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Skip => "skip",
+            Self::Once => "once",
+        }
+    }
+}
+
+/// Where the final reply goes besides the conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Deliver {
+    #[default]
+    None,
+    /// A Telegram chat: a numeric id or `@channel`.
+    Telegram(String),
+}
+
+impl Deliver {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text == "none" {
+            return Ok(Self::None);
+        }
+        let Some(chat) = text.strip_prefix("telegram:") else {
+            return Err("unknown destination".into());
+        };
+        let numeric = chat
+            .strip_prefix('-')
+            .unwrap_or(chat)
+            .bytes()
+            .all(|b| b.is_ascii_digit());
+        let channel = chat.len() > 1
+            && chat.starts_with('@')
+            && chat[1..]
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if chat.is_empty() || !(numeric || channel) || chat == "-" {
+            return Err("the chat must be a numeric chat id or an @channel name".into());
+        }
+        Ok(Self::Telegram(chat.to_owned()))
+    }
+
+    pub fn to_text(&self) -> String {
+        match self {
+            Self::None => "none".into(),
+            Self::Telegram(chat) => format!("telegram:{chat}"),
+        }
+    }
+}
+
+/// Quiet hours: `[start, end)` on the entry's wall clock, across midnight
+/// when `start > end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quiet {
+    pub start: NaiveTime,
+    pub end: NaiveTime,
+}
+
+impl Quiet {
+    pub fn parse_time(text: &str) -> Option<NaiveTime> {
+        let (h, m) = text.split_once(':')?;
+        if h.len() != 2 || m.len() != 2 {
+            return None;
+        }
+        NaiveTime::from_hms_opt(h.parse().ok()?, m.parse().ok()?, 0)
+    }
+
+    /// Whether `at` (a wall-clock time) is inside.
+    pub fn contains(&self, at: NaiveTime) -> bool {
+        let at = at.with_nanosecond(0).unwrap_or(at);
+        if self.start <= self.end {
+            self.start <= at && at < self.end
+        } else {
+            at >= self.start || at < self.end
+        }
+    }
+}
+
+impl Entry {
+    /// Whether `slot` falls in the entry's quiet hours.
+    pub fn is_quiet(&self, slot: DateTime<Utc>) -> bool {
+        self.quiet
+            .is_some_and(|quiet| quiet.contains(self.schedule.zone().wall(slot).time()))
+    }
+
+    /// How late a missed slot may still be caught up (and how long a slot
+    /// may retry a daemon that is down): as set, else half the period,
+    /// between 2 minutes and 2 hours.
+    pub fn missed_within(&self, slot: DateTime<Utc>) -> Span {
+        if let Some(span) = self.missed_within {
+            return span;
+        }
+        let half = self
+            .schedule
+            .period_after(slot)
+            .map_or(7_200, |period| period.num_seconds() / 2);
+        Span::from_secs(half.clamp(120, 7_200) as u64)
+    }
+
+    /// Whether the entry fires once and is then done.
+    pub fn is_one_shot(&self) -> bool {
+        self.written.key == "at"
+    }
+}
+
+/// Whether `id` is a slug: 1-64 of `[a-z0-9_-]`, starting with a letter or
+/// digit.
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && id.as_bytes()[0].is_ascii_alphanumeric()
+}
+
+/// An id made from `text`: its first words, lowercased, joined by `-`.
+pub fn slug_of(text: &str) -> String {
+    let mut slug = String::new();
+    for word in text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        if slug.len() + word.len() + 1 > 32 {
+            break;
+        }
+        if !slug.is_empty() {
+            slug.push('-');
+        }
+        slug.push_str(&word.to_ascii_lowercase());
+    }
+    if slug.is_empty() {
+        "entry".into()
+    } else {
+        slug
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quiet_hours_wrap_midnight() {
+        let t = |s| Quiet::parse_time(s).unwrap();
+        let night = Quiet {
+            start: t("22:00"),
+            end: t("07:00"),
+        };
+        assert!(night.contains(t("23:30")));
+        assert!(night.contains(t("00:00")));
+        assert!(night.contains(t("06:59")));
+        assert!(!night.contains(t("07:00")));
+        assert!(!night.contains(t("12:00")));
+        let lunch = Quiet {
+            start: t("12:00"),
+            end: t("13:00"),
+        };
+        assert!(lunch.contains(t("12:30")));
+        assert!(!lunch.contains(t("13:00")));
+        for bad in ["7:00", "24:00", "12:60", "noon", "12-00"] {
+            assert!(Quiet::parse_time(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn destinations() {
+        assert_eq!(Deliver::parse("none"), Ok(Deliver::None));
+        assert_eq!(
+            Deliver::parse("telegram:42"),
+            Ok(Deliver::Telegram("42".into()))
+        );
+        assert_eq!(
+            Deliver::parse("telegram:-1001234"),
+            Ok(Deliver::Telegram("-1001234".into()))
+        );
+        assert_eq!(
+            Deliver::parse("telegram:@news_room"),
+            Ok(Deliver::Telegram("@news_room".into()))
+        );
+        for bad in [
+            "telegram:",
+            "telegram:abc",
+            "slack:1",
+            "telegram:-",
+            "telegram:@",
+        ] {
+            assert!(Deliver::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ids_and_slugs() {
+        assert!(valid_id("standup"));
+        assert!(valid_id("check-build_2"));
+        assert!(!valid_id("Standup"));
+        assert!(!valid_id("-x"));
+        assert!(!valid_id("a b"));
+        assert_eq!(slug_of("Remind me to stretch!"), "remind-me-to-stretch");
+        assert_eq!(slug_of("!!!"), "entry");
+    }
+}

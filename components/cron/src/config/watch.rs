@@ -1,0 +1,118 @@
+//! Noticing edits to `crons.toml`: a `notify` watch on its folder, plus a
+//! check of its modification time and size every poll period for
+//! filesystems where watching does not work (network mounts, some
+//! containers). Either one wakes the engine, which re-reads the file.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use notify::Watcher;
+use tokio::sync::mpsc;
+
+use super::CronsFile;
+
+/// How changes are noticed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchMode {
+    /// `notify`, with polling as a fallback.
+    NotifyAndPoll,
+    /// Polling only (`CRABTALK_CRON_WATCH=poll`).
+    PollOnly,
+}
+
+impl WatchMode {
+    /// From `$CRABTALK_CRON_WATCH` (`poll` for polling only).
+    pub fn from_env() -> Self {
+        match std::env::var("CRABTALK_CRON_WATCH").as_deref() {
+            Ok("poll") => Self::PollOnly,
+            _ => Self::NotifyAndPoll,
+        }
+    }
+}
+
+/// A running watch; dropping it stops it.
+pub struct FileWatch {
+    changes: mpsc::Receiver<()>,
+    _watcher: Option<notify::RecommendedWatcher>,
+    poller: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FileWatch {
+    fn drop(&mut self) {
+        self.poller.abort();
+    }
+}
+
+impl FileWatch {
+    /// Starts watching `file` (its folder is created if missing).
+    pub fn start(file: &CronsFile, mode: WatchMode, poll: Duration) -> Self {
+        let (tx, changes) = mpsc::channel(1);
+        let watcher = match mode {
+            WatchMode::NotifyAndPoll => watch_folder(file.path().to_owned(), tx.clone()),
+            WatchMode::PollOnly => None,
+        };
+        let file = file.clone();
+        // Taken now, not when the task first runs: an edit in between counts.
+        let mut last = file.stamp();
+        let poller = tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(poll);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let now = file.stamp();
+                if now != last {
+                    last = now;
+                    let _ = tx.try_send(());
+                }
+            }
+        });
+        Self {
+            changes,
+            _watcher: watcher,
+            poller,
+        }
+    }
+
+    /// Resolves when the file may have changed.
+    pub async fn changed(&mut self) {
+        if self.changes.recv().await.is_none() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+fn watch_folder(path: PathBuf, tx: mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
+    let folder = path.parent()?.to_owned();
+    let name = path.file_name()?.to_owned();
+    if let Err(err) = crate::create_private_dir(&folder) {
+        tracing::warn!("cannot create {}: {err}; polling only", folder.display());
+        return None;
+    }
+    let handler = move |event: notify::Result<notify::Event>| {
+        // Reading the file (which every reload does) is not a change.
+        let ours = event.map_or(true, |event| {
+            !matches!(event.kind, notify::EventKind::Access(_))
+                && event
+                    .paths
+                    .iter()
+                    .any(|p| p.file_name() == Some(name.as_os_str()))
+        });
+        if ours {
+            let _ = tx.try_send(());
+        }
+    };
+    let watcher = notify::recommended_watcher(handler).and_then(|mut watcher| {
+        watcher.watch(&folder, notify::RecursiveMode::NonRecursive)?;
+        Ok(watcher)
+    });
+    match watcher {
+        Ok(watcher) => Some(watcher),
+        Err(err) => {
+            tracing::warn!(
+                "cannot watch {} ({err}); polling it instead",
+                folder.display()
+            );
+            None
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Firing through the daemon: one streamed turn per slot.
+//!
+//! The daemon is reached through the component kit's [`DaemonLink`] (the
+//! home's Unix socket, else TCP with `run/token`), which reconnects with
+//! backoff on its own; a slot waits for it until its retry window ends,
+//! then it is an error. A turn that started is never retried (it may have
+//! run).
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use crabtalk_home::Home;
+use crabtalk_kit::daemon::DaemonLink;
+use crabtalk_proto::Client;
+use crabtalk_proto::msg::{KillMsg, StreamMsg, stream_event::Event};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+
+use super::telegram::TelegramDelivery;
+use super::{Firer, Job, Outcome};
+use crate::config::{Deliver, Entry};
+use crate::engine::Clock;
+use crate::runlog::{Delivery, Status};
+
+/// A reply that is exactly this is not delivered anywhere.
+pub const SILENT: &str = "[SILENT]";
+
+/// Fires slots as turns in the daemon of a home.
+pub struct DaemonFirer {
+    daemon: DaemonLink,
+    clock: Arc<dyn Clock>,
+    telegram: TelegramDelivery,
+}
+
+impl DaemonFirer {
+    pub fn new(home: Home, daemon: DaemonLink, clock: Arc<dyn Clock>) -> Self {
+        let telegram = TelegramDelivery::new(home);
+        Self {
+            daemon,
+            clock,
+            telegram,
+        }
+    }
+
+    /// A client of the daemon, waiting for it (the link reconnects with
+    /// its own backoff) until `until`.
+    async fn connect(&self, until: DateTime<Utc>) -> Result<Client, String> {
+        let left = (until - self.clock.now()).to_std().unwrap_or_default();
+        match tokio::time::timeout(left, self.daemon.client()).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(closed)) => Err(format!("the daemon link is closed: {closed}")),
+            Err(_) => Err(format!(
+                "the daemon did not answer within the slot's grace (until {until}); is it running? `crabup daemon start`"
+            )),
+        }
+    }
+
+    async fn run(&self, job: Job) -> Outcome {
+        let started = self.clock.now();
+        let outcome = |status, error: Option<String>, reply: Option<String>, delivery| Outcome {
+            status,
+            started,
+            finished: self.clock.now(),
+            error,
+            reply,
+            delivery,
+        };
+        let client = match self.connect(job.retry_until).await {
+            Ok(client) => client,
+            Err(err) => return outcome(Status::Error, Some(err), None, None),
+        };
+        let reply =
+            match tokio::time::timeout(job.entry.timeout.as_std(), turn(&client, &job.entry)).await
+            {
+                Ok(Ok(reply)) => reply,
+                Ok(Err(err)) => return outcome(Status::Error, Some(err), None, None),
+                Err(_) => {
+                    let _ = client
+                        .kill(KillMsg {
+                            agent: job.entry.agent.clone(),
+                            sender: job.entry.sender.clone(),
+                        })
+                        .await;
+                    let err = format!(
+                        "no end of the turn within {} (the entry's timeout); it was stopped",
+                        job.entry.timeout
+                    );
+                    return outcome(Status::Error, Some(err), None, None);
+                }
+            };
+        let delivery = self.deliver(&job.entry, &reply).await;
+        outcome(Status::Ok, None, Some(reply), delivery)
+    }
+
+    async fn deliver(&self, entry: &Entry, reply: &str) -> Option<Delivery> {
+        let Deliver::Telegram(chat) = &entry.deliver else {
+            return None;
+        };
+        let to = entry.deliver.to_text();
+        if reply.trim() == SILENT {
+            return Some(Delivery {
+                status: "silent".into(),
+                to,
+                message_ids: Vec::new(),
+                error: None,
+            });
+        }
+        Some(match self.telegram.send(chat, reply).await {
+            Ok(message_ids) => Delivery {
+                status: "delivered".into(),
+                to,
+                message_ids,
+                error: None,
+            },
+            Err(err) => {
+                tracing::warn!(entry = %entry.id, "delivery to {to} failed: {err}");
+                Delivery {
+                    status: "error".into(),
+                    to,
+                    message_ids: Vec::new(),
+                    error: Some(err),
+                }
+            }
+        })
+    }
+}
+
+impl Firer for DaemonFirer {
+    fn fire(&self, job: Job) -> BoxFuture<'static, Outcome> {
+        let firer = Self {
+            daemon: self.daemon.clone(),
+            clock: self.clock.clone(),
+            telegram: self.telegram.clone(),
+        };
+        Box::pin(async move { firer.run(job).await })
+    }
+}
+
+/// Runs the entry's turn to its end; the final reply (the text after the
+/// last tool call).
+async fn turn(client: &Client, entry: &Entry) -> Result<String, String> {
+    let request = StreamMsg {
+        agent: entry.agent.clone(),
+        content: entry.action.content(),
+        sender: Some(entry.sender.clone()),
+        ..Default::default()
+    };
+    let mut stream = client
+        .stream(request)
+        .await
+        .map_err(|err| format!("the daemon refused the turn: {err}"))?;
+    let mut reply = String::new();
+    while let Some(event) = stream.next().await {
+        let event = event.map_err(|err| format!("the turn failed: {err}"))?;
+        match event.event {
+            Some(Event::Chunk(chunk)) => reply.push_str(&chunk.content),
+            Some(Event::ToolStart(_)) => reply.clear(),
+            Some(Event::End(end)) => {
+                if !end.error.is_empty() {
+                    return Err(format!("the turn ended with an error: {}", end.error));
+                }
+                return Ok(reply);
+            }
+            _ => {}
+        }
+    }
+    Err("the turn's stream closed before it ended".into())
+}

@@ -1,0 +1,57 @@
+//! Firing a slot: a turn in the daemon ([`daemon`]), then, if the entry
+//! says so, the final reply delivered elsewhere ([`telegram`]).
+
+pub mod daemon;
+pub mod telegram;
+
+use chrono::{DateTime, Utc};
+use futures::future::BoxFuture;
+
+use crate::config::Entry;
+use crate::runlog::{Delivery, Status};
+
+/// Why a slot runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum By {
+    Schedule,
+    CatchUp,
+    Manual,
+}
+
+impl By {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Schedule => "schedule",
+            Self::CatchUp => "catch-up",
+            Self::Manual => "manual",
+        }
+    }
+}
+
+/// One slot to run.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub entry: Entry,
+    pub slot: DateTime<Utc>,
+    pub by: By,
+    /// A daemon that is down is retried until then.
+    pub retry_until: DateTime<Utc>,
+}
+
+/// How a run went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub status: Status,
+    pub started: DateTime<Utc>,
+    pub finished: DateTime<Utc>,
+    pub error: Option<String>,
+    /// The final reply, whole.
+    pub reply: Option<String>,
+    pub delivery: Option<Delivery>,
+}
+
+/// Runs jobs. The service's is [`daemon::DaemonFirer`]; engine tests use
+/// their own.
+pub trait Firer: Send + Sync + 'static {
+    fn fire(&self, job: Job) -> BoxFuture<'static, Outcome>;
+}

@@ -1,0 +1,98 @@
+//! Delivering a reply to Telegram through the telegram component's MCP
+//! tool `telegram_send {chat_id, text}`, found via `run/telegram.port`.
+//! A delivery counts only with the Telegram message ids the tool returns.
+
+use crabtalk_home::{Home, PortFile};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{Value, json};
+
+/// How long a delivery may take in all.
+const DELIVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Sends through the telegram component of a home.
+#[derive(Debug, Clone)]
+pub struct TelegramDelivery {
+    home: Home,
+}
+
+impl TelegramDelivery {
+    pub fn new(home: Home) -> Self {
+        Self { home }
+    }
+
+    /// Sends `text` to `chat`; the ids of the messages sent.
+    pub async fn send(&self, chat: &str, text: &str) -> Result<Vec<i64>, String> {
+        let port_file = self
+            .home
+            .port_file("telegram")
+            .map_err(|err| err.to_string())?;
+        let port = match PortFile::read(&port_file) {
+            Ok(file) => file.port,
+            Err(err) if err.is_missing() => {
+                return Err(format!(
+                    "the telegram component is not running (no {}); start it with `crabup telegram start`",
+                    port_file.display()
+                ));
+            }
+            Err(err) => return Err(format!("cannot read {}: {err}", port_file.display())),
+        };
+        let chat_id = chat
+            .parse::<i64>()
+            .map_or_else(|_| json!(chat), |id| json!(id));
+        let arguments = json!({ "chat_id": chat_id, "text": text });
+        let call = async {
+            crabtalk_kit::tls::install_ring();
+            let url = format!("http://127.0.0.1:{port}/mcp");
+            let client = ()
+                .serve(StreamableHttpClientTransport::from_uri(url.clone()))
+                .await
+                .map_err(|err| format!("cannot reach the telegram component at {url}: {err}"))?;
+            let params = CallToolRequestParams::new("telegram_send")
+                .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+            let result = client.call_tool(params).await;
+            let _ = client.cancel().await;
+            result.map_err(|err| format!("telegram_send failed: {err}"))
+        };
+        let result = tokio::time::timeout(DELIVERY_TIMEOUT, call)
+            .await
+            .map_err(|_| format!("telegram_send did not answer within {DELIVERY_TIMEOUT:?}"))??;
+        message_ids(&result)
+    }
+}
+
+/// The message ids in a `telegram_send` result: `message_ids` (or
+/// `message_id`) in its structured content, or in its text as JSON.
+pub fn message_ids(result: &CallToolResult) -> Result<Vec<i64>, String> {
+    let text: String = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if result.is_error == Some(true) {
+        return Err(format!("telegram_send answered with an error: {text}"));
+    }
+    let from = |value: &Value| -> Option<Vec<i64>> {
+        if let Some(ids) = value.get("message_ids").and_then(Value::as_array) {
+            let ids: Vec<i64> = ids.iter().filter_map(Value::as_i64).collect();
+            return (!ids.is_empty()).then_some(ids);
+        }
+        value
+            .get("message_id")
+            .and_then(Value::as_i64)
+            .map(|id| vec![id])
+    };
+    result
+        .structured_content
+        .as_ref()
+        .and_then(from)
+        .or_else(|| {
+            serde_json::from_str::<Value>(&text)
+                .ok()
+                .as_ref()
+                .and_then(from)
+        })
+        .ok_or_else(|| format!("telegram_send answered without message ids: {text}"))
+}

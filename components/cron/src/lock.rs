@@ -1,0 +1,92 @@
+//! Advisory file locks (`flock`): one cron service per home, and one edit
+//! of `crons.toml` at a time across the service and the CLI. The kernel
+//! releases a lock when its process dies, however it dies.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+/// A held lock; dropping it releases it.
+#[derive(Debug)]
+pub struct FileLock {
+    file: File,
+}
+
+impl FileLock {
+    /// Waits for the lock on `path` (created, mode 0600).
+    pub fn exclusive(path: &Path) -> std::io::Result<Self> {
+        let file = open(path)?;
+        lock(&file, Blocking::Wait)?;
+        Ok(Self { file })
+    }
+
+    /// Takes the lock on `path` if nobody holds it; `Ok(None)` if someone
+    /// does. The holder's pid is written into the file.
+    pub fn try_exclusive(path: &Path) -> std::io::Result<Option<Self>> {
+        let mut file = open(path)?;
+        if !lock(&file, Blocking::DontWait)? {
+            return Ok(None);
+        }
+        file.set_len(0)?;
+        file.seek(SeekFrom::Start(0))?;
+        writeln!(file, "{}", std::process::id())?;
+        Ok(Some(Self { file }))
+    }
+
+    /// The pid written in a lock file, if any.
+    pub fn holder(path: &Path) -> Option<u32> {
+        let mut text = String::new();
+        File::open(path).ok()?.read_to_string(&mut text).ok()?;
+        text.trim().parse().ok()
+    }
+
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+}
+
+fn open(path: &Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        crate::create_private_dir(dir)?;
+    }
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Blocking {
+    Wait,
+    DontWait,
+}
+
+#[cfg(unix)]
+fn lock(file: &File, blocking: Blocking) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let mut operation = libc::LOCK_EX;
+    if blocking == Blocking::DontWait {
+        operation |= libc::LOCK_NB;
+    }
+    loop {
+        // SAFETY: flock on a descriptor this process owns.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), operation) };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let err = std::io::Error::last_os_error();
+        match err.kind() {
+            std::io::ErrorKind::WouldBlock => return Ok(false),
+            std::io::ErrorKind::Interrupted => continue,
+            _ => return Err(err),
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn lock(_file: &File, _blocking: Blocking) -> std::io::Result<bool> {
+    // Windows: the service manager runs one instance; edits are not
+    // serialised across processes there.
+    Ok(true)
+}

@@ -1,0 +1,264 @@
+//! The MCP tools the service offers agents (`cron__cron_add` and so on, as
+//! the daemon names them).
+//!
+//! An entry an agent makes speaks, unless told otherwise, in the
+//! conversation that asked: the daemon puts the calling conversation in
+//! each call's `_meta` (`ai.crabtalk/agent`, `ai.crabtalk/sender`,
+//! `ai.crabtalk/origin`, and `ai.crabtalk/trigger` for turns a component
+//! started; RFC 0005). A call from a turn that cron itself started is
+//! refused, so schedules cannot replicate themselves even if a daemon
+//! offered the tools to such a turn.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::admin::{Admin, AdminError, Caller, EntryFields};
+use crate::engine::{Clock, EngineHandle};
+
+/// `_meta` key: the calling conversation's agent.
+pub const META_AGENT: &str = "ai.crabtalk/agent";
+/// `_meta` key: the calling conversation's sender.
+pub const META_SENDER: &str = "ai.crabtalk/sender";
+/// `_meta` key: the sender that began the turn's chain.
+pub const META_ORIGIN: &str = "ai.crabtalk/origin";
+/// `_meta` key: the component that started the chain (`cron`, `telegram`).
+pub const META_TRIGGER: &str = "ai.crabtalk/trigger";
+
+/// The tools, shared by every MCP session.
+#[derive(Clone)]
+pub struct CronTools {
+    admin: Arc<Admin>,
+    engine: EngineHandle,
+    clock: Arc<dyn Clock>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct IdArgs {
+    /// The entry's id.
+    id: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RunArgs {
+    /// The entry's id.
+    id: String,
+    /// Wait for the run to end and answer with its record (default: answer
+    /// once it has started).
+    #[serde(default)]
+    wait: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RunsArgs {
+    /// Only this entry's runs.
+    #[serde(default)]
+    id: Option<String>,
+    /// How many of the newest records (default 20).
+    #[serde(default)]
+    n: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+fn schema<T: schemars::JsonSchema>() -> Arc<serde_json::Map<String, Value>> {
+    let schema = schemars::schema_for!(T);
+    match serde_json::to_value(schema) {
+        Ok(Value::Object(map)) => Arc::new(map),
+        _ => Arc::new(serde_json::Map::new()),
+    }
+}
+
+/// The tool list.
+pub fn tool_list() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "cron_add",
+            "Schedule a skill or a message. Give exactly one of `cron` (crontab: \"0 9 * * 1-5\"), `at` (one time), `every` (\"15m\") or `in` (once, this long from now: \"20m\" — prefer it to computing times yourself). By default it speaks in this conversation. The answer shows the next slots in local time and UTC: check them.",
+            schema::<EntryFields>(),
+        ),
+        Tool::new(
+            "cron_list",
+            "List scheduled entries with their next slots, health and last error.",
+            schema::<NoArgs>(),
+        ),
+        Tool::new(
+            "cron_update",
+            "Change fields of the entry `id` (an empty string resets a field to its default). Setting one of cron/at/every/in replaces the schedule.",
+            schema::<EntryFields>(),
+        ),
+        Tool::new("cron_remove", "Delete the entry `id`.", schema::<IdArgs>()),
+        Tool::new(
+            "cron_pause",
+            "Stop the entry `id` from firing until resumed.",
+            schema::<IdArgs>(),
+        ),
+        Tool::new(
+            "cron_resume",
+            "Let the paused entry `id` fire again.",
+            schema::<IdArgs>(),
+        ),
+        Tool::new(
+            "cron_run",
+            "Run the entry `id` now, outside its schedule.",
+            schema::<RunArgs>(),
+        ),
+        Tool::new(
+            "cron_runs",
+            "The newest run records (ok, error, missed, quiet, overlap, unknown), of one entry or all.",
+            schema::<RunsArgs>(),
+        ),
+    ]
+}
+
+impl CronTools {
+    pub fn new(admin: Arc<Admin>, engine: EngineHandle, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            admin,
+            engine,
+            clock,
+        }
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        meta: &serde_json::Map<String, Value>,
+    ) -> Result<Value, String> {
+        let now = self.clock.now();
+        let text = |key: &str| {
+            meta.get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        match name {
+            "cron_add" => {
+                if text(META_TRIGGER).as_deref() == Some("cron") {
+                    return Err("turns started by cron cannot create schedules (no self-replicating schedules)".into());
+                }
+                let fields: EntryFields = args(arguments)?;
+                let caller = Caller {
+                    agent: text(META_AGENT),
+                    sender: text(META_SENDER),
+                };
+                let view = self.admin.add(&fields, &caller, now).map_err(message)?;
+                self.engine.reload().await;
+                Ok(json!({ "added": view }))
+            }
+            "cron_list" => {
+                let _: NoArgs = args(arguments)?;
+                Ok(json!({ "entries": self.admin.list(now).map_err(message)? }))
+            }
+            "cron_update" => {
+                let fields: EntryFields = args(arguments)?;
+                let id = fields
+                    .id
+                    .clone()
+                    .ok_or("give the `id` of the entry to update")?;
+                let view = self.admin.update(&id, &fields, now).map_err(message)?;
+                self.engine.reload().await;
+                Ok(json!({ "updated": view }))
+            }
+            "cron_remove" => {
+                let IdArgs { id } = args(arguments)?;
+                self.admin.remove(&id).map_err(message)?;
+                self.engine.reload().await;
+                Ok(json!({ "removed": id }))
+            }
+            "cron_pause" | "cron_resume" => {
+                let IdArgs { id } = args(arguments)?;
+                let view = self
+                    .admin
+                    .set_enabled(&id, name == "cron_resume", now)
+                    .map_err(message)?;
+                self.engine.reload().await;
+                Ok(json!({ "entry": view }))
+            }
+            "cron_run" => {
+                let RunArgs { id, wait } = args(arguments)?;
+                if wait {
+                    let record = self.engine.run_now_and_wait(&id).await?;
+                    Ok(json!({ "run": record }))
+                } else {
+                    let started = self.engine.run_now(&id).await?;
+                    Ok(json!({ "started": id, "scheduled": started }))
+                }
+            }
+            "cron_runs" => {
+                let RunsArgs { id, n } = args(arguments)?;
+                let runs = self
+                    .admin
+                    .runs(id.as_deref(), n.unwrap_or(20))
+                    .map_err(message)?;
+                Ok(json!({ "runs": runs }))
+            }
+            other => Err(format!(
+                "no tool `{other}`; the tools are cron_add, cron_list, cron_update, cron_remove, cron_pause, cron_resume, cron_run, cron_runs"
+            )),
+        }
+    }
+}
+
+fn message(err: AdminError) -> String {
+    err.to_string()
+}
+
+/// Reads arguments; a JSON string holding an object is accepted too.
+fn args<T: DeserializeOwned>(arguments: Value) -> Result<T, String> {
+    let arguments = match arguments {
+        Value::String(text) => serde_json::from_str(&text).map_err(|err| {
+            format!("the arguments are a string that is not a JSON object: {err}")
+        })?,
+        Value::Null => json!({}),
+        other => other,
+    };
+    serde_json::from_value(arguments).map_err(|err| format!("invalid arguments: {err}"))
+}
+
+impl ServerHandler for CronTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+            "crabtalk's scheduler: run skills or messages on a schedule (crontab, one time, interval or `in`). Entries speak in the calling conversation unless agent/sender say otherwise.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tool_list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let mut meta = context.meta.0.clone();
+        if let Some(own) = &request.meta {
+            meta.extend(own.0.clone());
+        }
+        let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let result = match self.call(&request.name, arguments, &meta).await {
+            Ok(value) => CallToolResult::structured(value),
+            Err(err) => CallToolResult::error(vec![ContentBlock::text(err)]),
+        };
+        Ok(result.into())
+    }
+}

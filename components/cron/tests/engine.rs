@@ -1,0 +1,481 @@
+//! The engine with an injected clock and a firer that records what it is
+//! asked to run: weekday schedules, quiet hours, downtime (`once` and
+//! `skip`), claims left by a crash, overlap, one-shots.
+
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use crabtalk_cron::config::{CronsFile, WatchMode};
+use crabtalk_cron::engine::{Clock, Engine, EngineHandle, Files, ManualClock};
+use crabtalk_cron::fire::{By, Firer, Job, Outcome};
+use crabtalk_cron::runlog::{RunLog, RunRecord, Status};
+use crabtalk_cron::schedule::Zone;
+use crabtalk_cron::state::{Claim, StateFile};
+use crabtalk_home::Home;
+use crabtalk_testkit::eventually;
+use futures::future::BoxFuture;
+use tokio::sync::Semaphore;
+
+fn utc(text: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+/// Records jobs; answers ok (or error while `failing`), each after a
+/// permit when `gated`.
+#[derive(Default)]
+struct Recorder {
+    jobs: Mutex<Vec<(String, DateTime<Utc>, By)>>,
+    failing: Mutex<bool>,
+    gate: Option<Arc<Semaphore>>,
+}
+
+struct Shared(Arc<Recorder>);
+
+impl Firer for Shared {
+    fn fire(&self, job: Job) -> BoxFuture<'static, Outcome> {
+        let me = self.0.clone();
+        Box::pin(async move {
+            me.jobs
+                .lock()
+                .unwrap()
+                .push((job.entry.id.clone(), job.slot, job.by));
+            if let Some(gate) = &me.gate {
+                gate.acquire().await.unwrap().forget();
+            }
+            let failing = *me.failing.lock().unwrap();
+            Outcome {
+                status: if failing { Status::Error } else { Status::Ok },
+                started: job.slot,
+                finished: job.slot,
+                error: failing.then(|| "scripted failure".to_owned()),
+                reply: Some("done".into()),
+                delivery: None,
+            }
+        })
+    }
+}
+
+struct Rig {
+    dir: tempfile::TempDir,
+    clock: Arc<ManualClock>,
+    recorder: Arc<Recorder>,
+    handle: Option<EngineHandle>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Rig {
+    fn new(crons: &str, now: &str) -> Self {
+        Self::with_recorder(crons, now, Recorder::default())
+    }
+
+    fn with_recorder(crons: &str, now: &str, recorder: Recorder) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        std::fs::create_dir_all(home.component_config_dir()).unwrap();
+        std::fs::write(home.component_config_dir().join("crons.toml"), crons).unwrap();
+        Self {
+            dir,
+            clock: Arc::new(ManualClock::new(utc(now))),
+            recorder: Arc::new(recorder),
+            handle: None,
+            stop: None,
+            task: None,
+        }
+    }
+
+    fn home(&self) -> Home {
+        Home::new(self.dir.path())
+    }
+
+    fn files(&self) -> Files {
+        let home = self.home();
+        Files {
+            crons: CronsFile::of(&home),
+            runs: RunLog::of(&home),
+            state: StateFile::of(&home),
+        }
+    }
+
+    async fn start(&mut self) {
+        let (engine, handle) = Engine::new(
+            self.clock.clone(),
+            Arc::new(Shared(self.recorder.clone())),
+            self.files(),
+            Zone::UTC,
+            WatchMode::NotifyAndPoll,
+        );
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        self.task = Some(tokio::spawn(engine.run(async move {
+            let _ = stopped.await;
+        })));
+        self.handle = Some(handle);
+        self.stop = Some(stop);
+        // Started once every entry has its state: slots from then on are its.
+        let home = self.home();
+        let ids: Vec<String> = CronsFile::of(&home)
+            .load(Zone::UTC)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.id)
+            .collect();
+        eventually("the engine to start", || {
+            let state = StateFile::of(&home).load_quietly();
+            ids.iter().all(|id| state.entries.contains_key(id))
+        })
+        .await;
+    }
+
+    async fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap();
+        }
+    }
+
+    fn runs(&self) -> Vec<RunRecord> {
+        RunLog::of(&self.home()).read(None, usize::MAX).unwrap()
+    }
+
+    fn jobs(&self) -> Vec<(String, DateTime<Utc>, By)> {
+        self.recorder.jobs.lock().unwrap().clone()
+    }
+
+    async fn set(&self, now: &str) {
+        self.clock.set(utc(now));
+    }
+
+    async fn runs_where(
+        &self,
+        what: &str,
+        count: usize,
+        pred: impl Fn(&RunRecord) -> bool,
+    ) -> Vec<RunRecord> {
+        let found = || {
+            self.runs()
+                .into_iter()
+                .filter(|r| pred(r))
+                .collect::<Vec<_>>()
+        };
+        let waited = tokio::time::timeout(crabtalk_testkit::PATIENCE, async {
+            while found().len() < count {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        if waited.is_err() {
+            panic!(
+                "timed out waiting for {what}; now {}, runs {:?}, jobs {:?}, state {:?}",
+                self.clock.now(),
+                self.runs(),
+                self.jobs(),
+                StateFile::of(&self.home()).load_quietly()
+            );
+        }
+        found()
+    }
+}
+
+const WEEKDAYS: &str = "[[cron]]\nid = \"standup\"\ncron = \"0 9 * * 1-5\"\ntz = \"Europe/London\"\nmessage = \"stand-up\"\n";
+
+#[tokio::test]
+async fn a_five_field_weekday_entry_fires_on_weekdays_only() {
+    // Friday 2026-03-13, 08:59:50 GMT.
+    let mut rig = Rig::new(WEEKDAYS, "2026-03-13T08:59:50Z");
+    rig.start().await;
+    rig.set("2026-03-13T09:00:00Z").await;
+    rig.runs_where("friday's run", 1, |r| r.status == Status::Ok)
+        .await;
+    // Through the weekend to Monday 09:00 GMT.
+    rig.set("2026-03-14T09:00:00Z").await;
+    rig.set("2026-03-15T09:00:00Z").await;
+    rig.set("2026-03-16T09:00:05Z").await;
+    rig.runs_where("monday's run", 2, |r| r.status == Status::Ok)
+        .await;
+    rig.stop().await;
+    let slots: Vec<DateTime<Utc>> = rig.jobs().iter().map(|j| j.1).collect();
+    assert_eq!(
+        slots,
+        [utc("2026-03-13T09:00:00Z"), utc("2026-03-16T09:00:00Z")]
+    );
+    assert!(
+        rig.runs().iter().all(|r| r.status == Status::Ok),
+        "{:?}",
+        rig.runs()
+    );
+}
+
+#[tokio::test]
+async fn slots_in_quiet_hours_are_recorded_quiet_and_not_fired() {
+    let crons = "[[cron]]\nid = \"hourly\"\ncron = \"0 * * * *\"\ntz = \"UTC\"\nmessage = \"m\"\nquiet_start = \"22:00\"\nquiet_end = \"07:00\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T21:59:59Z");
+    rig.start().await;
+    rig.set("2026-06-01T22:00:00Z").await;
+    rig.runs_where("a quiet slot", 1, |r| r.status == Status::Quiet)
+        .await;
+    rig.set("2026-06-01T23:00:00Z").await;
+    rig.runs_where("another quiet slot", 2, |r| r.status == Status::Quiet)
+        .await;
+    rig.set("2026-06-02T06:59:00Z").await;
+    rig.set("2026-06-02T07:00:00Z").await;
+    rig.runs_where("the 07:00 run", 1, |r| r.status == Status::Ok)
+        .await;
+    rig.stop().await;
+    assert_eq!(rig.jobs().len(), 1);
+    assert_eq!(rig.jobs()[0].1, utc("2026-06-02T07:00:00Z"));
+}
+
+const TWO_AFTER_DOWNTIME: &str = "[[cron]]\nid = \"catch\"\ncron = \"0 * * * *\"\ntz = \"UTC\"\nmessage = \"m\"\nmissed = \"once\"\nmissed_within = \"2h\"\n\n[[cron]]\nid = \"skip\"\ncron = \"0 * * * *\"\ntz = \"UTC\"\nmessage = \"m\"\n";
+
+#[tokio::test]
+async fn after_downtime_once_fires_one_catch_up_and_skip_records_missed() {
+    let mut rig = Rig::new(TWO_AFTER_DOWNTIME, "2026-06-01T09:30:00Z");
+    rig.start().await;
+    rig.set("2026-06-01T10:00:00Z").await;
+    rig.runs_where("both 10:00 runs", 2, |r| r.status == Status::Ok)
+        .await;
+    rig.stop().await;
+    // Down from 10:00:01 to 13:20: the 11:00, 12:00 and 13:00 slots pass.
+    rig.clock.set(utc("2026-06-01T13:20:00Z"));
+    rig.start().await;
+    rig.runs_where("the catch-up", 3, |r| r.status == Status::Ok)
+        .await;
+    let missed = rig
+        .runs_where("missed slots", 5, |r| r.status == Status::Missed)
+        .await;
+    rig.stop().await;
+    let jobs = rig.jobs();
+    assert_eq!(jobs.len(), 3, "{jobs:?}");
+    assert_eq!(
+        jobs[2],
+        ("catch".into(), utc("2026-06-01T13:00:00Z"), By::CatchUp)
+    );
+    let missed_of = |id: &str| -> Vec<DateTime<Utc>> {
+        missed
+            .iter()
+            .filter(|r| r.entry == id)
+            .map(|r| r.scheduled)
+            .collect()
+    };
+    assert_eq!(
+        missed_of("catch"),
+        [utc("2026-06-01T11:00:00Z"), utc("2026-06-01T12:00:00Z")]
+    );
+    assert_eq!(
+        missed_of("skip"),
+        [
+            utc("2026-06-01T11:00:00Z"),
+            utc("2026-06-01T12:00:00Z"),
+            utc("2026-06-01T13:00:00Z")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_missed_slot_older_than_missed_within_is_not_caught_up() {
+    let crons = "[[cron]]\nid = \"catch\"\ncron = \"0 9 * * *\"\ntz = \"UTC\"\nmessage = \"m\"\nmissed = \"once\"\nmissed_within = \"1h\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T08:00:00Z");
+    rig.start().await;
+    rig.stop().await;
+    rig.clock.set(utc("2026-06-01T10:30:00Z"));
+    rig.start().await;
+    rig.runs_where("the missed slot", 1, |r| r.status == Status::Missed)
+        .await;
+    rig.stop().await;
+    assert!(rig.jobs().is_empty());
+}
+
+#[tokio::test]
+async fn a_claim_left_by_a_crash_is_unknown_and_never_run_again() {
+    let crons = "[[cron]]\nid = \"hourly\"\ncron = \"0 * * * *\"\ntz = \"UTC\"\nmessage = \"m\"\nmissed = \"once\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T09:59:00Z");
+    rig.start().await;
+    rig.stop().await;
+    // What a process killed mid-run leaves: the 10:00 slot claimed, running.
+    let state_file = StateFile::of(&rig.home());
+    let mut state = state_file.load();
+    let entry = state.entries.get_mut("hourly").unwrap();
+    entry.last_slot = Some(utc("2026-06-01T10:00:00Z"));
+    entry.running = Some(Claim {
+        slot: utc("2026-06-01T10:00:00Z"),
+        started: utc("2026-06-01T10:00:00Z"),
+        by: "schedule".into(),
+    });
+    state_file.save(&state).unwrap();
+    rig.clock.set(utc("2026-06-01T10:00:30Z"));
+    rig.start().await;
+    let unknown = rig
+        .runs_where("the unknown record", 1, |r| r.status == Status::Unknown)
+        .await;
+    assert_eq!(unknown[0].scheduled, utc("2026-06-01T10:00:00Z"));
+    rig.set("2026-06-01T11:00:00Z").await;
+    rig.runs_where("the 11:00 run", 1, |r| r.status == Status::Ok)
+        .await;
+    rig.stop().await;
+    assert_eq!(
+        rig.jobs().iter().map(|j| j.1).collect::<Vec<_>>(),
+        [utc("2026-06-01T11:00:00Z")]
+    );
+    assert!(
+        StateFile::of(&rig.home()).load().entries["hourly"]
+            .running
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_slot_whose_previous_run_still_goes_is_an_overlap() {
+    let crons = "[[cron]]\nid = \"slow\"\nevery = \"1m\"\nmessage = \"m\"\n";
+    let gate = Arc::new(Semaphore::new(0));
+    let mut rig = Rig::with_recorder(
+        crons,
+        "2026-06-01T09:59:30Z",
+        Recorder {
+            gate: Some(gate.clone()),
+            ..Recorder::default()
+        },
+    );
+    rig.start().await;
+    rig.set("2026-06-01T10:00:00Z").await;
+    eventually("the first run to start", || rig.jobs().len() == 1).await;
+    rig.set("2026-06-01T10:01:00Z").await;
+    rig.runs_where("the overlap", 1, |r| r.status == Status::Overlap)
+        .await;
+    gate.add_permits(1);
+    rig.runs_where("the first run's end", 1, |r| r.status == Status::Ok)
+        .await;
+    rig.set("2026-06-01T10:02:00Z").await;
+    eventually("the third slot to start", || rig.jobs().len() == 2).await;
+    gate.add_permits(1);
+    rig.runs_where("the third slot's end", 2, |r| r.status == Status::Ok)
+        .await;
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn three_failures_in_a_row_mark_an_entry_failing_and_an_ok_clears_it() {
+    let crons = "[[cron]]\nid = \"flaky\"\nevery = \"1m\"\nmessage = \"m\"\n";
+    let mut rig = Rig::with_recorder(
+        crons,
+        "2026-06-01T09:59:30Z",
+        Recorder {
+            failing: Mutex::new(true),
+            ..Recorder::default()
+        },
+    );
+    rig.start().await;
+    for (n, at) in [
+        "2026-06-01T10:00:00Z",
+        "2026-06-01T10:01:00Z",
+        "2026-06-01T10:02:00Z",
+    ]
+    .iter()
+    .enumerate()
+    {
+        rig.set(at).await;
+        rig.runs_where("a failure", n + 1, |r| r.status == Status::Error)
+            .await;
+    }
+    eventually("failing", || {
+        StateFile::of(&rig.home()).load().entries["flaky"].is_failing()
+    })
+    .await;
+    *rig.recorder.failing.lock().unwrap() = false;
+    rig.set("2026-06-01T10:03:00Z").await;
+    rig.runs_where("a success", 1, |r| r.status == Status::Ok)
+        .await;
+    eventually("recovered", || {
+        !StateFile::of(&rig.home()).load().entries["flaky"].is_failing()
+    })
+    .await;
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn an_at_entry_fires_once_and_is_removed_after_success_but_kept_after_failure() {
+    let crons = "# keep me\n[[cron]]\nid = \"once-ok\"\nat = \"2026-06-01T10:00:00Z\"\nmessage = \"m\"\n\n[[cron]]\nid = \"keep\"\nevery = \"1d\"\nmessage = \"m\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T09:59:30Z");
+    rig.start().await;
+    rig.set("2026-06-01T10:00:00Z").await;
+    rig.runs_where("the one-shot", 1, |r| r.entry == "once-ok")
+        .await;
+    let crons_path = rig.home().component_config_dir().join("crons.toml");
+    eventually("the one-shot to be removed", || {
+        !std::fs::read_to_string(&crons_path)
+            .unwrap()
+            .contains("once-ok")
+    })
+    .await;
+    let text = std::fs::read_to_string(&crons_path).unwrap();
+    assert!(
+        text.starts_with("# keep me\n") && text.contains("id = \"keep\""),
+        "{text}"
+    );
+    rig.stop().await;
+
+    let crons = "[[cron]]\nid = \"once-bad\"\nat = \"2026-06-01T10:00:00Z\"\nmessage = \"m\"\n";
+    let mut rig = Rig::with_recorder(
+        crons,
+        "2026-06-01T09:59:30Z",
+        Recorder {
+            failing: Mutex::new(true),
+            ..Recorder::default()
+        },
+    );
+    rig.start().await;
+    rig.set("2026-06-01T10:00:00Z").await;
+    rig.runs_where("the failed one-shot", 1, |r| r.status == Status::Error)
+        .await;
+    rig.set("2026-06-01T10:05:00Z").await;
+    rig.stop().await;
+    let text =
+        std::fs::read_to_string(rig.home().component_config_dir().join("crons.toml")).unwrap();
+    assert!(text.contains("once-bad"), "{text}");
+    let state = StateFile::of(&rig.home()).load();
+    assert_eq!(
+        state.entries["once-bad"].last_error.as_deref(),
+        Some("scripted failure")
+    );
+    assert_eq!(rig.jobs().len(), 1);
+}
+
+#[tokio::test]
+async fn a_clock_jump_forward_is_noticed_without_waiting_for_the_old_sleep() {
+    let crons = "[[cron]]\nid = \"daily\"\ncron = \"0 9 * * *\"\ntz = \"UTC\"\nmessage = \"m\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T08:00:00Z");
+    rig.start().await;
+    // A resume from suspend: the wall clock is suddenly at the slot.
+    rig.set("2026-06-01T09:00:10Z").await;
+    rig.runs_where("the run", 1, |r| r.status == Status::Ok)
+        .await;
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn manual_runs_go_through_the_engine_and_wait_for_their_record() {
+    let crons = "[[cron]]\nid = \"daily\"\ncron = \"0 9 * * *\"\ntz = \"UTC\"\nmessage = \"m\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T08:00:00Z");
+    rig.start().await;
+    let record = rig
+        .handle
+        .as_ref()
+        .unwrap()
+        .run_now_and_wait("daily")
+        .await
+        .unwrap();
+    assert_eq!(record.status, Status::Ok);
+    assert_eq!(record.by, "manual");
+    let err = rig
+        .handle
+        .as_ref()
+        .unwrap()
+        .run_now("nope")
+        .await
+        .unwrap_err();
+    assert!(err.contains("no entry `nope`"), "{err}");
+    rig.stop().await;
+}

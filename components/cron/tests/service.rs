@@ -1,0 +1,573 @@
+//! End to end: the real `crabtalk-cron` service, the real daemon and a
+//! scripted model; MCP through a real rmcp client; delivery through a real
+//! rmcp server standing in for the telegram component.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use crabtalk_cron::runlog::Status;
+use crabtalk_cron::state::StateFile;
+use crabtalk_home::PortFile;
+use crabtalk_testkit::{Reply, eventually, within};
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use support::{Setup, text};
+
+fn in_secs(secs: i64) -> String {
+    (Utc::now() + chrono::Duration::seconds(secs))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_every_second_entry_fires_at_least_five_times_in_a_row_without_drift() {
+    let mut setup =
+        Setup::start("[[cron]]\nid = \"tick\"\nevery = \"1s\"\nmessage = \"tick\"\n").await;
+    setup.llm.set_default(Reply::text("tock"));
+    setup.start_cron(&[]).await;
+    // Five slots in a row, each run started within a second of its slot
+    // and answered. (Under a loaded machine a slot may overlap a slow turn;
+    // the streak is looked for until it shows up.)
+    let on_time = |run: &crabtalk_cron::runlog::RunRecord| {
+        run.status == Status::Ok
+            && run.reply.as_deref() == Some("tock")
+            && run.started.is_some_and(|started| {
+                let late = started - run.scheduled;
+                late >= chrono::Duration::zero() && late < chrono::Duration::seconds(1)
+            })
+    };
+    let streak = |runs: &[crabtalk_cron::runlog::RunRecord]| {
+        let ok: Vec<_> = runs
+            .iter()
+            .filter(|r| on_time(r))
+            .map(|r| r.scheduled)
+            .collect();
+        ok.windows(5).any(|five| {
+            five.windows(2)
+                .all(|pair| pair[1] - pair[0] == chrono::Duration::seconds(1))
+        })
+    };
+    within("five on-time runs in a row", async {
+        while !streak(&setup.runs()) {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    setup.kill9_cron();
+    // No slot ran twice.
+    let runs = setup.runs();
+    let mut slots: Vec<_> = runs
+        .iter()
+        .filter(|r| r.status == Status::Ok)
+        .map(|r| r.scheduled)
+        .collect();
+    let all = slots.len();
+    slots.dedup();
+    assert_eq!(slots.len(), all, "{runs:?}");
+    // The turns ran in the cron conversation.
+    let turns = setup.llm.requests();
+    assert!(turns.iter().any(|body| body.to_string().contains("tick")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_down_at_a_slot_is_retried_within_the_window_then_recorded_error() {
+    let crons = format!(
+        "[[cron]]\nid = \"late\"\nat = \"{}\"\nmessage = \"m\"\nmissed_within = \"60s\"\n\n[[cron]]\nid = \"lost\"\nat = \"{}\"\nmessage = \"m\"\nmissed_within = \"2s\"\n",
+        in_secs(2),
+        in_secs(2)
+    );
+    let mut setup = Setup::start(&crons).await;
+    setup.daemon.stop().await;
+    setup.start_cron(&[]).await;
+    let lost = setup
+        .runs_where("the lost slot", 1, |r| r.entry == "lost")
+        .await;
+    assert_eq!(lost[0].status, Status::Error);
+    assert!(
+        lost[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("the daemon did not answer"),
+        "{:?}",
+        lost[0]
+    );
+    // The daemon comes back while `late` is still retrying.
+    setup.daemon.spawn().await;
+    let late = setup
+        .runs_where("the retried slot", 1, |r| r.entry == "late")
+        .await;
+    assert_eq!(late[0].status, Status::Ok, "{:?}", late[0]);
+    // A one-shot that succeeded is removed; the failed one stays.
+    let crons_path = setup.home().component_config_dir().join("crons.toml");
+    eventually("late removed", || {
+        !std::fs::read_to_string(&crons_path)
+            .unwrap()
+            .contains("\"late\"")
+    })
+    .await;
+    assert!(
+        std::fs::read_to_string(&crons_path)
+            .unwrap()
+            .contains("\"lost\"")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_run_the_slot_is_unknown_after_restart_and_nothing_fires_twice() {
+    let crons = format!(
+        "[[cron]]\nid = \"slow\"\nat = \"{}\"\nmessage = \"m\"\nmissed = \"once\"\n",
+        in_secs(2)
+    );
+    let mut setup = Setup::start(&crons).await;
+    setup.llm.push(Reply::Gated("finally".into()));
+    setup.start_cron(&[]).await;
+    setup.llm.wait_for_requests(1).await;
+    let state = StateFile::of(&setup.home());
+    assert!(
+        state.load_quietly().entries["slow"].running.is_some(),
+        "claimed on disk before firing"
+    );
+    setup.kill9_cron();
+    setup.start_cron(&[]).await;
+    let unknown = setup
+        .runs_where("the unknown record", 1, |r| r.status == Status::Unknown)
+        .await;
+    assert_eq!(unknown[0].entry, "slow");
+    setup.llm.release();
+    // The service's answer to cron_list comes after its start-up and first
+    // tick, so whatever it would fire has fired by then.
+    let listed = setup.cli(&["list", "--json"]);
+    assert!(listed.status.success(), "{}", text(&listed));
+    assert_eq!(
+        setup.llm.requests().len(),
+        1,
+        "the slot was not fired again"
+    );
+    assert_eq!(setup.runs().len(), 1, "{:?}", setup.runs());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_service_for_the_same_home_says_so_and_exits_1() {
+    let mut setup = Setup::start("").await;
+    setup.start_cron(&[]).await;
+    let second = setup.cli(&["run"]);
+    assert_eq!(second.status.code(), Some(1), "{}", text(&second));
+    assert!(
+        text(&second).contains("another crabtalk-cron (pid"),
+        "{}",
+        text(&second)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_edit_is_picked_up_by_notify_and_by_polling_alone() {
+    for env in [&[][..], &[("CRABTALK_CRON_WATCH", "poll")][..]] {
+        let mut setup = Setup::start("").await;
+        setup.start_cron(env).await;
+        let edited = Utc::now();
+        support::write_crons(
+            setup.daemon.path(),
+            "[[cron]]\nid = \"new\"\nevery = \"1s\"\nmessage = \"m\"\n",
+        );
+        let first = setup
+            .runs_where("the new entry's first run", 1, |r| r.entry == "new")
+            .await;
+        // The poll period is 2 s and the entry fires every second.
+        let picked_up = first[0].scheduled - edited;
+        assert!(
+            picked_up <= chrono::Duration::seconds(4),
+            "{env:?}: first slot {picked_up} after the edit"
+        );
+        // A broken edit keeps the last good schedule running.
+        support::write_crons(
+            setup.daemon.path(),
+            "[[cron]]\nid = \"new\"\nevery = \"1s\"\nmessage = \"unterminated\n",
+        );
+        eventually("the error in the log", || {
+            setup.cron_log().contains("crons.toml:4:24: not valid TOML")
+                && setup.cron_log().contains("keeping the last good schedule")
+        })
+        .await;
+        let before = setup.runs().len();
+        setup
+            .runs_where("runs after the broken edit", before + 2, |r| {
+                r.entry == "new"
+            })
+            .await;
+        let reported = setup
+            .cron_log()
+            .matches("keeping the last good schedule")
+            .count();
+        assert_eq!(
+            reported,
+            1,
+            "a refused file is reported once:\n{}",
+            setup.cron_log()
+        );
+        setup.kill9_cron();
+    }
+}
+
+// ─── MCP ────────────────────────────────────────────────────────────────────
+
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    name: &'static str,
+    args: Value,
+    meta: Option<Value>,
+) -> CallToolResult {
+    let mut params =
+        CallToolRequestParams::new(name).with_arguments(args.as_object().cloned().unwrap());
+    if let Some(Value::Object(meta)) = meta {
+        params.meta = Some(rmcp::model::RequestMetaObject(meta.into()));
+    }
+    within(name, client.call_tool(params)).await.unwrap()
+}
+
+fn structured(result: &CallToolResult) -> Value {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    result.structured_content.clone().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rmcp_client_uses_every_tool() {
+    let mut setup = Setup::start("# mine\n").await;
+    setup.llm.set_default(Reply::text("reminded"));
+    setup.start_cron(&[]).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = ()
+        .serve(StreamableHttpClientTransport::from_uri(format!(
+            "http://127.0.0.1:{}/mcp",
+            setup.cron_port()
+        )))
+        .await
+        .unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "cron_add",
+            "cron_list",
+            "cron_update",
+            "cron_remove",
+            "cron_pause",
+            "cron_resume",
+            "cron_run",
+            "cron_runs"
+        ]
+    );
+
+    let meta = json!({"ai.crabtalk/agent": "crab", "ai.crabtalk/sender": "tg:42", "ai.crabtalk/origin": "tg:42"});
+    let added = structured(
+        &call(
+            &client,
+            "cron_add",
+            json!({"in": "1h", "message": "stretch", "tz": "Asia/Kolkata"}),
+            Some(meta),
+        )
+        .await,
+    );
+    let entry = &added["added"];
+    assert_eq!(entry["id"], "stretch");
+    assert_eq!(entry["agent"], "crab");
+    assert_eq!(entry["sender"], "tg:42");
+    let next = &entry["next"][0];
+    assert!(
+        next["local"].as_str().unwrap().ends_with("+05:30"),
+        "{next}"
+    );
+    assert!(next["utc"].as_str().unwrap().ends_with('Z'), "{next}");
+    let slot = DateTime::parse_from_rfc3339(next["utc"].as_str().unwrap()).unwrap();
+    let from_now = slot.with_timezone(&Utc) - Utc::now();
+    assert!(from_now > chrono::Duration::minutes(59) && from_now <= chrono::Duration::hours(1));
+
+    let refused = call(
+        &client,
+        "cron_add",
+        json!({"every": "1m", "message": "again"}),
+        Some(json!({"ai.crabtalk/trigger": "cron"})),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true));
+    let bad = call(
+        &client,
+        "cron_add",
+        json!({"cron": "0 25 * * *", "message": "x"}),
+        None,
+    )
+    .await;
+    assert_eq!(bad.is_error, Some(true));
+    assert!(
+        format!("{:?}", bad.content).contains("hour field `25`"),
+        "{bad:?}"
+    );
+
+    structured(&call(&client, "cron_add", json!({"id": "daily", "cron": "0 9 * * 1-5", "tz": "Europe/London", "message": "standup"}), None).await);
+    let updated = structured(
+        &call(
+            &client,
+            "cron_update",
+            json!({"id": "daily", "cron": "30 9 * * 1-5"}),
+            None,
+        )
+        .await,
+    );
+    assert_eq!(updated["updated"]["schedule"], "cron = \"30 9 * * 1-5\"");
+    let paused = structured(&call(&client, "cron_pause", json!({"id": "daily"}), None).await);
+    assert_eq!(paused["entry"]["enabled"], false);
+    let resumed = structured(&call(&client, "cron_resume", json!({"id": "daily"}), None).await);
+    assert_eq!(resumed["entry"]["enabled"], true);
+    let listed = structured(&call(&client, "cron_list", json!({}), None).await);
+    assert_eq!(listed["entries"].as_array().unwrap().len(), 2);
+    let ran = structured(
+        &call(
+            &client,
+            "cron_run",
+            json!({"id": "daily", "wait": true}),
+            None,
+        )
+        .await,
+    );
+    assert_eq!(ran["run"]["status"], "ok");
+    assert_eq!(ran["run"]["reply"], "reminded");
+    let runs = structured(&call(&client, "cron_runs", json!({"id": "daily", "n": 5}), None).await);
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
+    structured(&call(&client, "cron_remove", json!({"id": "daily"}), None).await);
+    let text =
+        std::fs::read_to_string(setup.home().component_config_dir().join("crons.toml")).unwrap();
+    assert!(
+        text.starts_with("# mine\n")
+            && text.contains("id = \"stretch\"")
+            && !text.contains("daily"),
+        "{text}"
+    );
+    let _ = client.cancel().await;
+}
+
+// ─── delivery ───────────────────────────────────────────────────────────────
+
+/// Stands in for the telegram component: `telegram_send` records its
+/// arguments and answers with message ids.
+#[derive(Clone, Default)]
+struct FakeTelegram {
+    sent: Arc<Mutex<Vec<Value>>>,
+}
+
+impl ServerHandler for FakeTelegram {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, rmcp::ErrorData> {
+        let schema =
+            json!({"type": "object", "properties": {"chat_id": {}, "text": {"type": "string"}}});
+        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            "telegram_send",
+            "send",
+            Arc::new(schema.as_object().unwrap().clone()),
+        )]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let mut sent = self.sent.lock().unwrap();
+        sent.push(args);
+        let id = 100 + sent.len() as i64;
+        Ok(CallToolResult::structured(json!({"message_ids": [id]})).into())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_are_delivered_through_telegram_send_with_its_message_ids() {
+    let crons = "[[cron]]\nid = \"news\"\nat = \"2099-01-01T00:00:00Z\"\nmessage = \"news\"\ndeliver = \"telegram:42\"\n\n[[cron]]\nid = \"quiet\"\nat = \"2099-01-01T00:00:00Z\"\nmessage = \"q\"\ndeliver = \"telegram:42\"\n";
+    let mut setup = Setup::start(crons).await;
+    setup.start_cron(&[]).await;
+
+    // No telegram running: recorded, not lost.
+    setup.llm.push(Reply::text("headline"));
+    let first = setup.cli(&["run", "news", "--json"]);
+    assert!(first.status.success(), "{}", text(&first));
+    let record: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(record["status"], "ok");
+    assert_eq!(record["delivery"]["status"], "error");
+    assert!(
+        record["delivery"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("telegram component is not running"),
+        "{record}"
+    );
+
+    let fake = FakeTelegram::default();
+    let sent = fake.sent.clone();
+    let router = crabtalk_kit::mcp::mcp_router(move || fake.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    PortFile::for_this_process(port)
+        .write(&setup.home().port_file("telegram").unwrap())
+        .unwrap();
+
+    setup.llm.push(Reply::text("second headline"));
+    let second: Value =
+        serde_json::from_slice(&setup.cli(&["run", "news", "--json"]).stdout).unwrap();
+    assert_eq!(second["delivery"]["status"], "delivered", "{second}");
+    assert_eq!(second["delivery"]["message_ids"], json!([101]));
+    assert_eq!(
+        sent.lock().unwrap()[0],
+        json!({"chat_id": 42, "text": "second headline"})
+    );
+
+    setup.llm.push(Reply::text("[SILENT]"));
+    let silent: Value =
+        serde_json::from_slice(&setup.cli(&["run", "quiet", "--json"]).stdout).unwrap();
+    assert_eq!(silent["delivery"]["status"], "silent", "{silent}");
+    assert_eq!(sent.lock().unwrap().len(), 1);
+}
+
+/// One JSON-RPC message POSTed to `/mcp` by hand, as a client written from
+/// the MCP spec would; the session id and the body of the answer.
+fn post_mcp(port: u16, session: Option<&str>, body: &str) -> (Option<String>, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if let Some(session) = session {
+        request.push_str(&format!(
+            "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let session = answer.lines().find_map(|line| {
+        line.to_ascii_lowercase()
+            .strip_prefix("mcp-session-id:")
+            .map(|_| line[15..].trim().to_owned())
+    });
+    (session, answer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_arguments_sent_as_a_json_string_are_accepted() {
+    let mut setup = Setup::start("").await;
+    setup.start_cron(&[]).await;
+    let port = setup.cron_port();
+    let answer = tokio::task::spawn_blocking(move || {
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"by-hand","version":"1"}}}"#;
+        let (session, _) = post_mcp(port, None, init);
+        let session = session.expect("a session id");
+        post_mcp(port, Some(&session), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"cron_add","arguments":"{\"id\":\"strung\",\"every\":\"1h\",\"tz\":\"UTC\",\"message\":\"m\"}"}}"#;
+        post_mcp(port, Some(&session), call).1
+    })
+    .await
+    .unwrap();
+    assert!(
+        answer.contains("\"added\"") && answer.contains("strung"),
+        "{answer}"
+    );
+    let text =
+        std::fs::read_to_string(setup.home().component_config_dir().join("crons.toml")).unwrap();
+    assert!(text.contains("id = \"strung\""), "{text}");
+}
+
+// ─── through the daemon ─────────────────────────────────────────────────────
+
+/// Waits until the daemon has connected to the cron component and listed
+/// its tools.
+async fn daemon_sees_cron(setup: &Setup) {
+    let client = setup.daemon.client().await;
+    within("the daemon to connect to cron", async {
+        loop {
+            let list = client
+                .list_mcps(crabtalk_proto::msg::ListMcpsMsg {
+                    agent: "crab".into(),
+                })
+                .await
+                .unwrap();
+            if list.mcps.iter().any(|info| {
+                info.name == "cron"
+                    && info.status == crabtalk_proto::msg::McpStatus::Connected as i32
+                    && info.tool_count == 8
+            }) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_schedules_through_the_daemon_and_the_reply_lands_in_the_named_conversation() {
+    let mut setup = Setup::start("").await;
+    setup.start_cron(&[]).await;
+    daemon_sees_cron(&setup).await;
+    // The model asks for a reminder in two seconds, for tg:7's conversation,
+    // then answers; two seconds later cron's turn gets its own reply.
+    setup
+        .llm
+        .push(Reply::tools(vec![crabtalk_testkit::ToolCall::new(
+            "call-1",
+            "cron__cron_add",
+            json!({"in": "2s", "message": "time to stretch", "agent": "crab", "sender": "tg:7"}),
+        )]));
+    setup.llm.push(Reply::text("I will remind you."));
+    setup.llm.push(Reply::text("Stretch now!"));
+    let client = setup.daemon.client().await;
+    let turn = crabtalk_testkit::turn::Turn::run(
+        &client,
+        crabtalk_testkit::turn::message("crab", "tg:7", "remind me to stretch in 2s"),
+    )
+    .await;
+    assert_eq!(turn.text(), "I will remind you.");
+    let result = &turn.tool_results()[0];
+    assert!(
+        result.output.contains("\"added\"") && result.output.contains("time-to-stretch"),
+        "{result:?}"
+    );
+    let fired = setup
+        .runs_where("cron's turn", 1, |r| r.status == Status::Ok)
+        .await;
+    assert_eq!(fired[0].reply.as_deref(), Some("Stretch now!"));
+    // Cron's message and its reply are in (crab, tg:7): the third model
+    // request carries the whole conversation.
+    let third = setup.llm.requests()[2].to_string();
+    assert!(
+        third.contains("remind me to stretch in 2s") && third.contains("time to stretch"),
+        "{third}"
+    );
+    let crons = setup.home().component_config_dir().join("crons.toml");
+    eventually("the one-shot to be removed after it ran", || {
+        !std::fs::read_to_string(&crons)
+            .unwrap()
+            .contains("time-to-stretch")
+    })
+    .await;
+}
