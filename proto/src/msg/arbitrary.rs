@@ -180,6 +180,7 @@ fn server_msg() -> impl Strategy<Value = server_message::Msg> {
             Msg::Pong(Pong {
                 server_version,
                 protocol,
+                notes: Vec::new(),
             })
         }),
         (text(), text(), text(), option::of(token_usage())).prop_map(
