@@ -55,6 +55,7 @@ fn main() -> ExitCode {
                 crabtalkd::process::run(home, shutdown).await
             }
             Command::Reload => crabtalkd::process::reload(&home).await,
+            Command::Check => crabtalkd::process::check(&home),
             Command::Memory(MemoryCommand::Dump(args)) => {
                 crabtalkd::commands::memory_dump(&home, &args.agent, &args.dir)
                     .map(|done| println!("{done}"))
