@@ -6,7 +6,9 @@
 //! `crabtalk-tui -p … && next-step` does what it says. Nobody is at the
 //! keyboard, so an `ask_user` question is answered at once with an explicit
 //! cancellation rather than left waiting. Ctrl-C kills the turn on the
-//! daemon before exiting.
+//! daemon before exiting. A reader that closes the pipe early (`| head`)
+//! is a normal end for a filter: the output stops quietly, exit status 0,
+//! and the daemon finishes the turn on its own.
 
 use std::io::{Read, Write};
 
@@ -57,8 +59,38 @@ pub async fn print_turn(
 ) -> Result<(), TuiError> {
     let mut stream = match session.client.stream(session.message(prompt)).await {
         Ok(stream) => stream,
-        Err(err) => return Err(turn_error(session, err).await),
+        Err(err) => return Err(refused(session, err, format, out).await),
     };
+    match print_events(session, &mut stream, format, out).await {
+        Err(TuiError::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// A request the daemon refused: with `--json`, an `error` object (with
+/// the code) on standard output too.
+async fn refused(
+    session: &Session,
+    err: crabtalk_proto::client::ClientError,
+    format: PrintFormat,
+    out: &mut impl Write,
+) -> TuiError {
+    if format == PrintFormat::Json
+        && let crabtalk_proto::client::ClientError::Server(error) = &err
+    {
+        let _ = writeln!(out, "{}", crate::json::error(error.code, &error.message));
+    }
+    turn_error(session, err).await
+}
+
+async fn print_events(
+    session: &Session,
+    stream: &mut crabtalk_proto::client::ReplyStream<crabtalk_proto::msg::StreamEvent>,
+    format: PrintFormat,
+    out: &mut impl Write,
+) -> Result<(), TuiError> {
     let write_error = |err| TuiError::io("writing the reply", err);
     let mut ends_with_newline = true;
     let mut interrupted = false;
@@ -75,7 +107,7 @@ pub async fn print_turn(
         let Some(event) = event else { break };
         let event = match event {
             Ok(event) => event,
-            Err(err) => return Err(turn_error(session, err).await),
+            Err(err) => return Err(refused(session, err, format, out).await),
         };
         let Some(event) = event.event else { continue };
         if format == PrintFormat::Json {
