@@ -271,9 +271,9 @@ pub fn as_stream_event(event: &AgentEventMsg) -> Option<Event> {
         AgentEventKind::ThinkingEnd => Event::ThinkingEnd(ThinkingEndEvent {
             agent: event.agent.clone(),
         }),
-        AgentEventKind::ContextUsage => Event::ContextUsage(ContextUsageEvent {
-            usage: event.usage,
-        }),
+        AgentEventKind::ContextUsage => {
+            Event::ContextUsage(ContextUsageEvent { usage: event.usage })
+        }
         AgentEventKind::UserMessage => Event::UserSteered(UserSteeredEvent {
             content: event.content.clone(),
         }),
@@ -387,7 +387,10 @@ mod tests {
                 content: "hi".into()
             }))
         );
-        assert_eq!(as_stream_event(&event(AgentEventKind::EventsDropped, "")), None);
+        assert_eq!(
+            as_stream_event(&event(AgentEventKind::EventsDropped, "")),
+            None
+        );
     }
 
     #[test]

@@ -37,7 +37,9 @@ fn calls(calls: &[ToolCallInfo]) -> Value {
 /// One event of a streamed turn.
 pub fn stream_event(event: &Event) -> Value {
     match event {
-        Event::Start(start) => json!({"type": "start", "agent": start.agent, "run_id": start.run_id}),
+        Event::Start(start) => {
+            json!({"type": "start", "agent": start.agent, "run_id": start.run_id})
+        }
         Event::Chunk(chunk) => json!({"type": "chunk", "content": chunk.content}),
         Event::Thinking(thinking) => json!({"type": "thinking", "content": thinking.content}),
         Event::ToolStart(start) => json!({"type": "tool_start", "calls": calls(&start.calls)}),

@@ -59,7 +59,7 @@ pub async fn print_turn(
 ) -> Result<(), TuiError> {
     let mut stream = match session.client.stream(session.message(prompt)).await {
         Ok(stream) => stream,
-        Err(err) => return Err(refused(session, err, format, out).await),
+        Err(err) => return Err(turn_error(session, err).await),
     };
     match print_events(session, &mut stream, format, out).await {
         Err(TuiError::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
@@ -67,22 +67,6 @@ pub async fn print_turn(
         }
         other => other,
     }
-}
-
-/// A request the daemon refused: with `--json`, an `error` object (with
-/// the code) on standard output too.
-async fn refused(
-    session: &Session,
-    err: crabtalk_proto::client::ClientError,
-    format: PrintFormat,
-    out: &mut impl Write,
-) -> TuiError {
-    if format == PrintFormat::Json
-        && let crabtalk_proto::client::ClientError::Server(error) = &err
-    {
-        let _ = writeln!(out, "{}", crate::json::error(error.code, &error.message));
-    }
-    turn_error(session, err).await
 }
 
 async fn print_events(
@@ -107,7 +91,7 @@ async fn print_events(
         let Some(event) = event else { break };
         let event = match event {
             Ok(event) => event,
-            Err(err) => return Err(refused(session, err, format, out).await),
+            Err(err) => return Err(turn_error(session, err).await),
         };
         let Some(event) = event.event else { continue };
         if format == PrintFormat::Json {

@@ -372,6 +372,19 @@ impl Editor {
             width = next;
             offset = range.start + index + grapheme.len();
         }
+        // The end of a row the next one continues is shown on the next
+        // row: stay before the row's last character instead.
+        if offset == range.end
+            && offset > range.start
+            && rows
+                .get(target + 1)
+                .is_some_and(|next| next.start == range.end)
+        {
+            offset = self.text[range.clone()]
+                .grapheme_indices(true)
+                .next_back()
+                .map_or(range.start, |(index, _)| range.start + index);
+        }
         self.cursor = offset;
         true
     }

@@ -87,7 +87,10 @@ fn guest_reply(content: &str) -> Option<(String, &str)> {
     let rest = content.strip_prefix("<from agent=\"")?;
     let (name, rest) = rest.split_once("\">")?;
     let body = rest.strip_suffix("</from>").unwrap_or(rest);
-    Some((name.replace("&quot;", "\"").replace("&amp;", "&"), body.trim()))
+    Some((
+        name.replace("&quot;", "\"").replace("&amp;", "&"),
+        body.trim(),
+    ))
 }
 
 /// The tail of `messages` (the conversation of `host`): its last `turns`
@@ -111,7 +114,8 @@ pub fn tail(
                 width,
             ));
         } else {
-            out.lines.push(note("── summary of the conversation so far ──", width));
+            out.lines
+                .push(note("── summary of the conversation so far ──", width));
             out.lines.extend(markdown::render(summary, width));
             out.lines.push(note("── end of the summary ──", width));
         }
@@ -141,7 +145,8 @@ pub fn tail(
             "user" => {
                 flush_unanswered(&mut pending, &mut out, width);
                 out.lines.push(Line::blank());
-                out.lines.extend(user_lines(&as_typed(&message.content), width));
+                out.lines
+                    .extend(user_lines(&as_typed(&message.content), width));
                 labelled = false;
             }
             "assistant" => {
@@ -218,16 +223,16 @@ mod tests {
             message("compact", "We planned a **festival**."),
             message("user", "first"),
             message("assistant", "one"),
-            message("user", "<skill name=\"greet\">\nBe kind.\n</skill>\n\nFerris"),
+            message(
+                "user",
+                "<skill name=\"greet\">\nBe kind.\n</skill>\n\nFerris",
+            ),
             message("assistant", ""),
             message("tool_call", "bash {\"command\":\"ls\"}"),
             message("tool", "a.txt"),
             message("assistant", "Hello, Ferris."),
             message("user", "third"),
-            message(
-                "assistant",
-                "<from agent=\"owl\">\nHoot.\n</from>",
-            ),
+            message("assistant", "<from agent=\"owl\">\nHoot.\n</from>"),
             message("assistant", "Back to me."),
         ];
         let tail = tail(&messages, "crab", 2, 40, 4);

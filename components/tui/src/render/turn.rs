@@ -104,7 +104,8 @@ impl TurnView {
             .iter()
             .map(|(index, started)| {
                 let elapsed = now.saturating_duration_since(*started);
-                let frame = (elapsed.as_millis() / SPINNER_STEP.as_millis()) as usize % SPINNER.len();
+                let frame =
+                    (elapsed.as_millis() / SPINNER_STEP.as_millis()) as usize % SPINNER.len();
                 let record = &self.records[*index];
                 let suffix = format!(" · {}s", elapsed.as_secs());
                 let mut line = record.call_line(
@@ -113,7 +114,8 @@ impl TurnView {
                         .saturating_sub(crate::text::display_width(&suffix)),
                 );
                 if let Some(first) = line.spans.first_mut() {
-                    *first = Span::new(format!("{} ", SPINNER[frame]), Style::PLAIN.fg(Color::Cyan));
+                    *first =
+                        Span::new(format!("{} ", SPINNER[frame]), Style::PLAIN.fg(Color::Cyan));
                 }
                 line.push(Span::new(suffix, Style::PLAIN.dim()));
                 line
@@ -297,8 +299,7 @@ impl TurnView {
         };
         self.next_number += 1;
         self.records.push(record);
-        self.running
-            .push((self.records.len() - 1, Instant::now()));
+        self.running.push((self.records.len() - 1, Instant::now()));
     }
 
     /// The call and its result, printed together when the result arrives
@@ -593,7 +594,8 @@ mod tests {
         }));
         assert!(!view.is_running());
         assert!(
-            plain_lines(&frame.commit).starts_with("⚙ bash  command: \"sleep 5\"\n  ⎿ (no result)\n"),
+            plain_lines(&frame.commit)
+                .starts_with("⚙ bash  command: \"sleep 5\"\n  ⎿ (no result)\n"),
             "{}",
             plain_lines(&frame.commit)
         );

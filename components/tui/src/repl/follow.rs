@@ -125,7 +125,9 @@ impl Follow {
                 Style::PLAIN.dim(),
             ));
             if kind == Some(AgentEventKind::UserMessage) {
-                frame.commit.extend(user_lines(&event.content, layout.width));
+                frame
+                    .commit
+                    .extend(user_lines(&event.content, layout.width));
             }
             let start = Event::Start(StreamStart {
                 agent: event.agent.clone(),
@@ -153,7 +155,10 @@ impl Follow {
 
     /// The live tails of other clients' turns, as of `now`.
     pub fn live(&self, now: Instant) -> Vec<Line> {
-        self.others.values().flat_map(|view| view.live(now)).collect()
+        self.others
+            .values()
+            .flat_map(|view| view.live(now))
+            .collect()
     }
 
     /// Whether a tool of another client's turn is running.
@@ -228,7 +233,10 @@ mod tests {
         follow.own_turn_sent();
         // Held until the own run id is known…
         assert_eq!(
-            feed(&mut follow, &[event(9, AgentEventKind::UserMessage, "mine")]),
+            feed(
+                &mut follow,
+                &[event(9, AgentEventKind::UserMessage, "mine")]
+            ),
             ""
         );
         // …then dropped, since it is the own turn.
@@ -240,7 +248,10 @@ mod tests {
         );
         // A turn held back that is someone else's is shown on release.
         follow.own_turn_sent();
-        feed(&mut follow, &[event(10, AgentEventKind::UserMessage, "theirs")]);
+        feed(
+            &mut follow,
+            &[event(10, AgentEventKind::UserMessage, "theirs")],
+        );
         let frame = follow.own_turn_started(11, LAYOUT, 1);
         assert!(plain_lines(&frame.commit).contains("› theirs"));
     }

@@ -33,6 +33,7 @@ use crossterm::event::{
     Event as TermEvent, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
 };
 use futures::StreamExt;
+use tokio::sync::mpsc;
 
 use self::follow::Follow;
 use self::own_turn::OwnTurn;
@@ -72,7 +73,7 @@ pub async fn run(session: Session, history: History) -> Result<(), TuiError> {
         follow: Follow::default(),
         session,
         terminal,
-        keys: EventStream::new(),
+        keys: keys(),
         editor: Editor::new(),
         history,
         tools: Vec::new(),
@@ -95,7 +96,10 @@ pub async fn run(session: Session, history: History) -> Result<(), TuiError> {
 enum Link {
     Up,
     /// Lost; the next attempt to reconnect is at `retry`.
-    Down { retry: Instant, attempts: u32 },
+    Down {
+        retry: Instant,
+        attempts: u32,
+    },
 }
 
 /// Whether the chat goes on.
@@ -108,7 +112,9 @@ enum Flow {
 struct Repl {
     session: Session,
     terminal: Terminal,
-    keys: EventStream,
+    /// The terminal's events, read by their own task (so that keys typed
+    /// faster than the screen is drawn are taken together).
+    keys: mpsc::UnboundedReceiver<std::io::Result<TermEvent>>,
     editor: Editor,
     history: History,
     completer: Completer,
@@ -141,6 +147,20 @@ async fn next_of<T: StreamItem>(
     }
 }
 
+/// The terminal's events, from a task of their own.
+fn keys() -> mpsc::UnboundedReceiver<std::io::Result<TermEvent>> {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut events = EventStream::new();
+        while let Some(event) = events.next().await {
+            if sender.send(event).is_err() {
+                return;
+            }
+        }
+    });
+    receiver
+}
+
 /// Sleeps `wait`, or forever without one.
 async fn sleep_or_never(wait: Option<Duration>) {
     match wait {
@@ -163,9 +183,11 @@ impl Repl {
         self.layout().width
     }
 
-    /// The prompt: the agent spoken to.
+    /// The prompt: the agent spoken to, and `›` when nothing runs, `…`
+    /// while a turn runs (Enter queues then).
     fn prompt(&self) -> String {
-        format!("{} › ", sanitize(self.session.agent_label()))
+        let mark = if self.busy() { "…" } else { "›" };
+        format!("{} {mark} ", sanitize(self.session.agent_label()))
     }
 
     /// Prints lines for good above the live region (terminal write errors
@@ -268,7 +290,13 @@ impl Repl {
             .subscribe_events(SubscribeEvents {})
             .await
         {
-            Ok(stream) => self.events = Some(stream),
+            Ok(stream) => {
+                // Requests on one connection start in the order they were
+                // sent: once this ping is answered the daemon has taken the
+                // subscription, and no turn started after it is missed.
+                let _ = self.session.client.ping().await;
+                self.events = Some(stream);
+            }
             Err(err) if matches!(err, ClientError::Closed { .. }) => self.lost(),
             Err(_) => self.events = None,
         }
@@ -302,10 +330,18 @@ impl Repl {
             self.draw();
             let wait = self.wake_in();
             tokio::select! {
-                key = self.keys.next() => {
+                key = self.keys.recv() => {
                     let Some(Ok(event)) = key else { return Ok(()) };
                     if self.terminal_event(event).await == Flow::Quit {
                         return Ok(());
+                    }
+                    // Keys that are already there (typed fast, or a paste
+                    // the terminal does not bracket) are taken before the
+                    // next redraw.
+                    while let Ok(Ok(event)) = self.keys.try_recv() {
+                        if self.terminal_event(event).await == Flow::Quit {
+                            return Ok(());
+                        }
                     }
                 }
                 event = next_of(self.turn.as_mut().map(|turn| &mut turn.stream)) => {
@@ -320,7 +356,10 @@ impl Repl {
     /// When the loop must wake without an event: the spinner of a running
     /// tool, or the next attempt to reconnect.
     fn wake_in(&self) -> Option<Duration> {
-        let spinning = self.turn.as_ref().is_some_and(|turn| turn.view.is_running())
+        let spinning = self
+            .turn
+            .as_ref()
+            .is_some_and(|turn| turn.view.is_running())
             || self.follow.is_running();
         let retry = match self.link {
             Link::Down { retry, .. } => Some(retry.saturating_duration_since(Instant::now())),
@@ -353,7 +392,9 @@ impl Repl {
         } else {
             layout.max_live
         };
-        let (mut input, cursor) = self.editor.render_window(&prompt, layout.width, editor_rows);
+        let (mut input, cursor) = self
+            .editor
+            .render_window(&prompt, layout.width, editor_rows);
         if let Some(notice) = &self.notice {
             input.push(Line::styled(
                 truncate(notice, layout.width).into_owned(),
@@ -410,8 +451,11 @@ impl Repl {
                 Line::new(vec![
                     Span::new(format!("⧗ {why}: "), Style::PLAIN.fg(Color::Yellow)),
                     Span::new(
-                        truncate(&sanitize(&format!("{first}{more}")), width.saturating_sub(24))
-                            .into_owned(),
+                        truncate(
+                            &sanitize(&format!("{first}{more}")),
+                            width.saturating_sub(24),
+                        )
+                        .into_owned(),
                         Style::PLAIN.dim(),
                     ),
                 ])
@@ -719,8 +763,11 @@ impl Repl {
                 let records = self.follow.take_records();
                 self.tools.extend(records);
             }
-            Some(Err(ClientError::Closed { .. })) | None => self.lost(),
-            Some(Err(_)) => self.events = None,
+            // A daemon without subscriptions: nothing to follow.
+            Some(Err(err)) if err.code() == Some(ErrorMsg::NOT_IMPLEMENTED) => self.events = None,
+            // The subscription ends when the daemon shuts down (or the
+            // connection goes).
+            Some(Err(_)) | None => self.lost(),
         }
     }
 

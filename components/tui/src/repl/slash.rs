@@ -375,7 +375,8 @@ impl Repl {
     /// its sender.
     async fn open_session(&mut self, number: usize) {
         if self.listed.is_empty() {
-            return self.error("/sessions lists the conversations first; then /sessions N opens one");
+            return self
+                .error("/sessions lists the conversations first; then /sessions N opens one");
         }
         let Some(chosen) = self.listed.get(number - 1).cloned() else {
             let last = self.listed.len();

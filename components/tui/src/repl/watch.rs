@@ -47,7 +47,7 @@ impl Repl {
                     live.push(footer.clone());
                     let _ = self.terminal.show(&done, &live, None);
                 }
-                key = self.keys.next() => {
+                key = self.keys.recv() => {
                     let Some(Ok(TermEvent::Key(key))) = key else { continue };
                     if key.kind != KeyEventKind::Release
                         && (is_ctrl_c(&key) || matches!(key.code, KeyCode::Esc | KeyCode::Char('q')))

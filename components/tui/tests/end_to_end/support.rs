@@ -97,9 +97,8 @@ impl Tui {
                 match reader.read(&mut buffer) {
                     Ok(0) | Err(_) => return,
                     Ok(n) => {
-                        let mut parser = feed
-                            .lock()
-                            .unwrap_or_else(|poisoned| poisoned.into_inner());
+                        let mut parser =
+                            feed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
                         process_counting_pushes(&mut parser, &buffer[..n], &count);
                     }
                 }
