@@ -297,7 +297,7 @@ impl Repl {
                 let _ = self.session.client.ping().await;
                 self.events = Some(stream);
             }
-            Err(err) if matches!(err, ClientError::Closed { .. }) => self.lost(),
+            Err(ClientError::Closed { .. }) => self.lost(),
             Err(_) => self.events = None,
         }
     }
