@@ -86,6 +86,20 @@ async fn agents_can_be_created_read_updated_renamed_and_deleted() {
         .await
         .unwrap_err();
     assert_eq!(bad_json.code(), Some(400));
+    // A misspelt key is refused, not dropped (it could be a restriction).
+    let typo = client
+        .create_agent(CreateAgentMsg {
+            name: "y".into(),
+            config: r#"{"tols":["read"]}"#.into(),
+            prompt: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(typo.code(), Some(400));
+    assert!(
+        typo.to_string().contains("unknown key `tols`; did you mean `tools`?"),
+        "{typo}"
+    );
 
     let updated = client
         .update_agent(UpdateAgentMsg {

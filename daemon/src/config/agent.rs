@@ -157,15 +157,10 @@ pub struct McpServerConfig {
 }
 
 impl McpServerConfig {
-    pub const KEYS: &[&str] = &[
-        "name",
-        "command",
-        "args",
-        "env",
-        "url",
-        "auth",
-        "auto_restart",
-    ];
+    /// Its keys, as serde reads them (so none is ever missing here).
+    pub fn keys() -> &'static [&'static str] {
+        super::fields::of::<Self>().unwrap_or(&[])
+    }
 }
 
 impl AgentConfig {
@@ -272,10 +267,10 @@ fn unknown_mcp_keys(text: &str) -> Vec<UnknownKey> {
         };
         for (key, _) in table.iter() {
             let key: &str = key.get_ref().as_ref();
-            if !McpServerConfig::KEYS.contains(&key) {
+            if !McpServerConfig::keys().contains(&key) {
                 keys.push(UnknownKey {
                     path: KeyPath::keys(&["mcps"]).index(index).key(key),
-                    known: McpServerConfig::KEYS,
+                    known: McpServerConfig::keys(),
                 });
             }
         }
@@ -558,7 +553,7 @@ mod tests {
             let known = match key.as_str() {
                 "bash" => BashSettings::KEYS,
                 "memory" => MemorySettings::KEYS,
-                "mcps" => McpServerConfig::KEYS,
+                "mcps" => McpServerConfig::keys(),
                 _ => continue,
             };
             let value = value.as_array().and_then(|a| a.first()).unwrap_or(value);

@@ -12,6 +12,7 @@
 
 pub mod agent;
 pub mod check;
+mod fields;
 mod load;
 pub mod problem;
 

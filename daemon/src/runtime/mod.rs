@@ -810,11 +810,24 @@ fn parse_agent_config(json: &str) -> Result<Option<AgentConfig>, ErrorMsg> {
     if json.trim().is_empty() {
         return Ok(None);
     }
-    serde_json::from_str(json).map(Some).map_err(|err| {
+    let config: AgentConfig = serde_json::from_str(json).map_err(|err| {
         ErrorMsg::bad_request(format!(
             "the agent config is not valid AgentConfig JSON: {err}"
         ))
-    })
+    })?;
+    // As in the agent files: an unknown key is refused, never ignored.
+    let unknown: Vec<String> = config
+        .unknown_keys("")
+        .iter()
+        .map(|key| format!("`{}`: {}", key.path, key.message()))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(ErrorMsg::bad_request(format!(
+            "the agent config has keys this daemon does not know: {}",
+            unknown.join("; ")
+        )));
+    }
+    Ok(Some(config))
 }
 
 fn validate_cwd(cwd: &Path) -> Result<PathBuf, ErrorMsg> {
