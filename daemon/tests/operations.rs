@@ -97,7 +97,8 @@ async fn agents_can_be_created_read_updated_renamed_and_deleted() {
         .unwrap_err();
     assert_eq!(typo.code(), Some(400));
     assert!(
-        typo.to_string().contains("unknown key `tols`; did you mean `tools`?"),
+        typo.to_string()
+            .contains("unknown key `tols`; did you mean `tools`?"),
         "{typo}"
     );
 
