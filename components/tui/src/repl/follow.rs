@@ -32,6 +32,8 @@ pub struct Follow {
     own: HashSet<u64>,
     /// An own turn was sent and its run id is not known yet.
     awaiting_own: bool,
+    /// The own turn started without saying its run id (an older daemon).
+    own_unknown: bool,
     /// Events held while an own run id is awaited.
     held: Vec<AgentEventMsg>,
     /// Turns of other clients being drawn, by run id.
@@ -64,15 +66,26 @@ impl Follow {
     /// The own turn's run id is `run_id` (0 from a daemon that does not
     /// say): what was held back is shown or dropped now.
     pub fn own_turn_started(&mut self, run_id: u64, layout: Layout, first_tool: usize) -> Frame {
-        if run_id != 0 {
-            self.own.insert(run_id);
+        if run_id == 0 {
+            // A daemon that does not say its run id: turns on one
+            // conversation run one at a time, so what is held until the own
+            // turn ends is the own turn.
+            self.own_unknown = true;
+            return Frame::default();
         }
+        self.own.insert(run_id);
         self.release(run_id, layout, first_tool)
     }
 
     /// The own turn ended (or never started): nothing is held back any
     /// more.
     pub fn own_turn_ended(&mut self, layout: Layout, first_tool: usize) -> Frame {
+        if std::mem::take(&mut self.own_unknown) {
+            self.awaiting_own = false;
+            let held = std::mem::take(&mut self.held);
+            self.own.extend(held.iter().map(|event| event.run_id));
+            return Frame::default();
+        }
         self.release(0, layout, first_tool)
     }
 

@@ -274,6 +274,10 @@ impl Repl {
 
     /// Completion learns the agents and skills there are now.
     async fn refresh_completion(&mut self) {
+        if !self.connected() {
+            // Keep what is known until the daemon answers again.
+            return;
+        }
         self.completer = Completer {
             skills: self.session.skill_names().await,
             agents: self.session.agent_names().await,
