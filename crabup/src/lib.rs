@@ -10,7 +10,9 @@ pub mod cargo;
 pub mod cli;
 pub mod commands;
 pub mod context;
+pub mod daemon_config;
 pub mod names;
+pub mod reach;
 pub mod setup;
 
 use std::process::ExitCode;

@@ -94,6 +94,7 @@ fn write_sessions(zipf: &Zipf, dir: &Path, messages: usize) -> u64 {
             message_count: PER_CONVERSATION as u64,
             summary,
             compactions: u32::from(c % 10 == 0),
+            ..Meta::default()
         }
         .save(&files.meta)
         .unwrap();

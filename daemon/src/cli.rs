@@ -51,7 +51,18 @@ pub enum Command {
     /// Run the daemon in the foreground (what service units call).
     Run(RunArgs),
     /// Ask the running daemon to re-read its configuration and agents.
+    ///
+    /// A file with a problem is refused (a broken config.toml keeps the
+    /// running configuration; a broken agent file keeps that agent as it
+    /// was) and everything else is applied. Every problem is printed with
+    /// its file, line and column; the exit status is 78 when anything was
+    /// refused.
     Reload,
+    /// Check config.toml and the agent files without touching a running
+    /// daemon: the checks a start or reload applies. Prints every problem
+    /// with its file, line and column; exits 0 when the daemon would take
+    /// every file, 78 when it would refuse one.
+    Check,
     /// Read or replace an agent's memory as Markdown files.
     #[command(subcommand)]
     Memory(MemoryCommand),
@@ -134,6 +145,14 @@ mod tests {
         let cli = Cli::try_parse_from(["crabtalkd", "run", "-v", "--home", "/tmp/h"]).unwrap();
         assert_eq!(cli.verbose, 1);
         assert_eq!(cli.home.as_deref(), Some(std::path::Path::new("/tmp/h")));
+    }
+
+    #[test]
+    fn reload_and_check_parse() {
+        let cli = Cli::try_parse_from(["crabtalkd", "--home", "/tmp/h", "check"]).unwrap();
+        assert!(matches!(cli.command, Command::Check));
+        let cli = Cli::try_parse_from(["crabtalkd", "reload"]).unwrap();
+        assert!(matches!(cli.command, Command::Reload));
     }
 
     #[test]

@@ -44,6 +44,7 @@ fn main() -> ExitCode {
                 crabtalkd::process::run(home, shutdown.cancellation_token()).await
             }
             Command::Reload => crabtalkd::process::reload(&home).await,
+            Command::Check => crabtalkd::process::check(&home),
             Command::Memory(MemoryCommand::Dump(args)) => {
                 crabtalkd::commands::memory_dump(&home, &args.agent, &args.dir)
                     .map(|done| println!("{done}"))

@@ -115,12 +115,45 @@ fn remove_port_file_if_ours(home: &Home, ours: &PortFile) {
     }
 }
 
-/// `crabtalkd reload`: asks the running daemon of `home` to reload.
+/// Files the daemon refused (a reload or a check found problems); the
+/// message lists them.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+/// `crabtalkd reload`: asks the running daemon of `home` to reload, and
+/// prints what it says: `reloaded` and its notes, or every problem of the
+/// files it refused (an error with exit status 78).
 pub async fn reload(home: &Home) -> anyhow::Result<()> {
     let client = crabtalk_kit::daemon::connect(home).await?;
-    client.reload(crabtalk_proto::msg::ReloadMsg {}).await?;
-    println!("reloaded");
-    Ok(())
+    match client.reload(crabtalk_proto::msg::ReloadMsg {}).await {
+        Ok(pong) => {
+            println!("reloaded");
+            for note in pong.notes {
+                println!("note: {note}");
+            }
+            Ok(())
+        }
+        Err(crabtalk_proto::client::ClientError::Server(error))
+            if error.code == crabtalk_proto::msg::ErrorMsg::BAD_REQUEST =>
+        {
+            Err(Refused(error.message).into())
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// `crabtalkd check`: the checks of a start or reload, on the files, with
+/// no daemon involved.
+pub fn check(home: &Home) -> anyhow::Result<()> {
+    let check = crate::config::check::HomeCheck::run(home);
+    let report = check.report(home);
+    if check.is_clean() {
+        println!("{report}");
+        Ok(())
+    } else {
+        Err(Refused(report).into())
+    }
 }
 
 /// The exit status for a failed run: 78 ([`EX_CONFIG`]) when the
@@ -130,6 +163,7 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
     let config_error = err.chain().any(|cause| {
         cause.is::<crate::config::ConfigError>()
             || cause.is::<crate::runtime::StartError>()
+            || cause.is::<Refused>()
             || matches!(
                 cause.downcast_ref::<crabtalk_proto::transport::BindError>(),
                 Some(crabtalk_proto::transport::BindError::TokenRequired { .. })

@@ -111,7 +111,13 @@ fn pong() -> Pong {
     Pong {
         server_version: VERSION.into(),
         protocol: crabtalk_proto::PROTOCOL.into(),
+        notes: Vec::new(),
     }
+}
+
+/// A `Pong` that tells the caller something about what it asked for.
+fn pong_with(notes: Vec<String>) -> Pong {
+    Pong { notes, ..pong() }
 }
 
 fn handle_error(err: HandleError) -> ErrorMsg {
@@ -283,6 +289,14 @@ impl Server for DaemonServer {
     }
 
     async fn compact(&self, request: CompactMsg) -> Result<CompactResponse, ErrorMsg> {
+        if request.fresh {
+            self.runtime
+                .start_fresh(&request.agent, &request.sender)
+                .await?;
+            return Ok(CompactResponse {
+                summary: String::new(),
+            });
+        }
         let summary = self
             .runtime
             .compact(&request.agent, &request.sender)
@@ -381,16 +395,29 @@ impl Server for DaemonServer {
             .into_iter()
             .map(|(name, active)| ModelInfo { name, active })
             .collect();
-        Ok(ModelList { models })
+        Ok(ModelList {
+            models,
+            active_source: self.runtime.snapshot().registry.active_source(),
+        })
     }
 
     async fn set_active_model(&self, request: SetActiveModelMsg) -> Result<Pong, ErrorMsg> {
-        self.runtime
-            .snapshot()
+        let snapshot = self.runtime.snapshot();
+        snapshot
             .registry
             .set_active(&request.model)
             .map_err(|err| ErrorMsg::new(err.code(), err.to_string()))?;
-        Ok(pong())
+        let note = match &snapshot.config.default_model {
+            Some(saved) => format!(
+                "{} is the default model now, but this is not saved: a restart or reload brings back default_model = {saved:?} from config.toml; change it there to keep {}",
+                request.model, request.model
+            ),
+            None => format!(
+                "{} is the default model now, but this is not saved: a restart brings back the first model of the first provider; set default_model in config.toml to keep {}",
+                request.model, request.model
+            ),
+        };
+        Ok(pong_with(vec![note]))
     }
 
     async fn get_stats(&self, _: GetStats) -> Result<DaemonStats, ErrorMsg> {
@@ -419,8 +446,8 @@ impl Server for DaemonServer {
     }
 
     async fn reload(&self, _: ReloadMsg) -> Result<Pong, ErrorMsg> {
-        self.runtime.reload()?;
-        Ok(pong())
+        let notes = self.runtime.reload()?;
+        Ok(pong_with(notes))
     }
 
     async fn list_skills(&self, _: ListSkillsMsg) -> Result<SkillList, ErrorMsg> {

@@ -18,6 +18,7 @@ fn compact(agent: &str, sender: &str) -> CompactMsg {
     CompactMsg {
         agent: agent.into(),
         sender: sender.into(),
+        ..Default::default()
     }
 }
 

@@ -141,6 +141,7 @@ async fn search_through_the_protocol_is_weighted_scoped_filtered_and_bounded() {
         .compact(CompactMsg {
             agent: "crab".into(),
             sender: "carol".into(),
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -343,6 +344,7 @@ async fn the_rebuild_after_a_kill_finds_old_messages_under_their_numbers() {
         .compact(CompactMsg {
             agent: "crab".into(),
             sender: "user".into(),
+            ..Default::default()
         })
         .await
         .unwrap();

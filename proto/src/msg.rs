@@ -70,9 +70,11 @@ impl ErrorMsg {
     }
 }
 
+/// The message alone: it is written for people. The code is for programs
+/// (`ErrorMsg::code`, `--json` output, logs), never part of a sentence.
 impl fmt::Display for ErrorMsg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.message, self.code)
+        f.write_str(&self.message)
     }
 }
 

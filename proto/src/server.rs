@@ -56,6 +56,7 @@ macro_rules! define_server {
                     Ok(Pong {
                         server_version: crate::VERSION.into(),
                         protocol: crate::PROTOCOL.into(),
+                        notes: Vec::new(),
                     })
                 }
             }
@@ -139,6 +140,7 @@ macro_rules! define_server {
                     Some(Msg::Hello(_)) => single(server_message::Msg::Pong(Pong {
                         server_version: crate::VERSION.into(),
                         protocol: crate::PROTOCOL.into(),
+                        notes: Vec::new(),
                     })),
                     Some(Msg::Cancel(_)) => single(ErrorMsg::bad_request(
                         "Cancel refers to a request on its own connection and cannot be dispatched",

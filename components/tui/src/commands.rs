@@ -31,9 +31,14 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "ask another agent into this conversation for one message",
     },
     CommandSpec {
+        name: "new",
+        args: "",
+        help: "start a fresh conversation (the old messages stay stored and searchable)",
+    },
+    CommandSpec {
         name: "compact",
         args: "",
-        help: "summarise the conversation and start afresh from the summary",
+        help: "summarise the conversation and go on from the summary",
     },
     CommandSpec {
         name: "kill",
@@ -43,12 +48,12 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "model",
         args: "[name]",
-        help: "list models, or switch the default model",
+        help: "the model this conversation uses and the others, or switch the default model",
     },
     CommandSpec {
         name: "sessions",
-        args: "",
-        help: "list stored conversations",
+        args: "[n]",
+        help: "list stored conversations, or open number n",
     },
     CommandSpec {
         name: "search",
@@ -86,10 +91,12 @@ pub enum Command {
         agent: String,
         message: String,
     },
+    New,
     Compact,
     Kill,
     Model(Option<String>),
-    Sessions,
+    /// `/sessions`, or `/sessions N` to open the N-th listed conversation.
+    Sessions(Option<usize>),
     Search(String),
     Events,
     Expand(Option<usize>),
@@ -149,10 +156,22 @@ pub fn parse(input: &str) -> Result<Input, String> {
                 message: message.to_owned(),
             }))
         }
+        "new" => no_arguments(Command::New),
         "compact" => no_arguments(Command::Compact),
         "kill" => no_arguments(Command::Kill),
         "model" => Ok(Input::Command(Command::Model(argument()))),
-        "sessions" => no_arguments(Command::Sessions),
+        "sessions" => match argument() {
+            None => Ok(Input::Command(Command::Sessions(None))),
+            Some(n) => n
+                .trim_start_matches('#')
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .map(|n| Input::Command(Command::Sessions(Some(n))))
+                .ok_or_else(|| {
+                    format!("/sessions takes the number of a listed conversation, not {n:?}")
+                }),
+        },
         "search" => match argument() {
             Some(query) => Ok(Input::Command(Command::Search(query))),
             None => Err("/search needs a query: /search <words>".into()),
@@ -175,8 +194,9 @@ pub fn parse(input: &str) -> Result<Input, String> {
     }
 }
 
-/// The `/help` text: commands, then keys.
-pub fn help_text() -> String {
+/// The `/help` text: commands, the skills `skills` names (the current
+/// agent's), then keys.
+pub fn help_text(skills: &[String]) -> String {
     let mut out = String::from("Commands:\n");
     let usage: Vec<String> = COMMANDS
         .iter()
@@ -187,7 +207,16 @@ pub fn help_text() -> String {
         out.push_str(&format!("  {usage:column$}  {}\n", command.help));
     }
     out.push_str(
-        "  /<skill> [text]  run a skill (Tab completes commands, skills and agents)\n  //text  send text that starts with '/'\n\nKeys:\n  Enter  send · Alt-Enter, Ctrl-J or a trailing \\  new line · Up/Down  history\n  Ctrl-C  stop the running turn · clear the input · twice on an empty input: quit\n  Ctrl-D  quit · Ctrl-L  clear the screen · Esc  dismiss a question (answers \"cancelled\")\n",
+        "  /<skill> [text]  run a skill (Tab completes commands, skills and agents)\n  //text  send text that starts with '/'\n",
+    );
+    if skills.is_empty() {
+        out.push_str("\nSkills: none (add skills/<name>/SKILL.md in the crabtalk home)\n");
+    } else {
+        let listed: Vec<String> = skills.iter().map(|skill| format!("/{skill}")).collect();
+        out.push_str(&format!("\nSkills: {}\n", listed.join(" ")));
+    }
+    out.push_str(
+        "\nKeys:\n  Enter  send (during a turn: queue it, sent when the turn ends) · Alt-Enter, Ctrl-J or a trailing \\  new line\n  Up/Down  rows, then history · Alt-b/Alt-f  word left/right · Tab  complete\n  Ctrl-C  stop the running turn · clear the input · twice on an empty input: quit\n  Ctrl-D  quit · Ctrl-L  clear the screen · Esc  dismiss a question (answers \"cancelled\")\n",
     );
     out
 }
@@ -257,8 +286,20 @@ mod tests {
     }
 
     #[test]
-    fn help_lists_every_command() {
-        let help = help_text();
+    fn sessions_opens_by_number() {
+        assert_eq!(command("/sessions"), Command::Sessions(None));
+        assert_eq!(command("/sessions 3"), Command::Sessions(Some(3)));
+        assert_eq!(command("/new"), Command::New);
+        assert!(parse("/sessions 0").is_err());
+        assert!(parse("/sessions x").is_err());
+        assert!(parse("/new now").is_err());
+    }
+
+    #[test]
+    fn help_lists_every_command_and_the_skills() {
+        let help = help_text(&["greet".into(), "commit".into()]);
+        assert!(help.contains("Skills: /greet /commit"), "{help}");
+        assert!(help_text(&[]).contains("Skills: none"));
         for command in COMMANDS {
             assert!(
                 help.contains(&format!("/{}", command.name)),

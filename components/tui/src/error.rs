@@ -70,6 +70,16 @@ impl TuiError {
         }
     }
 
+    /// The protocol code of a refusal, for `--json` output (people read the
+    /// message, which never carries it).
+    pub fn code(&self) -> Option<u32> {
+        match self {
+            Self::UnknownAgent { .. } => Some(ErrorMsg::NOT_FOUND),
+            Self::Client(err) => err.code(),
+            _ => None,
+        }
+    }
+
     /// Whether the daemon answered "not implemented" (an operation whose
     /// subsystem is not built yet).
     pub fn is_not_implemented(&self) -> bool {

@@ -10,8 +10,15 @@
 //! 14:02:08 crab/alice  result    a.txt
 //! 14:02:08 crab/alice  done      scripted · 21 in · 7 out
 //! ```
+//!
+//! Text still gathering is not hidden: [`EventTail::live`] gives it as
+//! lines that change until they are complete, for a screen to show live.
+//! [`as_stream_event`] turns an event into the stream event a turn's own
+//! client gets, so a turn another client started can be drawn like one's
+//! own.
 
-use crabtalk_proto::msg::{AgentEventKind, AgentEventMsg};
+use crabtalk_proto::msg::stream_event::Event;
+use crabtalk_proto::msg::*;
 use serde_json::Value;
 
 use crate::render::tool::summarize_arguments;
@@ -115,9 +122,19 @@ impl EventTail {
             Some(AgentEventKind::AskUser) => {
                 lines.push(line("ask", &ask_questions(&event.content)));
             }
+            Some(AgentEventKind::UserMessage) => lines.push(line("user", &event.content)),
             _ => lines.push(line(crate::json::kind_name(event.kind), &event.content)),
         }
         lines
+    }
+
+    /// The text still gathering, one line per turn, as it stands.
+    pub fn live(&self) -> Vec<String> {
+        self.pending
+            .iter()
+            .filter(|pending| !pending.text.trim().is_empty())
+            .map(|pending| pending_line(pending, pending.text.trim_end()))
+            .collect()
     }
 
     /// Lines still gathering (at the end of the stream).
@@ -215,6 +232,56 @@ fn format_line(timestamp: &str, agent: &str, sender: &str, label: &str, text: &s
     truncate(line.trim_end(), LINE_WIDTH).into_owned()
 }
 
+/// The stream event a turn's own client got for `event`, if there is one
+/// (a user message becomes `UserSteered` — [`AgentEventKind::UserMessage`]
+/// that starts a turn is for the caller to show as it likes).
+pub fn as_stream_event(event: &AgentEventMsg) -> Option<Event> {
+    let event = match AgentEventKind::try_from(event.kind).ok()? {
+        AgentEventKind::TextDelta => Event::Chunk(StreamChunk {
+            content: event.content.clone(),
+        }),
+        AgentEventKind::ThinkingDelta => Event::Thinking(StreamThinking {
+            content: event.content.clone(),
+        }),
+        AgentEventKind::ToolStart => Event::ToolStart(ToolStartEvent {
+            calls: event.tool_calls.clone(),
+        }),
+        AgentEventKind::ToolResult => Event::ToolResult(ToolResultEvent {
+            call_id: event.content.clone(),
+            output: event.tool_output.clone(),
+            duration_ms: 0,
+            is_error: event.tool_is_error,
+        }),
+        AgentEventKind::ToolsComplete => Event::ToolsComplete(ToolsCompleteEvent {}),
+        AgentEventKind::Done => Event::End(StreamEnd {
+            agent: event.agent.clone(),
+            error: event.error.clone(),
+            model: String::new(),
+            usage: event.usage,
+        }),
+        AgentEventKind::TextStart => Event::TextStart(TextStartEvent {
+            agent: event.agent.clone(),
+        }),
+        AgentEventKind::TextEnd => Event::TextEnd(TextEndEvent {
+            agent: event.agent.clone(),
+        }),
+        AgentEventKind::ThinkingStart => Event::ThinkingStart(ThinkingStartEvent {
+            agent: event.agent.clone(),
+        }),
+        AgentEventKind::ThinkingEnd => Event::ThinkingEnd(ThinkingEndEvent {
+            agent: event.agent.clone(),
+        }),
+        AgentEventKind::ContextUsage => {
+            Event::ContextUsage(ContextUsageEvent { usage: event.usage })
+        }
+        AgentEventKind::UserMessage => Event::UserSteered(UserSteeredEvent {
+            content: event.content.clone(),
+        }),
+        AgentEventKind::AskUser | AgentEventKind::EventsDropped => return None,
+    };
+    Some(event)
+}
+
 /// The questions of an `ASK_USER` event's JSON content.
 fn ask_questions(content: &str) -> String {
     let Ok(value) = serde_json::from_str::<Value>(content) else {
@@ -286,6 +353,43 @@ mod tests {
         assert_eq!(
             tail.event(&done),
             ["not a time crab/alice  done      21 in · 7 out"]
+        );
+    }
+
+    #[test]
+    fn text_still_gathering_is_live() {
+        let mut tail = EventTail::new(None);
+        assert!(tail.live().is_empty());
+        tail.event(&event(AgentEventKind::TextDelta, "Once upon"));
+        assert_eq!(tail.live(), ["not a time crab/alice  text      Once upon"]);
+        tail.event(&event(AgentEventKind::TextDelta, " a time\nthe"));
+        assert_eq!(tail.live(), ["not a time crab/alice  text      the"]);
+        tail.event(&event(AgentEventKind::Done, ""));
+        assert!(tail.live().is_empty());
+    }
+
+    #[test]
+    fn events_become_the_stream_events_of_the_turn() {
+        let mut result = event(AgentEventKind::ToolResult, "c1");
+        result.tool_output = "fine".into();
+        assert_eq!(
+            as_stream_event(&result),
+            Some(Event::ToolResult(ToolResultEvent {
+                call_id: "c1".into(),
+                output: "fine".into(),
+                duration_ms: 0,
+                is_error: false,
+            }))
+        );
+        assert_eq!(
+            as_stream_event(&event(AgentEventKind::TextDelta, "hi")),
+            Some(Event::Chunk(StreamChunk {
+                content: "hi".into()
+            }))
+        );
+        assert_eq!(
+            as_stream_event(&event(AgentEventKind::EventsDropped, "")),
+            None
         );
     }
 

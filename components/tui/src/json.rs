@@ -37,7 +37,9 @@ fn calls(calls: &[ToolCallInfo]) -> Value {
 /// One event of a streamed turn.
 pub fn stream_event(event: &Event) -> Value {
     match event {
-        Event::Start(start) => json!({"type": "start", "agent": start.agent}),
+        Event::Start(start) => {
+            json!({"type": "start", "agent": start.agent, "run_id": start.run_id})
+        }
         Event::Chunk(chunk) => json!({"type": "chunk", "content": chunk.content}),
         Event::Thinking(thinking) => json!({"type": "thinking", "content": thinking.content}),
         Event::ToolStart(start) => json!({"type": "tool_start", "calls": calls(&start.calls)}),
@@ -94,6 +96,7 @@ pub fn kind_name(kind: i32) -> &'static str {
         Ok(AgentEventKind::ContextUsage) => "context_usage",
         Ok(AgentEventKind::EventsDropped) => "events_dropped",
         Ok(AgentEventKind::AskUser) => "ask_user",
+        Ok(AgentEventKind::UserMessage) => "user_message",
         Err(_) => "unknown",
     }
 }
@@ -123,5 +126,13 @@ pub fn agent_event(event: &AgentEventMsg) -> Value {
     if !event.error.is_empty() {
         value["error"] = json!(event.error);
     }
+    if !event.conversation_agent.is_empty() && event.conversation_agent != event.agent {
+        value["conversation_agent"] = json!(event.conversation_agent);
+    }
     value
+}
+
+/// A refused request, for `--json` output: the code is for programs.
+pub fn error(code: u32, message: &str) -> Value {
+    json!({"type": "error", "code": code, "message": message})
 }

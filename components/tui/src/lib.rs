@@ -53,11 +53,17 @@ use self::session::{Session, SessionOptions, Target};
 
 /// Runs the command line and returns the exit status; errors are printed
 /// to standard error.
+/// With `--json`, a refusal is also an `error` object on standard output,
+/// with its code.
 pub async fn run(cli: Cli) -> ExitCode {
+    let json = cli.json;
     match dispatch(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(TuiError::Interrupted) => ExitCode::from(error::EXIT_INTERRUPTED),
         Err(err) => {
+            if json && let Some(code) = err.code() {
+                println!("{}", json::error(code, &err.to_string()));
+            }
             eprintln!("crabtalk-tui: {err}");
             ExitCode::from(err.exit_code())
         }

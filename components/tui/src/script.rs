@@ -6,7 +6,9 @@
 //! `crabtalk-tui -p … && next-step` does what it says. Nobody is at the
 //! keyboard, so an `ask_user` question is answered at once with an explicit
 //! cancellation rather than left waiting. Ctrl-C kills the turn on the
-//! daemon before exiting.
+//! daemon before exiting. A reader that closes the pipe early (`| head`)
+//! is a normal end for a filter: the output stops quietly, exit status 0,
+//! and the daemon finishes the turn on its own.
 
 use std::io::{Read, Write};
 
@@ -59,6 +61,20 @@ pub async fn print_turn(
         Ok(stream) => stream,
         Err(err) => return Err(turn_error(session, err).await),
     };
+    match print_events(session, &mut stream, format, out).await {
+        Err(TuiError::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+async fn print_events(
+    session: &Session,
+    stream: &mut crabtalk_proto::client::ReplyStream<crabtalk_proto::msg::StreamEvent>,
+    format: PrintFormat,
+    out: &mut impl Write,
+) -> Result<(), TuiError> {
     let write_error = |err| TuiError::io("writing the reply", err);
     let mut ends_with_newline = true;
     let mut interrupted = false;

@@ -164,8 +164,50 @@ impl Session {
             content: content.to_owned(),
             sender: Some(self.sender.clone()),
             cwd: self.cwd.clone(),
-            guest: None,
-            tool_choice: None,
+            ..Default::default()
+        }
+    }
+
+    /// The stored messages of the conversation this session addresses;
+    /// empty when it has none yet.
+    pub async fn conversation(&self) -> Result<Vec<ConversationMessage>, ClientError> {
+        let list = self
+            .client
+            .list_conversations(ListConversationsMsg {
+                agent: self.agent.clone(),
+                sender: self.sender.clone(),
+            })
+            .await?;
+        let Some(stored) = list
+            .conversations
+            .into_iter()
+            .find(|c| c.agent == self.agent && c.sender == self.sender)
+        else {
+            return Ok(Vec::new());
+        };
+        let history = self
+            .client
+            .get_conversation_history(GetConversationHistoryMsg {
+                file_path: stored.file_path,
+            })
+            .await?;
+        Ok(history.messages)
+    }
+
+    /// The message that starts this conversation afresh (`/new`).
+    pub fn fresh_start(&self) -> CompactMsg {
+        CompactMsg {
+            agent: self.agent.clone(),
+            sender: self.sender.clone(),
+            fresh: true,
+        }
+    }
+
+    /// The message that compacts this conversation (`/compact`).
+    pub fn compact(&self) -> CompactMsg {
+        CompactMsg {
+            fresh: false,
+            ..self.fresh_start()
         }
     }
 

@@ -1,4 +1,8 @@
 //! `crabup doctor`: checks, each with a fix.
+//!
+//! Besides the machine (cargo, PATH, the service manager) and the run
+//! files, it checks the daemon's configuration with `crabtalkd check` and
+//! whether each provider's `base_url` answers.
 
 use std::process::{Command, ExitCode};
 
@@ -8,7 +12,9 @@ use crabtalk_command::manager::process::PidFile;
 use crabtalk_command::manager::{MANAGER_ENV, systemd};
 
 use crate::context::Context;
+use crate::daemon_config::{self, ConfigVerdict};
 use crate::names;
+use crate::reach;
 use crate::setup::has_provider_config;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -160,9 +166,13 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
 
     cron_check(ctx, &mut report);
 
-    if has_provider_config(&ctx.home) {
+    // The providers of a file the daemon refuses are not worth probing:
+    // the configuration line says what to fix first.
+    let config_ok = check_config(ctx, &mut report);
+    if config_ok && has_provider_config(&ctx.home) {
         report.line(Verdict::Ok, "providers", "provider config found");
-    } else {
+        check_providers(ctx, &mut report);
+    } else if config_ok {
         report.line(
             Verdict::Warn,
             "providers",
@@ -254,4 +264,88 @@ fn cron_check(ctx: &Context, report: &mut Report) {
             ),
         );
     }
+}
+
+/// `crabtalkd check`, when the daemon is installed; whether the
+/// configuration is fine (or could not be checked).
+fn check_config(ctx: &Context, report: &mut Report) -> bool {
+    let Some(binary) = ctx.binary(&crabtalk_command::Service::daemon()) else {
+        report.line(
+            Verdict::Warn,
+            "configuration",
+            "not checked: crabtalkd is not installed (`crabup pull daemon`)",
+        );
+        return true;
+    };
+    match daemon_config::check(&binary, &ctx.home) {
+        ConfigVerdict::Fine(summary) => {
+            report.line(Verdict::Ok, "configuration", summary);
+            true
+        }
+        ConfigVerdict::Refused(problems) => {
+            report.line(
+                Verdict::Fail,
+                "configuration",
+                format!(
+                    "crabtalkd would refuse it (a restart would not start; a reload keeps the old files):\n{}",
+                    indent(&problems)
+                ),
+            );
+            false
+        }
+        ConfigVerdict::Unavailable(why) => {
+            report.line(
+                Verdict::Warn,
+                "configuration",
+                format!("not checked: {why}"),
+            );
+            true
+        }
+    }
+}
+
+/// Each `[[providers]]` entry with a `base_url`: does something answer
+/// there?
+fn check_providers(ctx: &Context, report: &mut Report) {
+    let Ok(text) = std::fs::read_to_string(ctx.home.config_file()) else {
+        return;
+    };
+    let Ok(config) = text.parse::<toml::Table>() else {
+        return;
+    };
+    let Some(providers) = config.get("providers").and_then(|p| p.as_array()) else {
+        return;
+    };
+    for provider in providers {
+        let Some(url) = provider.get("base_url").and_then(|u| u.as_str()) else {
+            continue;
+        };
+        let label = provider
+            .get("name")
+            .or_else(|| provider.get("kind"))
+            .and_then(|v| v.as_str())
+            .unwrap_or("provider");
+        match reach::answers(url) {
+            Ok(()) => report.line(
+                Verdict::Ok,
+                &format!("provider {label}"),
+                format!("{url} answers"),
+            ),
+            Err(why) => report.line(
+                Verdict::Fail,
+                &format!("provider {label}"),
+                format!(
+                    "{url} does not answer ({why}); start that server, or fix base_url in {}",
+                    ctx.home.config_file().display()
+                ),
+            ),
+        }
+    }
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|line| format!("       {line}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -13,6 +13,7 @@ use crabtalk_command::{ManagerKind, Service, ServiceManager, UnitSpec};
 
 use crate::cli::ServiceAction;
 use crate::context::Context;
+use crate::daemon_config::{self, ConfigVerdict};
 use crate::setup::{Prompt, ensure_ready};
 use crate::{NOT_RUNNING_EXIT, names};
 
@@ -58,6 +59,7 @@ fn start(ctx: &Context, service: &Service) -> anyhow::Result<()> {
         );
         return Ok(());
     }
+    config_accepted(ctx, service, &spec, "started")?;
     first_run_setup(ctx, service)?;
     match manager.start(&spec)? {
         Started::AlreadyRunning { pid } => {
@@ -86,6 +88,44 @@ fn first_run_setup(ctx: &Context, service: &Service) -> anyhow::Result<()> {
             output: &mut output,
         }),
     )
+}
+
+/// For the daemon: asks `crabtalkd check` whether the daemon would take its
+/// configuration, and refuses to go on when it would not, so a running
+/// daemon is never stopped for one that refuses to start. The problems
+/// come first in the error, then what was (not) done.
+fn config_accepted(
+    ctx: &Context,
+    service: &Service,
+    spec: &UnitSpec,
+    verb: &str,
+) -> anyhow::Result<()> {
+    if service.name() != "daemon" {
+        return Ok(());
+    }
+    match daemon_config::check(&spec.program, &ctx.home) {
+        ConfigVerdict::Fine(_) => Ok(()),
+        ConfigVerdict::Unavailable(why) => {
+            eprintln!("note: the configuration was not checked first: {why}");
+            Ok(())
+        }
+        ConfigVerdict::Refused(problems) => {
+            let running = ctx.manager()?.status(spec)?;
+            let state = if running.is_running() {
+                format!("it keeps running as it is{}", pid_note(running.pid))
+            } else {
+                "it is not running".to_owned()
+            };
+            bail!(
+                "{problems}\nThe daemon was not {verb}: crabtalkd would refuse this configuration; {state}. Fix the files above (`crabtalkd check` checks them again), then run `crabup daemon {}` again.",
+                if verb == "started" {
+                    "start"
+                } else {
+                    "restart"
+                }
+            )
+        }
+    }
 }
 
 /// Waits for the service to announce itself and says how it went.
@@ -150,7 +190,9 @@ fn stop(ctx: &Context, service: &Service) -> anyhow::Result<()> {
 fn restart(ctx: &Context, service: &Service) -> anyhow::Result<()> {
     let spec = installed_spec(ctx, service)?;
     let manager = ctx.manager()?;
-    // A running service keeps running when its config went missing.
+    // A running service keeps running when its config is broken or went
+    // missing.
+    config_accepted(ctx, service, &spec, "restarted")?;
     first_run_setup(ctx, service)?;
     let Restarted { old_pid, .. } = manager.restart(&spec)?;
     let verb = match old_pid {

@@ -5,6 +5,7 @@ use crabtalk_command::Service;
 
 use crate::cli::{PullArgs, ServiceAction, UpArgs};
 use crate::context::Context;
+use crate::daemon_config::{self, ConfigVerdict};
 use crate::names;
 
 /// The services `up` brings up: the daemon, then each component that has a
@@ -28,6 +29,18 @@ pub fn targets(ctx: &Context) -> Vec<&'static str> {
 }
 
 pub fn run(ctx: &Context, args: &UpArgs) -> anyhow::Result<()> {
+    // The daemon's configuration first, before anything is started: a
+    // running daemon would otherwise be reported "already running" over a
+    // configuration it would refuse on its next restart. (With --path the
+    // fresh binary checks it, in its restart.)
+    if args.path.is_none()
+        && let Some(binary) = ctx.binary(&Service::daemon())
+        && let ConfigVerdict::Refused(problems) = daemon_config::check(&binary, &ctx.home)
+    {
+        anyhow::bail!(
+            "{problems}\nNothing was started or restarted: crabtalkd would refuse this configuration (a running daemon keeps running as it is). Fix the files above (`crabtalkd check` checks them again), then run `crabup up` again."
+        );
+    }
     let mut failures = Vec::new();
     for name in targets(ctx) {
         let service = names::service_for(name)?;

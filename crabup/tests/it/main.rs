@@ -7,6 +7,7 @@
 
 mod cargo_shim;
 mod cli;
+mod config_check;
 mod cron_service;
 mod daemon_lifecycle;
 mod first_run;

@@ -73,7 +73,7 @@ impl Sandbox {
         script(
             &shim,
             &format!(
-                "{recorder}if [ \"$1\" = install ]; then\n  bin=\"$CARGO_HOME/bin/$2\"\n  printf '#!/bin/sh\\ntrap \"exit 0\" TERM\\nwhile :; do sleep 0.05; done\\n' > \"$bin\"\n  chmod +x \"$bin\"\nfi\n"
+                "{recorder}if [ \"$1\" = install ]; then\n  bin=\"$CARGO_HOME/bin/$2\"\n  printf '#!/bin/sh\\n{NO_CHECK_PRINTF}trap \"exit 0\" TERM\\nwhile :; do sleep 0.05; done\\n' > \"$bin\"\n  chmod +x \"$bin\"\nfi\n"
             ),
         );
         sandbox
@@ -148,7 +148,7 @@ impl Sandbox {
     /// Installs an executable script as `$CARGO_HOME/bin/<name>`.
     pub fn fake_binary(&self, name: &str, body: &str) -> PathBuf {
         let path = self.cargo_home.join("bin").join(name);
-        script(&path, body);
+        script(&path, &format!("{NO_CHECK}{body}"));
         path
     }
 
@@ -161,6 +161,14 @@ impl Sandbox {
             .unwrap_or_default()
     }
 }
+
+/// What a fake service binary does with `check` (which crabup runs before
+/// it touches the daemon): what a binary without that command does.
+const NO_CHECK: &str = "case \" $* \" in *\" check \"*) echo \"error: unrecognized subcommand 'check'\" >&2; exit 2;; esac\n";
+
+/// [`NO_CHECK`] as a `printf` format (a shell script writes the fakes
+/// that `cargo install` puts in place).
+const NO_CHECK_PRINTF: &str = "case \" $* \" in *\" check \"*) exit 2;; esac\\n";
 
 pub fn script(path: &Path, body: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();

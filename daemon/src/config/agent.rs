@@ -1,18 +1,24 @@
 //! Agents: `agents/<name>.toml` (an [`AgentConfig`]) plus `agents/<name>.md`
 //! (the system prompt).
 //!
+//! A file with any problem — bad TOML, a wrong type, an unknown key, a model
+//! no provider serves — is refused whole: the agent is not loaded from it
+//! (and a reload keeps the agent's previous definition), so a typo such as
+//! `tols = [...]` can never quietly lift the agent's tool restriction.
+//!
 //! Agent names become file names, so they are restricted to letters, digits,
 //! `-`, `_` and `.` (not first), at most 64 characters; two names that differ
 //! only in case are refused so a case-insensitive filesystem cannot merge
 //! them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::REDACTED;
-use super::load::{ConfigError, parse_toml};
+use super::load::{ConfigError, parse_toml, served_list, unknown_key_problems};
+use super::problem::{KeyPath, Problem};
+use super::{REDACTED, UnknownKey};
 
 /// The prompt of the default agent when it is first created.
 pub const DEFAULT_PROMPT: &str = "\
@@ -93,6 +99,10 @@ pub struct BashSettings {
     pub unknown: BTreeMap<String, toml::Value>,
 }
 
+impl BashSettings {
+    pub const KEYS: &[&str] = &["disabled", "deny", "allow_gateway", "timeout_secs", "env"];
+}
+
 impl Default for BashSettings {
     fn default() -> Self {
         Self {
@@ -113,6 +123,10 @@ pub struct MemorySettings {
     pub enabled: bool,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
+}
+
+impl MemorySettings {
+    pub const KEYS: &[&str] = &["enabled"];
 }
 
 impl Default for MemorySettings {
@@ -142,17 +156,43 @@ pub struct McpServerConfig {
     pub auto_restart: bool,
 }
 
+impl McpServerConfig {
+    /// Its keys, as serde reads them (so none is ever missing here).
+    pub fn keys() -> &'static [&'static str] {
+        super::fields::of::<Self>().unwrap_or(&[])
+    }
+}
+
 impl AgentConfig {
-    /// Every unknown key, as a dotted path.
-    pub fn unknown_keys(&self) -> Vec<String> {
-        let mut keys: Vec<String> = self.unknown.keys().cloned().collect();
-        keys.extend(self.bash.unknown.keys().map(|key| format!("bash.{key}")));
-        keys.extend(
-            self.memory
-                .unknown
-                .keys()
-                .map(|key| format!("memory.{key}")),
-        );
+    pub const KEYS: &[&str] = &[
+        "description",
+        "model",
+        "max_iterations",
+        "thinking",
+        "tool_choice",
+        "skills",
+        "tools",
+        "mcps",
+        "bash",
+        "memory",
+        "compact_tool_max_len",
+    ];
+
+    /// Every key this version does not know. `[[mcps]]` entries keep no
+    /// unknown keys of their own, so their keys are read from `text`.
+    pub fn unknown_keys(&self, text: &str) -> Vec<UnknownKey> {
+        let mut keys = UnknownKey::all_in(&KeyPath::default(), &self.unknown, Self::KEYS);
+        keys.extend(UnknownKey::all_in(
+            &KeyPath::keys(&["bash"]),
+            &self.bash.unknown,
+            BashSettings::KEYS,
+        ));
+        keys.extend(UnknownKey::all_in(
+            &KeyPath::keys(&["memory"]),
+            &self.memory.unknown,
+            MemorySettings::KEYS,
+        ));
+        keys.extend(unknown_mcp_keys(text));
         keys
     }
 
@@ -205,12 +245,51 @@ pub struct AgentStore {
     dir: PathBuf,
 }
 
-/// The agents found on disk, and what was wrong with the others.
+/// Keys of `[[mcps]]` entries that `McpServerConfig` does not have.
+fn unknown_mcp_keys(text: &str) -> Vec<UnknownKey> {
+    let Ok(document) = toml::de::DeTable::parse(text) else {
+        return Vec::new();
+    };
+    let Some((_, mcps)) = document
+        .get_ref()
+        .iter()
+        .find(|(key, _)| key.get_ref().as_ref() == "mcps")
+    else {
+        return Vec::new();
+    };
+    let toml::de::DeValue::Array(entries) = mcps.get_ref() else {
+        return Vec::new();
+    };
+    let mut keys = Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let toml::de::DeValue::Table(table) = entry.get_ref() else {
+            continue;
+        };
+        for (key, _) in table.iter() {
+            let key: &str = key.get_ref().as_ref();
+            if !McpServerConfig::keys().contains(&key) {
+                keys.push(UnknownKey {
+                    path: KeyPath::keys(&["mcps"]).index(index).key(key),
+                    known: McpServerConfig::keys(),
+                });
+            }
+        }
+    }
+    keys
+}
+
+/// An agent whose file was refused, and why.
+#[derive(Debug, Clone)]
+pub struct RefusedAgent {
+    pub name: String,
+    pub error: ConfigError,
+}
+
+/// The agents found on disk, and the files that were refused.
 #[derive(Debug, Default)]
 pub struct LoadedAgents {
     pub agents: Vec<AgentDef>,
-    pub warnings: Vec<String>,
-    pub errors: Vec<ConfigError>,
+    pub refused: Vec<RefusedAgent>,
 }
 
 impl AgentStore {
@@ -230,17 +309,19 @@ impl AgentStore {
         self.dir.join(format!("{name}.md"))
     }
 
-    /// Reads every `*.toml` in the folder, sorted by name. A broken file is
-    /// reported and skipped; the others still load.
-    pub fn load_all(&self) -> LoadedAgents {
+    /// Reads every `*.toml` in the folder, sorted by name. A file with a
+    /// problem is refused; the others still load. `served` is what
+    /// [`super::DaemonConfig::served_models`] says.
+    pub fn load_all(&self, served: Option<&BTreeSet<String>>) -> LoadedAgents {
         let mut loaded = LoadedAgents::default();
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return loaded,
-            Err(source) => {
-                loaded.errors.push(ConfigError::Io {
-                    path: self.dir.clone(),
-                    source,
+            Err(err) => {
+                loaded.refused.push(RefusedAgent {
+                    name: String::new(),
+                    error: Problem::in_file(&self.dir, format!("cannot list the agents: {err}"))
+                        .into(),
                 });
                 return loaded;
             }
@@ -255,13 +336,10 @@ impl AgentStore {
             .collect();
         names.sort();
         for name in names {
-            match self.load(&name) {
-                Ok(Some((agent, warnings))) => {
-                    loaded.agents.push(agent);
-                    loaded.warnings.extend(warnings);
-                }
+            match self.load(&name, served) {
+                Ok(Some(agent)) => loaded.agents.push(agent),
                 Ok(None) => {}
-                Err(err) => loaded.errors.push(err),
+                Err(error) => loaded.refused.push(RefusedAgent { name, error }),
             }
         }
         loaded
@@ -272,38 +350,61 @@ impl AgentStore {
         self.toml_path(name).is_file()
     }
 
-    /// Reads one agent; `None` when it does not exist.
-    pub fn load(&self, name: &str) -> Result<Option<(AgentDef, Vec<String>)>, ConfigError> {
+    /// Reads one agent; `None` when it does not exist. `served`: the models
+    /// the providers serve, when known; an agent naming another is refused.
+    pub fn load(
+        &self,
+        name: &str,
+        served: Option<&BTreeSet<String>>,
+    ) -> Result<Option<AgentDef>, ConfigError> {
         let path = self.toml_path(name);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(ConfigError::Io { path, source }),
+            Err(err) => {
+                return Err(Problem::in_file(&path, format!("cannot read it: {err}")).into());
+            }
         };
         let config: AgentConfig = parse_toml(&path, &text)?;
-        let warnings = config
-            .unknown_keys()
-            .into_iter()
-            .map(|key| format!("{}: unknown key `{key}` ignored", path.display()))
-            .collect();
+        let mut problems = unknown_key_problems(&path, &text, &config.unknown_keys(&text));
+        if let (Some(model), Some(served)) = (&config.model, served)
+            && !served.contains(model)
+        {
+            problems.push(Problem::at_key(
+                &path,
+                &text,
+                &KeyPath::keys(&["model"]),
+                format!(
+                    "model {model:?} is not served by any provider; the providers list {} (or remove `model` to use the default model)",
+                    served_list(served)
+                ),
+            ));
+        }
+        if !problems.is_empty() {
+            problems.sort_by_key(|problem| problem.position);
+            return Err(ConfigError { problems });
+        }
         let prompt = match std::fs::read_to_string(self.prompt_path(name)) {
             Ok(prompt) => prompt,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(source) => {
-                return Err(ConfigError::Io {
-                    path: self.prompt_path(name),
-                    source,
-                });
+            Err(err) => {
+                return Err(Problem::in_file(
+                    &self.prompt_path(name),
+                    format!("cannot read it: {err}"),
+                )
+                .into());
             }
         };
-        Ok(Some((
-            AgentDef {
-                name: name.to_owned(),
-                config,
-                prompt,
-            },
-            warnings,
-        )))
+        Ok(Some(AgentDef {
+            name: name.to_owned(),
+            config,
+            prompt,
+        }))
+    }
+
+    /// The file that defines `name`.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.toml_path(name)
     }
 
     /// Writes an agent's files atomically (prompt first, then config, so a
@@ -374,7 +475,7 @@ mod tests {
         let store = AgentStore::new(dir.path().join("agents"));
         assert!(store.ensure("crab").unwrap());
         assert!(!store.ensure("crab").unwrap());
-        let (crab, _) = store.load("crab").unwrap().unwrap();
+        let crab = store.load("crab", None).unwrap().unwrap();
         assert_eq!(crab.prompt, DEFAULT_PROMPT);
         assert_eq!(crab.config.max_iterations, 16);
 
@@ -383,16 +484,16 @@ mod tests {
         other.config.tools = vec!["read".into()];
         store.save(&other).unwrap();
         store.rename("scout", "ranger").unwrap();
-        let loaded = store.load_all();
+        let loaded = store.load_all(None);
         let names: Vec<_> = loaded.agents.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["crab", "ranger"]);
         assert_eq!(loaded.agents[1].config.tools, ["read"]);
         store.delete("ranger").unwrap();
-        assert!(store.load("ranger").unwrap().is_none());
+        assert!(store.load("ranger", None).unwrap().is_none());
     }
 
     #[test]
-    fn a_broken_agent_is_reported_and_the_rest_load() {
+    fn broken_agents_are_refused_and_the_rest_load() {
         let dir = tempfile::tempdir().unwrap();
         let store = AgentStore::new(dir.path());
         store.ensure("crab").unwrap();
@@ -401,16 +502,62 @@ mod tests {
             "max_iterations = \"many\"\n",
         )
         .unwrap();
-        std::fs::write(dir.path().join("odd.toml"), "colour = \"red\"\n").unwrap();
-        let loaded = store.load_all();
-        assert_eq!(loaded.agents.len(), 2);
-        assert_eq!(loaded.errors.len(), 1);
+        std::fs::write(
+            dir.path().join("odd.toml"),
+            "tols = [\"read\"]\n\n[bash]\ncolour = \"red\"\n\n[[mcps]]\nname = \"x\"\ncomand = \"x\"\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("picky.toml"), "model = \"gpt-9\"\n").unwrap();
+        let served: BTreeSet<String> = ["gpt-4o".to_owned()].into();
+        let loaded = store.load_all(Some(&served));
+        let names: Vec<_> = loaded.agents.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["crab"]);
+        let refused: Vec<String> = loaded
+            .refused
+            .iter()
+            .map(|r| format!("{}: {}", r.name, r.error))
+            .collect();
+        let text = refused.join("\n");
+        assert!(text.contains("broken.toml:1:18"), "{text}");
         assert!(
-            loaded.errors[0].to_string().contains("broken.toml:1:"),
-            "{}",
-            loaded.errors[0]
+            text.contains("odd.toml:1:1: unknown key `tols`; did you mean `tools`?"),
+            "{text}"
         );
-        assert!(loaded.warnings[0].contains("`colour`"));
+        assert!(
+            text.contains("odd.toml:4:1: unknown key `colour` in [bash]; the keys here are"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "odd.toml:8:1: unknown key `comand` in [[mcps]]; did you mean `command`?"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("picky.toml:1:1: model \"gpt-9\" is not served by any provider; the providers list gpt-4o"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_known_key_lists_match_the_fields() {
+        let text = "description = \"d\"\nmodel = \"m\"\nmax_iterations = 1\nthinking = true\ntool_choice = \"auto\"\nskills = []\ntools = []\ncompact_tool_max_len = 1\n[bash]\ndisabled = true\ndeny = []\nallow_gateway = true\ntimeout_secs = 1\nenv = {}\n[memory]\nenabled = true\n[[mcps]]\nname = \"n\"\ncommand = \"c\"\nargs = []\nenv = {}\nurl = \"u\"\nauth = \"a\"\nauto_restart = true\n";
+        let config: AgentConfig = toml::from_str(text).unwrap();
+        assert_eq!(config.unknown_keys(text), Vec::new());
+        let json = serde_json::to_value(&config).unwrap();
+        for (key, value) in json.as_object().unwrap() {
+            assert!(AgentConfig::KEYS.contains(&key.as_str()), "{key}");
+            let known = match key.as_str() {
+                "bash" => BashSettings::KEYS,
+                "memory" => MemorySettings::KEYS,
+                "mcps" => McpServerConfig::keys(),
+                _ => continue,
+            };
+            let value = value.as_array().and_then(|a| a.first()).unwrap_or(value);
+            for inner in value.as_object().unwrap().keys() {
+                assert!(known.contains(&inner.as_str()), "{key}.{inner}");
+            }
+        }
     }
 
     #[test]

@@ -1,123 +1,168 @@
-//! Reading TOML files with errors a person can act on.
+//! Reading `config.toml` with every problem named by file, line and column.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::de::DeserializeOwned;
 
-use super::DaemonConfig;
+use super::problem::{self, KeyPath, Problem};
+use super::{DaemonConfig, UnknownKey};
 
-/// Why a configuration file could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{path}:{line}:{column}: {message}")]
-    Parse {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
-    #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+/// Why a configuration file was refused: every problem found in it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}", problem::list(.problems))]
+pub struct ConfigError {
+    pub problems: Vec<Problem>,
 }
 
-/// A parsed file and the warnings it produced.
-#[derive(Debug)]
-pub struct Loaded<T> {
-    pub value: T,
-    pub warnings: Vec<String>,
+impl From<Problem> for ConfigError {
+    fn from(problem: Problem) -> Self {
+        Self {
+            problems: vec![problem],
+        }
+    }
+}
+
+/// The provider kinds the daemon knows besides crabllm's compatible
+/// services (`deepseek`, …).
+const PROVIDER_KINDS: &[&str] = &[
+    "openai",
+    "anthropic",
+    "google",
+    "azure",
+    "ollama",
+    "openai-compatible",
+    "openai_compatible",
+    "bedrock",
+];
+
+/// Every provider kind a `[[providers]]` entry may name.
+pub fn provider_kinds() -> Vec<&'static str> {
+    let mut kinds = PROVIDER_KINDS.to_vec();
+    kinds.extend(
+        crabllm_provider::compat::COMPAT
+            .iter()
+            .map(|service| service.name),
+    );
+    kinds
 }
 
 /// Parses TOML text from `path` into `T`.
-pub(crate) fn parse_toml<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, ConfigError> {
+pub(crate) fn parse_toml<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, Problem> {
     toml::from_str(text).map_err(|err| {
-        let (line, column) = err
-            .span()
-            .map(|span| line_column(text, span.start))
-            .unwrap_or((1, 1));
-        ConfigError::Parse {
-            path: path.to_owned(),
-            line,
-            column,
-            message: err.message().trim().to_owned(),
+        let message = err.message().trim().to_owned();
+        match err.span() {
+            Some(span) => Problem::at_offset(path, text, span.start, message),
+            None => Problem {
+                path: path.to_owned(),
+                position: Some((1, 1)),
+                message,
+            },
         }
     })
 }
 
-/// 1-based line and column (in characters) of a byte offset.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let column = before
-        .rsplit('\n')
-        .next()
-        .map_or(0, |tail| tail.chars().count())
-        + 1;
-    (line, column)
+/// Problems for keys nobody reads.
+pub(crate) fn unknown_key_problems(path: &Path, text: &str, keys: &[UnknownKey]) -> Vec<Problem> {
+    keys.iter()
+        .map(|key| Problem::at_key(path, text, &key.path, key.message()))
+        .collect()
 }
 
 impl DaemonConfig {
     /// Loads `config.toml`; a missing file is the default configuration.
-    pub fn load(path: &Path) -> Result<Loaded<Self>, ConfigError> {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Loaded {
-                    value: Self::default(),
-                    warnings: Vec::new(),
-                });
-            }
-            Err(source) => {
-                return Err(ConfigError::Io {
-                    path: path.to_owned(),
-                    source,
-                });
-            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(err) => return Err(Problem::in_file(path, format!("cannot read it: {err}")).into()),
         };
-        let value: Self = parse_toml(path, &text)?;
-        value.validate(path)?;
-        let warnings = value
-            .unknown_keys()
-            .into_iter()
-            .map(|key| format!("{}: unknown key `{key}` ignored", path.display()))
-            .collect();
-        Ok(Loaded { value, warnings })
+        Self::parse(path, &text)
     }
 
-    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
-        let invalid = |message: String| ConfigError::Invalid {
-            path: path.to_owned(),
-            message,
-        };
-        if self.default_agent.is_empty() {
-            return Err(invalid("default_agent must not be empty".into()));
+    /// Parses and checks the text of `config.toml`.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        let value: Self = parse_toml(path, text)?;
+        let mut problems = unknown_key_problems(path, text, &value.unknown_keys());
+        problems.extend(value.validate(path, text));
+        if problems.is_empty() {
+            Ok(value)
+        } else {
+            problems.sort_by_key(|problem| problem.position);
+            Err(ConfigError { problems })
         }
+    }
+
+    fn validate(&self, path: &Path, text: &str) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        let at = |keys: KeyPath, message: String| Problem::at_key(path, text, &keys, message);
+        if let Err(err) = super::agent::validate_agent_name(&self.default_agent) {
+            problems.push(at(
+                KeyPath::keys(&["default_agent"]),
+                format!("default_agent: {err}"),
+            ));
+        }
+        let kinds = provider_kinds();
         for (i, provider) in self.providers.iter().enumerate() {
-            if provider.kind.trim().is_empty() {
-                return Err(invalid(format!(
-                    "providers[{i}] has no `kind`; set kind = \"openai\" (any OpenAI-compatible API), \"anthropic\", \"google\", \"azure\" or \"ollama\""
-                )));
+            let entry = KeyPath::keys(&["providers"]).index(i);
+            let kind = provider.kind.trim();
+            if kind.is_empty() {
+                problems.push(at(
+                    entry,
+                    "this [[providers]] entry has no `kind`; set kind = \"openai\" (any OpenAI-compatible API), \"anthropic\", \"google\", \"azure\" or \"ollama\"".into(),
+                ));
+            } else if !kinds.contains(&kind) {
+                let hint = match problem::closest(kind, &kinds) {
+                    Some(likely) => format!("did you mean \"{likely}\"? "),
+                    None => String::new(),
+                };
+                problems.push(at(
+                    entry.key("kind"),
+                    format!(
+                        "unknown provider kind {kind:?}; {hint}the kinds are {} (use \"openai-compatible\" with base_url for any other OpenAI-compatible API)",
+                        kinds.join(", ")
+                    ),
+                ));
             }
         }
         if self.transport.tcp != "off"
             && self.transport.tcp.parse::<std::net::SocketAddr>().is_err()
         {
-            return Err(invalid(format!(
-                "[transport] tcp = {:?} is not an address; use \"127.0.0.1:6688\", \"0.0.0.0:6688\" (with a token) or \"off\"",
-                self.transport.tcp
-            )));
+            problems.push(at(
+                KeyPath::keys(&["transport", "tcp"]),
+                format!(
+                    "[transport] tcp = {:?} is not an address; use \"127.0.0.1:6688\", \"0.0.0.0:6688\" (with a token) or \"off\"",
+                    self.transport.tcp
+                ),
+            ));
         }
-        Ok(())
+        if let (Some(model), Some(served)) = (&self.default_model, self.served_models())
+            && !served.contains(model)
+        {
+            problems.push(at(
+                KeyPath::keys(&["default_model"]),
+                format!(
+                    "default_model {model:?} is not served by any provider; the providers list {}",
+                    served_list(&served)
+                ),
+            ));
+        }
+        problems
+    }
+}
+
+/// The served models for a message.
+pub(crate) fn served_list(served: &std::collections::BTreeSet<String>) -> String {
+    if served.is_empty() {
+        "no models".into()
+    } else {
+        served.iter().cloned().collect::<Vec<_>>().join(", ")
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     fn write(dir: &Path, text: &str) -> PathBuf {
@@ -129,10 +174,9 @@ mod tests {
     #[test]
     fn a_missing_file_is_the_default() {
         let dir = tempfile::tempdir().unwrap();
-        let loaded = DaemonConfig::load(&dir.path().join("config.toml")).unwrap();
-        assert_eq!(loaded.value.default_agent, "crab");
-        assert_eq!(loaded.value.transport.tcp, "127.0.0.1:6688");
-        assert!(loaded.warnings.is_empty());
+        let config = DaemonConfig::load(&dir.path().join("config.toml")).unwrap();
+        assert_eq!(config.default_agent, "crab");
+        assert_eq!(config.transport.tcp, "127.0.0.1:6688");
     }
 
     #[test]
@@ -143,13 +187,8 @@ mod tests {
             "default_agent = \"crab\"\n[transport]\ntcp = = 1\n",
         );
         let err = DaemonConfig::load(&path).unwrap_err();
-        match &err {
-            ConfigError::Parse { line, column, .. } => {
-                assert_eq!(*line, 3);
-                assert_eq!(*column, 7);
-            }
-            other => panic!("{other}"),
-        }
+        assert_eq!(err.problems.len(), 1);
+        assert_eq!(err.problems[0].position, Some((3, 7)));
         assert!(err.to_string().contains("config.toml:3:7"), "{err}");
     }
 
@@ -162,17 +201,76 @@ mod tests {
     }
 
     #[test]
-    fn unknown_keys_are_warnings() {
+    fn every_unknown_key_is_refused_where_it_is_written() {
         let dir = tempfile::tempdir().unwrap();
         let path = write(
             dir.path(),
             "defualt_model = \"x\"\n[transport]\ntpc = \"off\"\n[[providers]]\nkind = \"openai\"\nmodel = \"gpt\"\n",
         );
-        let loaded = DaemonConfig::load(&path).unwrap();
-        let warnings = loaded.warnings.join("\n");
-        assert!(warnings.contains("`defualt_model`"), "{warnings}");
-        assert!(warnings.contains("`transport.tpc`"), "{warnings}");
-        assert!(warnings.contains("`providers[0].model`"), "{warnings}");
+        let err = DaemonConfig::load(&path).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(err.problems.len(), 3, "{text}");
+        assert!(
+            text.contains(
+                "config.toml:1:1: unknown key `defualt_model`; did you mean `default_model`?"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("config.toml:3:1: unknown key `tpc` in [transport]; did you mean `tcp`?"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "config.toml:6:1: unknown key `model` in [[providers]]; did you mean `models`?"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_provider_kind_is_refused_with_the_likely_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "[[providers]]\nkind = \"openai\"\n\n[[providers]]\nkind = \"antropic\"\napi_key = \"k\"\n",
+        );
+        let err = DaemonConfig::load(&path).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains(
+                "config.toml:5:1: unknown provider kind \"antropic\"; did you mean \"anthropic\"?"
+            ),
+            "{text}"
+        );
+        // Compatible services are kinds too.
+        let path = write(
+            dir.path(),
+            "[[providers]]\nkind = \"deepseek\"\napi_key = \"k\"\n",
+        );
+        DaemonConfig::load(&path).unwrap();
+    }
+
+    #[test]
+    fn a_default_model_no_provider_lists_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "default_model = \"gpt-5\"\n[[providers]]\nkind = \"openai\"\nmodels = [\"gpt-4o\", \"o3\"]\n",
+        );
+        let err = DaemonConfig::load(&path).unwrap_err();
+        assert!(
+            err.to_string().contains(
+                "config.toml:1:1: default_model \"gpt-5\" is not served by any provider; the providers list gpt-4o, o3"
+            ),
+            "{err}"
+        );
+        // A provider that discovers its models may serve it: not refused.
+        let path = write(
+            dir.path(),
+            "default_model = \"gpt-5\"\n[[providers]]\nkind = \"openai\"\n",
+        );
+        DaemonConfig::load(&path).unwrap();
     }
 
     #[test]
@@ -180,12 +278,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), "[transport]\ntcp = \"localhost\"\n");
         let err = DaemonConfig::load(&path).unwrap_err();
+        assert!(err.to_string().contains("config.toml:2:1"), "{err}");
         assert!(err.to_string().contains("\"off\""), "{err}");
-    }
-
-    #[test]
-    fn line_column_counts_characters() {
-        assert_eq!(line_column("ab\ncé d", 7), (2, 4));
-        assert_eq!(line_column("", 5), (1, 1));
     }
 }

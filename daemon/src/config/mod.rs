@@ -1,20 +1,28 @@
 //! The daemon's configuration: `config.toml` ([`DaemonConfig`]) and the agent
 //! definitions under `agents/` ([`agent`]).
 //!
-//! Parsing is strict about shape and lenient about extras: a file that is not
-//! valid TOML, or has a value of the wrong type, is an error naming the file,
-//! line and column; a key this version does not know is a warning (it may be
-//! from a newer version, or a typo) and is otherwise ignored.
+//! Parsing is strict: a file that is not valid TOML, has a value of the
+//! wrong type, a key this version does not know (most likely a typo, and a
+//! typo must not silently drop a setting such as an agent's tool
+//! restriction), an unknown provider `kind` or a model no provider serves is
+//! refused with every [`Problem`] named by file, line and column. What a
+//! refusal means — the daemon does not start, a reload keeps the previous
+//! file in force — is decided by the caller; [`check`] runs the same checks
+//! without a daemon (`crabtalkd check`).
 
 pub mod agent;
+pub mod check;
+mod fields;
 mod load;
+pub mod problem;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use self::load::{ConfigError, Loaded};
+pub use self::load::ConfigError;
+pub use self::problem::{KeyPath, Problem};
 
 /// Address the daemon listens on by default.
 pub const DEFAULT_TCP: &str = crabtalk_proto::transport::DEFAULT_TCP_ADDR;
@@ -56,6 +64,10 @@ pub struct McpConfig {
     pub unknown: BTreeMap<String, toml::Value>,
 }
 
+impl McpConfig {
+    pub const KEYS: &[&str] = &["call_timeout_secs", "connect_timeout_secs"];
+}
+
 impl Default for McpConfig {
     fn default() -> Self {
         Self {
@@ -78,6 +90,10 @@ pub struct EventSettings {
     pub unknown: BTreeMap<String, toml::Value>,
 }
 
+impl EventSettings {
+    pub const KEYS: &[&str] = &["max_hops"];
+}
+
 impl Default for EventSettings {
     fn default() -> Self {
         Self {
@@ -97,6 +113,10 @@ pub struct DelegationSettings {
     pub max_tasks: usize,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
+}
+
+impl DelegationSettings {
+    pub const KEYS: &[&str] = &["max_depth", "max_tasks"];
 }
 
 impl Default for DelegationSettings {
@@ -157,6 +177,16 @@ pub struct ProviderEntry {
 }
 
 impl ProviderEntry {
+    pub const KEYS: &[&str] = &[
+        "name",
+        "kind",
+        "base_url",
+        "api_key",
+        "api_key_env",
+        "models",
+        "api_version",
+    ];
+
     /// The label used in messages and `ListModels`.
     pub fn label(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.kind)
@@ -173,6 +203,10 @@ pub struct TransportConfig {
     pub token: String,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
+}
+
+impl TransportConfig {
+    pub const KEYS: &[&str] = &["tcp", "token"];
 }
 
 impl Default for TransportConfig {
@@ -197,6 +231,14 @@ pub struct LlmSettings {
     pub retry_backoff_ms: u64,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
+}
+
+impl LlmSettings {
+    pub const KEYS: &[&str] = &[
+        "stream_idle_timeout_secs",
+        "max_retries",
+        "retry_backoff_ms",
+    ];
 }
 
 impl Default for LlmSettings {
@@ -225,6 +267,10 @@ pub struct ConversationSettings {
     pub unknown: BTreeMap<String, toml::Value>,
 }
 
+impl ConversationSettings {
+    pub const KEYS: &[&str] = &["max_in_memory", "idle_evict_secs", "ask_timeout_secs"];
+}
+
 impl Default for ConversationSettings {
     fn default() -> Self {
         Self {
@@ -236,30 +282,119 @@ impl Default for ConversationSettings {
     }
 }
 
+/// A key the configuration does not know, and the keys its table does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKey {
+    pub path: KeyPath,
+    pub known: &'static [&'static str],
+}
+
+impl UnknownKey {
+    /// Every key of `unknown`, found in the table at `table`.
+    pub fn all_in(
+        table: &KeyPath,
+        unknown: &BTreeMap<String, toml::Value>,
+        known: &'static [&'static str],
+    ) -> Vec<Self> {
+        unknown
+            .keys()
+            .map(|key| Self {
+                path: table.key(key),
+                known,
+            })
+            .collect()
+    }
+
+    /// What to tell a person: the key, where it is, and the likely fix.
+    pub fn message(&self) -> String {
+        let key = self.path.last_key().unwrap_or_default();
+        let place = self
+            .path
+            .table()
+            .map(|table| format!(" in {table}"))
+            .unwrap_or_default();
+        match problem::closest(key, self.known) {
+            Some(likely) => format!("unknown key `{key}`{place}; did you mean `{likely}`?"),
+            None => format!(
+                "unknown key `{key}`{place}; the keys here are {}",
+                self.known.join(", ")
+            ),
+        }
+    }
+}
+
 impl DaemonConfig {
-    /// Every unknown key, as a dotted path (`transport.tpc`).
-    pub fn unknown_keys(&self) -> Vec<String> {
-        let mut keys = Vec::new();
-        let mut collect = |prefix: &str, unknown: &BTreeMap<String, toml::Value>| {
-            keys.extend(unknown.keys().map(|key| {
-                if prefix.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{prefix}.{key}")
-                }
-            }));
-        };
-        collect("", &self.unknown);
-        collect("transport", &self.transport.unknown);
-        collect("llm", &self.llm.unknown);
-        collect("conversations", &self.conversations.unknown);
-        collect("events", &self.events.unknown);
-        collect("delegation", &self.delegation.unknown);
-        collect("mcp", &self.mcp.unknown);
+    pub const KEYS: &[&str] = &[
+        "default_model",
+        "default_agent",
+        "providers",
+        "transport",
+        "env",
+        "llm",
+        "conversations",
+        "skill_dirs",
+        "events",
+        "delegation",
+        "mcp",
+    ];
+
+    /// Every key this version does not know.
+    pub fn unknown_keys(&self) -> Vec<UnknownKey> {
+        let table = |name: &str| KeyPath::keys(&[name]);
+        let mut keys = UnknownKey::all_in(&KeyPath::default(), &self.unknown, Self::KEYS);
+        keys.extend(UnknownKey::all_in(
+            &table("transport"),
+            &self.transport.unknown,
+            TransportConfig::KEYS,
+        ));
+        keys.extend(UnknownKey::all_in(
+            &table("llm"),
+            &self.llm.unknown,
+            LlmSettings::KEYS,
+        ));
+        keys.extend(UnknownKey::all_in(
+            &table("conversations"),
+            &self.conversations.unknown,
+            ConversationSettings::KEYS,
+        ));
+        keys.extend(UnknownKey::all_in(
+            &table("events"),
+            &self.events.unknown,
+            EventSettings::KEYS,
+        ));
+        keys.extend(UnknownKey::all_in(
+            &table("delegation"),
+            &self.delegation.unknown,
+            DelegationSettings::KEYS,
+        ));
+        keys.extend(UnknownKey::all_in(
+            &table("mcp"),
+            &self.mcp.unknown,
+            McpConfig::KEYS,
+        ));
         for (i, provider) in self.providers.iter().enumerate() {
-            collect(&format!("providers[{i}]"), &provider.unknown);
+            keys.extend(UnknownKey::all_in(
+                &table("providers").index(i),
+                &provider.unknown,
+                ProviderEntry::KEYS,
+            ));
         }
         keys
+    }
+
+    /// The models the providers serve, when that can be known without
+    /// asking them: every provider lists its `models`. `None` when a
+    /// provider discovers its models, or when the environment supplies the
+    /// providers (none in `config.toml`).
+    pub fn served_models(&self) -> Option<BTreeSet<String>> {
+        if self.providers.is_empty() {
+            return None;
+        }
+        let mut served = BTreeSet::new();
+        for provider in &self.providers {
+            served.extend(provider.models.clone()?);
+        }
+        Some(served)
     }
 
     /// This config as JSON with every secret replaced by `"<redacted>"`.
@@ -293,6 +428,86 @@ pub struct ConfigPaths {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A config.toml that sets every key the lists name.
+    const EVERY_KEY: &str = r#"
+        default_model = "m"
+        default_agent = "crab"
+        skill_dirs = ["/x"]
+        [[providers]]
+        name = "p"
+        kind = "openai"
+        base_url = "http://127.0.0.1:1/v1"
+        api_key = "k"
+        api_key_env = "K"
+        models = ["m"]
+        api_version = "v"
+        [transport]
+        tcp = "off"
+        token = "t"
+        [env]
+        A = "b"
+        [llm]
+        stream_idle_timeout_secs = 1
+        max_retries = 1
+        retry_backoff_ms = 1
+        [conversations]
+        max_in_memory = 1
+        idle_evict_secs = 1
+        ask_timeout_secs = 1
+        [events]
+        max_hops = 1
+        [delegation]
+        max_depth = 1
+        max_tasks = 1
+        [mcp]
+        call_timeout_secs = 1
+        connect_timeout_secs = 1
+    "#;
+
+    /// The keys of a table of `value`, and of its tables, by path.
+    fn keys(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+        if let Some(object) = value.as_object() {
+            for (key, inner) in object {
+                out.push(format!("{path}{key}"));
+                if path.is_empty() && key != "env" {
+                    let inner = inner.as_array().and_then(|a| a.first()).unwrap_or(inner);
+                    keys(inner, &format!("{key}."), out);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_known_key_lists_match_the_fields() {
+        let config: DaemonConfig = toml::from_str(EVERY_KEY).unwrap();
+        assert_eq!(
+            config.unknown_keys(),
+            Vec::new(),
+            "a listed key is no field"
+        );
+        let mut found = Vec::new();
+        keys(&serde_json::to_value(&config).unwrap(), "", &mut found);
+        let table = |section: &str| -> &[&str] {
+            match section {
+                "providers" => ProviderEntry::KEYS,
+                "transport" => TransportConfig::KEYS,
+                "llm" => LlmSettings::KEYS,
+                "conversations" => ConversationSettings::KEYS,
+                "events" => EventSettings::KEYS,
+                "delegation" => DelegationSettings::KEYS,
+                "mcp" => McpConfig::KEYS,
+                other => panic!("no key list for [{other}]"),
+            }
+        };
+        for key in found {
+            let listed = match key.split_once('.') {
+                None => DaemonConfig::KEYS.contains(&key.as_str()),
+                Some((section, inner)) => table(section).contains(&inner),
+            };
+            assert!(listed, "{key} is a field but not in its KEYS list");
+        }
+    }
 
     #[test]
     fn secrets_are_redacted_in_json() {

@@ -97,6 +97,8 @@ pub struct ModelRegistry {
     /// discovered.
     providers: Vec<(ProviderSlot, bool)>,
     active: RwLock<Option<String>>,
+    /// Where the active model comes from, in words.
+    active_source: RwLock<String>,
     configured_default: Option<String>,
     policy: RetryPolicy,
     /// Why nothing is available, when nothing is.
@@ -156,13 +158,28 @@ impl ModelRegistry {
         }
         let setup_problem = providers.is_empty().then(|| detect::setup_hint(&problems));
         let configured_default = config.default_model.clone();
-        let active = configured_default.clone().or_else(|| {
-            let first = providers.first().map(|(slot, _)| slot.label.clone())?;
-            entries
-                .iter()
-                .find(|entry| entry.label() == first)
-                .and_then(|entry| entry.models.as_ref()?.first().cloned())
-        });
+        let mut active_source = String::new();
+        let active = match configured_default.clone() {
+            Some(model) => {
+                active_source = "default_model in config.toml".into();
+                Some(model)
+            }
+            None => {
+                let first = providers.first().map(|(slot, _)| slot.label.clone());
+                let model = first.as_ref().and_then(|first| {
+                    entries
+                        .iter()
+                        .find(|entry| entry.label() == first)
+                        .and_then(|entry| entry.models.as_ref()?.first().cloned())
+                });
+                if let (Some(first), Some(_)) = (&first, &model) {
+                    active_source = format!(
+                        "the first model of provider {first} (config.toml sets no default_model)"
+                    );
+                }
+                model
+            }
+        };
         if detected && !providers.is_empty() {
             let labels: Vec<_> = providers
                 .iter()
@@ -177,6 +194,7 @@ impl ModelRegistry {
             routes: RwLock::new(routes),
             providers,
             active: RwLock::new(active),
+            active_source: RwLock::new(active_source),
             configured_default,
             policy: RetryPolicy::from(&config.llm),
             setup_problem: RwLock::new(setup_problem),
@@ -209,8 +227,12 @@ impl ModelRegistry {
                     }
                     drop(routes);
                     let mut active = self.active.write();
-                    if active.is_none() {
+                    if active.is_none() && !names.is_empty() {
                         *active = names.first().cloned();
+                        *self.active_source.write() = format!(
+                            "the first model {} lists (config.toml sets no default_model)",
+                            slot.label
+                        );
                     }
                 }
                 Ok(Err(err)) => self.problem(format!(
@@ -246,12 +268,21 @@ impl ModelRegistry {
         self.active.read().clone()
     }
 
-    /// Switches the active model; it must be known.
+    /// Where the active model comes from, in words; empty when there is
+    /// none.
+    pub fn active_source(&self) -> String {
+        self.active_source.read().clone()
+    }
+
+    /// Switches the active model, until the daemon restarts or reloads its
+    /// configuration; it must be known.
     pub fn set_active(&self, model: &str) -> Result<(), LlmError> {
         if !self.routes.read().contains_key(model) {
             return Err(self.unknown(model));
         }
         *self.active.write() = Some(model.to_owned());
+        *self.active_source.write() =
+            "set by a client (SetActiveModel) since the daemon started; not saved".into();
         Ok(())
     }
 

@@ -80,6 +80,67 @@ impl Runtime {
             .map_err(|err| ErrorMsg::internal(format!("the compaction failed: {err}")))?
     }
 
+    /// Starts the conversation `(agent, sender)` afresh: a marker without
+    /// a summary, so the next turn sees none of the messages so far, which
+    /// stay in the log (listed, readable and searchable). No model is
+    /// called. Turns started before it run first, turns after it start
+    /// from nothing. Nothing to do for a conversation with no messages
+    /// since its last marker.
+    pub async fn start_fresh(self: &Arc<Self>, agent: &str, sender: &str) -> Result<(), ErrorMsg> {
+        if self.closing.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(ErrorMsg::unavailable("the daemon is shutting down"));
+        }
+        let key = self.key(agent, sender);
+        self.snapshot()
+            .agent(&key.agent)
+            .map_err(ErrorMsg::not_found)?;
+        let files = self.conversations.storage().files(&key.agent, &key.sender);
+        if self.conversations.get(&key).is_none() && !files.log.is_file() {
+            return Ok(());
+        }
+        let runtime = self.clone();
+        let fresh = self.turns.spawn(async move {
+            let conversation = runtime.conversations.get_or_create(&key);
+            let ticket = conversation.take_ticket();
+            ticket.wait().await;
+            let mut history = conversation
+                .lock_history(&key.sender)
+                .await
+                .map_err(|err| {
+                    ErrorMsg::internal(format!(
+                        "cannot load the conversation {}/{}: {err}",
+                        key.agent, key.sender
+                    ))
+                })?;
+            if history.messages.is_empty() {
+                return Ok(());
+            }
+            let marker = CompactMarker {
+                compact: String::new(),
+                archive_name: String::new(),
+                archived_at: crate::storage::now_rfc3339(),
+                title: String::new(),
+                messages_before: None,
+            };
+            history.append_marker(marker).map_err(|err| {
+                ErrorMsg::internal(format!(
+                    "the conversation was not started afresh: cannot write the marker: {err}"
+                ))
+            })?;
+            conversation.save_meta(&history.meta);
+            drop(history);
+            drop(ticket);
+            let flushing = conversation.clone();
+            let _ = tokio::task::spawn_blocking(move || flushing.flush_meta()).await;
+            drop(conversation);
+            runtime.conversations.trim();
+            Ok(())
+        });
+        fresh
+            .await
+            .map_err(|err| ErrorMsg::internal(format!("the fresh start failed: {err}")))?
+    }
+
     async fn run_compaction(
         self: Arc<Self>,
         snapshot: Arc<Snapshot>,
@@ -117,7 +178,8 @@ impl Runtime {
             earlier: history
                 .marker
                 .as_ref()
-                .map(|marker| marker.compact.as_str()),
+                .map(|marker| marker.compact.as_str())
+                .filter(|summary| !summary.trim().is_empty()),
             messages: &history.messages,
             max_tool_len: agent.config.compact_tool_max_len as usize,
         }

@@ -68,29 +68,53 @@ impl History {
         self.next_number
     }
 
-    /// Appends a compact marker: the history continues from its summary.
-    /// The marker records how many messages came before it.
+    /// Appends a compact marker: the history continues from its summary
+    /// (from nothing, for a marker without one: a fresh start). The marker
+    /// records how many messages came before it.
     pub fn append_marker(&mut self, mut marker: CompactMarker) -> io::Result<()> {
         marker.messages_before = Some(self.next_number);
         self.log.append(&Entry::Compact(marker.clone()))?;
-        self.feed.summary(&marker.compact);
+        let summary = Some(marker.compact.clone()).filter(|summary| !summary.trim().is_empty());
+        self.feed.summary(summary.as_deref());
         self.messages.clear();
-        self.meta.summary = Some(marker.compact.clone());
+        if summary.is_none() {
+            // A fresh start: the next first message names the conversation.
+            self.meta.title.clear();
+        }
+        self.meta.summary = summary;
         self.meta.compactions += 1;
         self.meta.updated_at = now_rfc3339();
         self.marker = Some(marker);
         Ok(())
     }
 
+    /// Names the conversation after its first message, if it has no title
+    /// yet: the message's first line, cut to [`MAX_TITLE_CHARS`].
+    pub fn title_from(&mut self, message: &str) {
+        if !self.meta.title.is_empty() {
+            return;
+        }
+        let title = title_of(message);
+        if title.is_empty() {
+            return;
+        }
+        // Not indexed: the message it comes from is.
+        self.meta.title = title;
+        self.meta.auto_title = true;
+    }
+
     /// What the model is told in place of the history before the last
-    /// compaction.
+    /// compaction (nothing after a fresh start).
     pub fn summary_message(&self) -> Option<Message> {
-        self.marker.as_ref().map(|marker| {
-            Message::user(format!(
-                "Summary of the earlier part of this conversation:\n\n{}",
-                marker.compact
-            ))
-        })
+        self.marker
+            .as_ref()
+            .filter(|marker| !marker.compact.trim().is_empty())
+            .map(|marker| {
+                Message::user(format!(
+                    "Summary of the earlier part of this conversation:\n\n{}",
+                    marker.compact
+                ))
+            })
     }
 
     /// Gives every tool call of the last assistant message that has no
@@ -119,6 +143,42 @@ impl History {
         }
         Ok(())
     }
+}
+
+/// The longest title taken from a first message, in characters.
+pub const MAX_TITLE_CHARS: usize = 60;
+
+/// A title from a message: its first non-empty line, whitespace collapsed,
+/// cut between words to [`MAX_TITLE_CHARS`] (with `…` when cut).
+pub fn title_of(message: &str) -> String {
+    let line = message
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or_default();
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let line = words.join(" ");
+    if line.chars().count() <= MAX_TITLE_CHARS {
+        return line;
+    }
+    let mut title = String::new();
+    for word in words {
+        let next = if title.is_empty() {
+            word.to_owned()
+        } else {
+            format!("{title} {word}")
+        };
+        if next.chars().count() > MAX_TITLE_CHARS - 1 {
+            break;
+        }
+        title = next;
+    }
+    if title.is_empty() {
+        // One long word: cut it between characters.
+        title = line.chars().take(MAX_TITLE_CHARS - 1).collect();
+    }
+    title.push('…');
+    title
 }
 
 /// The running turn of a conversation.
@@ -244,7 +304,8 @@ impl Conversation {
         history.next_number = loaded.next_number;
         history.meta.message_count = loaded.next_number;
         if let Some(marker) = &loaded.marker {
-            history.meta.summary = Some(marker.compact.clone());
+            history.meta.summary =
+                Some(marker.compact.clone()).filter(|summary| !summary.trim().is_empty());
             history.meta.compactions = history.meta.compactions.max(1);
         }
         history.marker = loaded.marker;

@@ -79,6 +79,8 @@ pub struct TurnSink {
     hub: Arc<EventHub>,
     /// The agent speaking (the guest, on a guest turn).
     agent: String,
+    /// The agent whose conversation it is.
+    conversation_agent: String,
     sender: String,
     run_id: u64,
 }
@@ -95,8 +97,26 @@ impl TurnSink {
             client,
             hub,
             agent: agent.to_owned(),
+            conversation_agent: agent.to_owned(),
             sender: sender.to_owned(),
             run_id,
+        }
+    }
+
+    /// Names the agent whose conversation the turn is in (another than the
+    /// speaker on a guest's turn).
+    pub fn in_conversation_of(mut self, agent: &str) -> Self {
+        self.conversation_agent = agent.to_owned();
+        self
+    }
+
+    /// Tells subscribers the user message that started the turn (the
+    /// client that sent it knows it already).
+    pub fn user_message(&self, content: &str) {
+        if let Some(mut event) = self.base_event() {
+            event.kind = AgentEventKind::UserMessage as i32;
+            event.content = content.to_owned();
+            self.hub.publish(event);
         }
     }
 
@@ -134,15 +154,21 @@ impl TurnSink {
         }
     }
 
-    /// The subscriber form of a stream event, if it has one.
-    fn agent_event(&self, event: &StreamEvent) -> Option<AgentEventMsg> {
-        let mut out = AgentEventMsg {
+    /// An event of this turn, without kind or content.
+    fn base_event(&self) -> Option<AgentEventMsg> {
+        Some(AgentEventMsg {
             agent: self.agent.clone(),
+            conversation_agent: self.conversation_agent.clone(),
             sender: self.sender.clone(),
             timestamp: now_rfc3339(),
             run_id: self.run_id,
             ..Default::default()
-        };
+        })
+    }
+
+    /// The subscriber form of a stream event, if it has one.
+    fn agent_event(&self, event: &StreamEvent) -> Option<AgentEventMsg> {
+        let mut out = self.base_event()?;
         let kind = match event.event.as_ref()? {
             Event::Chunk(chunk) => {
                 out.content = chunk.content.clone();
@@ -180,7 +206,11 @@ impl TurnSink {
                 out.content = serde_json::to_string(&questions_json(ask)).unwrap_or_default();
                 AgentEventKind::AskUser
             }
-            Event::Start(_) | Event::UserSteered(_) => return None,
+            Event::UserSteered(steered) => {
+                out.content = steered.content.clone();
+                AgentEventKind::UserMessage
+            }
+            Event::Start(_) => return None,
         };
         out.kind = kind as i32;
         Some(out)

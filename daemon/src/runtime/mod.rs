@@ -38,7 +38,7 @@ use self::turn::TurnPlan;
 pub use self::turn::{TurnFailure, TurnOutcome, TurnRequest};
 use crate::bus::EventBus;
 use crate::config::agent::McpServerConfig;
-use crate::config::agent::{AgentConfig, AgentDef, AgentStore, validate_agent_name};
+use crate::config::agent::{AgentConfig, AgentDef, AgentStore, RefusedAgent, validate_agent_name};
 use crate::config::{ConfigError, DaemonConfig};
 use crate::mcp::{McpHub, McpSettings};
 use crate::provider::{Environment, ModelRegistry};
@@ -97,7 +97,10 @@ impl Runtime {
                 dir: home.agents_dir(),
                 source,
             })?;
-        let agents = load_agents(&agent_store, &config);
+        let (agents, refused) = load_agents(&agent_store, &config, None);
+        for refused in &refused {
+            tracing::error!("{}", refusal(refused, None));
+        }
         let registry = Arc::new(ModelRegistry::new(&config, &environment));
         tokio::spawn(registry.clone().discover());
         let max_in_memory = config.conversations.max_in_memory;
@@ -381,42 +384,82 @@ impl Runtime {
 
     /// Re-reads `config.toml` and the agents and swaps them in. In-flight
     /// turns finish on what they started with; conversations, their
-    /// histories and the event hub carry over. A broken config is refused
-    /// and the running configuration stays.
+    /// histories and the event hub carry over.
+    ///
+    /// A file with a problem is refused and what it defined stays: a broken
+    /// `config.toml` keeps the running configuration, a broken agent file
+    /// keeps that agent's previous definition. Everything else is applied.
+    /// `Ok` carries notes worth showing (warnings); `Err` lists every
+    /// refused file's problems, with file, line and column.
     pub fn reload(&self) -> Result<Vec<String>, ErrorMsg> {
-        let loaded = DaemonConfig::load(&self.home.config_file())
-            .map_err(|err| ErrorMsg::bad_request(err.to_string()))?;
-        let config = loaded.value;
-        let mut warnings = loaded.warnings;
+        let previous = self.snapshot();
+        let mut refusals = Vec::new();
+        let loaded = match DaemonConfig::load(&self.home.config_file()) {
+            Ok(config) => Some(config),
+            Err(err) => {
+                refusals.push(format!(
+                    "{err}\n  config.toml was not applied: the running configuration stays"
+                ));
+                None
+            }
+        };
+        let config = loaded
+            .clone()
+            .unwrap_or_else(|| DaemonConfig::clone(&previous.config));
+        let mut notes = Vec::new();
         self.agent_store
             .ensure(&config.default_agent)
             .map_err(|err| ErrorMsg::internal(err.to_string()))?;
-        let agents = load_agents(&self.agent_store, &config);
-        let registry = Arc::new(ModelRegistry::new(&config, &self.environment));
-        let previous = self.snapshot();
-        if config.default_model.is_none()
-            && let Some(active) = previous.registry.active_model()
-            && registry.set_active(&active).is_err()
-        {
-            warnings.push(format!("the active model {active} is no longer configured"));
+        let (agents, refused) = load_agents(&self.agent_store, &config, Some(&previous.agents));
+        for refused in &refused {
+            refusals.push(refusal(refused, Some(&previous.agents)));
         }
-        tokio::spawn(registry.clone().discover());
-        let settings = tool_settings(&self.home, &config, &self.mcp);
-        let tools = Tools::standard(self.me.clone(), &settings);
-        *self.snapshot.write() = Arc::new(Snapshot {
-            config: Arc::new(config),
-            agents,
-            registry,
-            tools,
-            skills: settings.skill_dirs,
-        });
+        let snapshot = match loaded {
+            Some(config) => {
+                let registry = Arc::new(ModelRegistry::new(&config, &self.environment));
+                if config.default_model.is_none()
+                    && let Some(active) = previous.registry.active_model()
+                    && registry.set_active(&active).is_err()
+                {
+                    notes.push(format!("the active model {active} is no longer configured"));
+                }
+                notes.extend(registry.problems());
+                tokio::spawn(registry.clone().discover());
+                let settings = tool_settings(&self.home, &config, &self.mcp);
+                let tools = Tools::standard(self.me.clone(), &settings);
+                Snapshot {
+                    config: Arc::new(config),
+                    agents,
+                    registry,
+                    tools,
+                    skills: settings.skill_dirs,
+                }
+            }
+            None => previous.with_agents(agents),
+        };
+        *self.snapshot.write() = Arc::new(snapshot);
         self.reconcile_mcp();
         self.reloads.send_replace(());
         self.check_skills();
-        for warning in &warnings {
-            tracing::warn!("{warning}");
+        for note in &notes {
+            tracing::warn!("{note}");
         }
-        Ok(warnings)
+        if refusals.is_empty() {
+            return Ok(notes);
+        }
+        for refusal in &refusals {
+            tracing::error!("reload: {refusal}");
+        }
+        let files = refusals.len();
+        let mut message = format!(
+            "the reload refused {files} file{}; everything else was applied:\n{}",
+            if files == 1 { "" } else { "s" },
+            refusals.join("\n")
+        );
+        for note in &notes {
+            message.push_str(&format!("\nnote: {note}"));
+        }
+        Err(ErrorMsg::bad_request(message))
     }
 
     /// Creates an agent from a JSON config (empty for the defaults).
@@ -644,7 +687,11 @@ impl Runtime {
 
     /// Re-reads the agents into a new snapshot; returns `name` if it exists.
     fn refresh_agents(&self, snapshot: &Snapshot, name: &str) -> Arc<AgentDef> {
-        let agents = load_agents(&self.agent_store, &snapshot.config);
+        let (agents, refused) =
+            load_agents(&self.agent_store, &snapshot.config, Some(&snapshot.agents));
+        for refused in &refused {
+            tracing::error!("{}", refusal(refused, Some(&snapshot.agents)));
+        }
         let agent = agents.get(name).cloned();
         *self.snapshot.write() = Arc::new(snapshot.with_agents(agents));
         self.reconcile_mcp();
@@ -677,11 +724,7 @@ impl Runtime {
 }
 
 fn load_config(home: &Home) -> Result<DaemonConfig, ConfigError> {
-    let loaded = DaemonConfig::load(&home.config_file())?;
-    for warning in &loaded.warnings {
-        tracing::warn!("{warning}");
-    }
-    Ok(loaded.value)
+    DaemonConfig::load(&home.config_file())
 }
 
 /// The name of the built-in agent that is always there to delegate to.
@@ -694,19 +737,25 @@ have, then reply with the result itself â€” what you found or what you changed â
 completely, because your reply is all the other agent sees. If the task cannot be done, say why.
 ";
 
-fn load_agents(store: &AgentStore, config: &DaemonConfig) -> BTreeMap<String, Arc<AgentDef>> {
-    let loaded = store.load_all();
-    for warning in &loaded.warnings {
-        tracing::warn!("{warning}");
-    }
-    for error in &loaded.errors {
-        tracing::error!("agent skipped: {error}");
-    }
+/// The agents of `store`. A refused file keeps the agent it defined in
+/// `previous` (a reload never loses an agent, or its restrictions, to a
+/// typo); with no previous definition the agent is not loaded.
+fn load_agents(
+    store: &AgentStore,
+    config: &DaemonConfig,
+    previous: Option<&BTreeMap<String, Arc<AgentDef>>>,
+) -> (BTreeMap<String, Arc<AgentDef>>, Vec<RefusedAgent>) {
+    let loaded = store.load_all(config.served_models().as_ref());
     let mut agents: BTreeMap<String, Arc<AgentDef>> = loaded
         .agents
         .into_iter()
         .map(|agent| (agent.name.clone(), Arc::new(agent)))
         .collect();
+    for refused in &loaded.refused {
+        if let Some(kept) = previous.and_then(|previous| previous.get(&refused.name)) {
+            agents.insert(refused.name.clone(), kept.clone());
+        }
+    }
     // The worker is always there; an agents/worker.toml replaces it.
     if !agents.contains_key(WORKER) {
         let thinking = agents
@@ -724,7 +773,19 @@ fn load_agents(store: &AgentStore, config: &DaemonConfig) -> BTreeMap<String, Ar
         };
         agents.insert(WORKER.into(), Arc::new(worker));
     }
-    agents
+    (agents, loaded.refused)
+}
+
+/// A refused agent file for people: its problems, then what happened to
+/// the agent.
+fn refusal(refused: &RefusedAgent, previous: Option<&BTreeMap<String, Arc<AgentDef>>>) -> String {
+    let name = &refused.name;
+    let outcome = if previous.is_some_and(|previous| previous.contains_key(name)) {
+        format!("agent {name} keeps its previous definition")
+    } else {
+        format!("agent {name} is not loaded")
+    };
+    format!("{}\n  {outcome}", refused.error)
 }
 
 fn tool_settings(home: &Home, config: &DaemonConfig, mcp: &Arc<McpHub>) -> ToolSettings {
@@ -749,11 +810,24 @@ fn parse_agent_config(json: &str) -> Result<Option<AgentConfig>, ErrorMsg> {
     if json.trim().is_empty() {
         return Ok(None);
     }
-    serde_json::from_str(json).map(Some).map_err(|err| {
+    let config: AgentConfig = serde_json::from_str(json).map_err(|err| {
         ErrorMsg::bad_request(format!(
             "the agent config is not valid AgentConfig JSON: {err}"
         ))
-    })
+    })?;
+    // As in the agent files: an unknown key is refused, never ignored.
+    let unknown: Vec<String> = config
+        .unknown_keys("")
+        .iter()
+        .map(|key| format!("`{}`: {}", key.path, key.message()))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(ErrorMsg::bad_request(format!(
+            "the agent config has keys this daemon does not know: {}",
+            unknown.join("; ")
+        )));
+    }
+    Ok(Some(config))
 }
 
 fn validate_cwd(cwd: &Path) -> Result<PathBuf, ErrorMsg> {

@@ -143,9 +143,10 @@ impl SessionFeed {
         }
     }
 
-    /// Sets the conversation's summary (compaction).
-    pub fn summary(&self, summary: &str) {
-        self.index.set_summary(self.conv(), Some(summary));
+    /// Sets the conversation's summary (compaction); `None` after a fresh
+    /// start.
+    pub fn summary(&self, summary: Option<&str>) {
+        self.index.set_summary(self.conv(), summary);
     }
 }
 
@@ -627,7 +628,7 @@ fn index_log(
             if numbering::is_marker(line.bytes)
                 && let Ok(marker) = serde_json::from_slice::<CompactMarker>(line.bytes)
             {
-                last_summary = Some(marker.compact);
+                last_summary = Some(marker.compact).filter(|summary| !summary.trim().is_empty());
             }
             return ControlFlow::Continue(());
         };
@@ -660,7 +661,10 @@ fn index_log(
         }
         ControlFlow::Continue(())
     });
-    let title = meta.map_or("", |meta| meta.title.as_str());
+    // A title taken from the first message is not indexed: the message is.
+    let title = meta
+        .filter(|meta| !meta.auto_title)
+        .map_or("", |meta| meta.title.as_str());
     if !title.is_empty() {
         target.title(conv, title);
     }

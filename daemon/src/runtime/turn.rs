@@ -152,7 +152,8 @@ pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
         &speaker.name,
         &key.sender,
         run_id,
-    );
+    )
+    .in_conversation_of(&key.agent);
     let mut outcome = TurnOutcome {
         agent: speaker.name.clone(),
         sender: key.sender.clone(),
@@ -164,6 +165,7 @@ pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
         Err(err) => {
             sink.emit(StreamStart {
                 agent: speaker.name.clone(),
+                run_id,
             });
             let message = format!(
                 "cannot load the conversation {}/{}: {err}",
@@ -184,7 +186,9 @@ pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
     let run = conversation.begin_run(run_id);
     sink.emit(StreamStart {
         agent: speaker.name.clone(),
+        run_id,
     });
+    sink.user_message(&request.content);
 
     let steps = Steps {
         runtime: &runtime,
@@ -268,8 +272,9 @@ impl Steps<'_> {
         content: &str,
     ) -> Result<(), TurnError> {
         let tools = &self.snapshot.tools;
-        let content = tools.preprocess(self.speaker, content);
-        history.append(Message::user(content))?;
+        let expanded = tools.preprocess(self.speaker, content);
+        history.append(Message::user(expanded))?;
+        history.title_from(content);
 
         let specs = if self.guest.is_some() {
             Vec::new()

@@ -16,8 +16,13 @@ pub struct Meta {
     /// conversations, what triggered them).
     pub created_by: String,
     pub created_at: String,
-    /// Empty until a client sets one.
+    /// The first line of the first user message (see `auto_title`), or
+    /// what a client set; empty until then.
     pub title: String,
+    /// Whether `title` was taken from the first message. Such a title is
+    /// not indexed for search: the message itself is.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub auto_title: bool,
     pub updated_at: String,
     pub message_count: u64,
     /// The latest compaction summary, if any.

@@ -96,7 +96,13 @@ fn client_msg() -> impl Strategy<Value = client_message::Msg> {
             Msg::ListActiveConversations(ListActiveConversationsMsg { agent, sender })
         }),
         agent_and_sender().prop_map(|(agent, sender)| Msg::Kill(KillMsg { agent, sender })),
-        agent_and_sender().prop_map(|(agent, sender)| Msg::Compact(CompactMsg { agent, sender })),
+        (agent_and_sender(), any::<bool>()).prop_map(|((agent, sender), fresh)| {
+            Msg::Compact(CompactMsg {
+                agent,
+                sender,
+                fresh,
+            })
+        }),
         agent_and_sender().prop_map(|(agent, sender)| {
             Msg::ListConversations(ListConversationsMsg { agent, sender })
         }),
@@ -176,10 +182,11 @@ fn server_msg() -> impl Strategy<Value = server_message::Msg> {
     use server_message::Msg;
     prop_oneof![
         (any::<u32>(), text()).prop_map(|(code, message)| Msg::Error(ErrorMsg { code, message })),
-        (text(), text()).prop_map(|(server_version, protocol)| {
+        (text(), text(), few(text())).prop_map(|(server_version, protocol, notes)| {
             Msg::Pong(Pong {
                 server_version,
                 protocol,
+                notes,
             })
         }),
         (text(), text(), text(), option::of(token_usage())).prop_map(
@@ -219,8 +226,14 @@ fn server_msg() -> impl Strategy<Value = server_message::Msg> {
             })
         )
         .prop_map(|skills| Msg::SkillList(SkillList { skills })),
-        few((text(), any::<bool>()).prop_map(|(name, active)| ModelInfo { name, active }))
-            .prop_map(|models| Msg::ModelList(ModelList { models })),
+        (
+            few((text(), any::<bool>()).prop_map(|(name, active)| ModelInfo { name, active })),
+            text()
+        )
+            .prop_map(|(models, active_source)| Msg::ModelList(ModelList {
+                models,
+                active_source
+            })),
         text().prop_map(|config| Msg::Config(ConfigMsg { config })),
         (any::<u64>(), any::<u32>(), any::<u32>(), text(), text()).prop_map(
             |(
@@ -299,7 +312,8 @@ fn ask_question() -> impl Strategy<Value = AskQuestion> {
 
 fn stream_event() -> impl Strategy<Value = StreamEvent> {
     let event = prop_oneof![
-        text().prop_map(|agent| StreamEvent::from(StreamStart { agent })),
+        (text(), any::<u64>())
+            .prop_map(|(agent, run_id)| StreamEvent::from(StreamStart { agent, run_id })),
         text().prop_map(|content| StreamChunk { content }.into()),
         text().prop_map(|content| StreamThinking { content }.into()),
         few(tool_call()).prop_map(|calls| ToolStartEvent { calls }.into()),
@@ -349,14 +363,15 @@ fn agent_event() -> impl Strategy<Value = AgentEventMsg> {
     (
         (text(), text(), any::<i32>(), text(), text()),
         (few(tool_call()), text(), any::<bool>()),
-        (option::of(token_usage()), any::<u64>(), text()),
+        (option::of(token_usage()), any::<u64>(), text(), text()),
     )
         .prop_map(
             |(
                 (agent, sender, kind, content, timestamp),
                 (tool_calls, tool_output, tool_is_error),
-                (usage, run_id, error),
+                (usage, run_id, error, conversation_agent),
             )| AgentEventMsg {
+                conversation_agent,
                 agent,
                 sender,
                 kind,

@@ -244,6 +244,7 @@ fn pong() -> ServerMessage {
     server_message::Msg::Pong(Pong {
         server_version: crate::VERSION.into(),
         protocol: crate::PROTOCOL.into(),
+        notes: Vec::new(),
     })
     .into()
 }

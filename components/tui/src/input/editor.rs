@@ -2,10 +2,15 @@
 //! events, drawn as rows.
 //!
 //! Enter sends; Alt-Enter, Ctrl-J or a trailing `\` before Enter start a
-//! new line; a paste keeps its newlines. Up and Down move between lines and,
-//! from the first or last line, through the history. The editor is a plain
-//! state machine: the terminal layer feeds it keys and draws what
-//! [`Editor::render`] returns, and tests do the same without a terminal.
+//! new line; a paste keeps its newlines. The input wraps between words to
+//! the screen's width ([`Editor::set_width`]); Up and Down move between the
+//! rows as they are shown and, from the first or last row, through the
+//! history. Alt-b and Alt-f (or Ctrl-Left and Ctrl-Right) move by words,
+//! Alt-d deletes the next word. The editor is a plain state machine: the
+//! terminal layer feeds it keys and draws what [`Editor::render`] returns,
+//! and tests do the same without a terminal.
+
+use std::ops::Range;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use unicode_segmentation::UnicodeSegmentation;
@@ -47,7 +52,13 @@ pub struct Editor {
     draft: String,
     /// Candidates of the last ambiguous completion, shown under the input.
     hint: Vec<String>,
+    /// Columns the text may use on a row (after the prompt); 0 until
+    /// [`Editor::set_width`] says.
+    room: usize,
 }
+
+/// Columns a row of text gets when the editor was never told its width.
+const DEFAULT_ROOM: usize = 78;
 
 impl Editor {
     pub fn new() -> Self {
@@ -64,6 +75,20 @@ impl Editor {
 
     pub fn is_empty(&self) -> bool {
         self.text.is_empty()
+    }
+
+    /// Lays the input out for a prompt of `prompt_width` columns on a line
+    /// of `width` columns.
+    pub fn set_width(&mut self, prompt_width: usize, width: usize) {
+        self.room = width.saturating_sub(prompt_width).max(2);
+    }
+
+    fn room(&self) -> usize {
+        if self.room == 0 {
+            DEFAULT_ROOM
+        } else {
+            self.room
+        }
     }
 
     pub fn set_text(&mut self, text: &str) {
@@ -134,6 +159,16 @@ impl Editor {
             KeyCode::Char('p') if ctrl => return self.history_back(history),
             KeyCode::Char('n') if ctrl => return self.history_forward(history),
             KeyCode::Char(_) if ctrl => return EditorAction::None,
+            KeyCode::Char('b') if alt => self.cursor = self.word_start_before(),
+            KeyCode::Char('f') if alt => self.cursor = self.word_end_after(),
+            KeyCode::Char('d') if alt => {
+                let end = self.word_end_after();
+                self.text.replace_range(self.cursor..end, "");
+            }
+            // Other Alt chords are not text.
+            KeyCode::Char(_) if alt => return EditorAction::None,
+            KeyCode::Left if ctrl || alt => self.cursor = self.word_start_before(),
+            KeyCode::Right if ctrl || alt => self.cursor = self.word_end_after(),
             KeyCode::Char(c) => {
                 let mut buffer = [0; 4];
                 self.insert(c.encode_utf8(&mut buffer));
@@ -157,16 +192,12 @@ impl Editor {
             KeyCode::Home => self.cursor = self.line_start(),
             KeyCode::End => self.cursor = self.line_end(),
             KeyCode::Up => {
-                if self.text[..self.cursor].contains('\n') {
-                    self.move_vertically(-1);
-                } else {
+                if !self.move_vertically(-1) {
                     return self.history_back(history);
                 }
             }
             KeyCode::Down => {
-                if self.text[self.cursor..].contains('\n') {
-                    self.move_vertically(1);
-                } else {
+                if !self.move_vertically(1) {
                     return self.history_forward(history);
                 }
             }
@@ -290,26 +321,72 @@ impl Editor {
             .map_or(self.text.len(), |index| self.cursor + index)
     }
 
-    /// Moves to the previous (-1) or next (1) line, keeping the column in
-    /// graphemes as far as the line allows.
-    fn move_vertically(&mut self, direction: i32) {
-        let start = self.line_start();
-        let column = self.text[start..self.cursor].graphemes(true).count();
-        let (line_start, line_end) = if direction < 0 {
-            let end = start - 1;
-            let begin = self.text[..end].rfind('\n').map_or(0, |index| index + 1);
-            (begin, end)
-        } else {
-            let begin = self.line_end() + 1;
-            let end = self.text[begin..]
-                .find('\n')
-                .map_or(self.text.len(), |index| begin + index);
-            (begin, end)
+    /// The start of the word before the cursor (skipping spaces first).
+    fn word_start_before(&self) -> usize {
+        let before = &self.text[..self.cursor];
+        let trimmed = before.trim_end();
+        trimmed
+            .char_indices()
+            .rev()
+            .find(|(_, c)| c.is_whitespace())
+            .map_or(0, |(index, c)| index + c.len_utf8())
+    }
+
+    /// The end of the word after the cursor (skipping spaces first).
+    fn word_end_after(&self) -> usize {
+        let after = &self.text[self.cursor..];
+        let skipped = after.len() - after.trim_start().len();
+        let word = &after[skipped..];
+        let end = word.find(char::is_whitespace).unwrap_or(word.len());
+        self.cursor + skipped + end
+    }
+
+    /// The rows the text is shown in, as byte ranges (without their `\n`).
+    fn rows(&self) -> Vec<Range<usize>> {
+        layout(&self.text, self.room())
+    }
+
+    /// The row the cursor is on and its column there.
+    fn cursor_place(&self, rows: &[Range<usize>]) -> (usize, usize) {
+        place(&self.text, rows, self.cursor)
+    }
+
+    /// Moves to the row above (-1) or below (1) as shown, keeping the
+    /// column as far as that row allows; `false` on the first (last) row.
+    fn move_vertically(&mut self, direction: i32) -> bool {
+        let rows = self.rows();
+        let (row, column) = self.cursor_place(&rows);
+        let target = match direction {
+            -1 if row > 0 => row - 1,
+            1 if row + 1 < rows.len() => row + 1,
+            _ => return false,
         };
-        self.cursor = self.text[line_start..line_end]
-            .grapheme_indices(true)
-            .nth(column)
-            .map_or(line_end, |(index, _)| line_start + index);
+        let range = rows[target].clone();
+        let mut offset = range.start;
+        let mut width = 0;
+        for (index, grapheme) in self.text[range.clone()].grapheme_indices(true) {
+            let next = width + grapheme_width(grapheme);
+            if next > column {
+                break;
+            }
+            width = next;
+            offset = range.start + index + grapheme.len();
+        }
+        // The end of a row the next one continues is shown on the next
+        // row: stay before the row's last character instead.
+        if offset == range.end
+            && offset > range.start
+            && rows
+                .get(target + 1)
+                .is_some_and(|next| next.start == range.end)
+        {
+            offset = self.text[range.clone()]
+                .grapheme_indices(true)
+                .next_back()
+                .map_or(range.start, |(index, _)| range.start + index);
+        }
+        self.cursor = offset;
+        true
     }
 
     /// Like [`Editor::render`], in at most `max_rows` rows: a window over
@@ -330,37 +407,36 @@ impl Editor {
         (rows[start..start + max].to_vec(), (row - start, column))
     }
 
-    /// The rows to draw at `width` and where the cursor goes (row, column).
+    /// The rows to draw after `prompt` at `width` and where the cursor goes
+    /// (row, column).
     pub fn render(&self, prompt: &str, width: usize) -> (Vec<Line>, (usize, usize)) {
         let prompt_style = Style::PLAIN.bold().fg(Color::Cyan);
         let indent = " ".repeat(crate::text::display_width(prompt));
         let room = width.saturating_sub(indent.len()).max(2);
-        let mut rows = vec![Line::styled(prompt, prompt_style)];
-        let mut column = 0;
-        let mut cursor = None;
-        for (index, grapheme) in self.text.grapheme_indices(true) {
-            if index == self.cursor {
-                cursor = Some((rows.len() - 1, indent.len() + column));
-            }
-            if grapheme == "\n" {
-                rows.push(Line::styled(indent.clone(), Style::PLAIN));
-                column = 0;
-                continue;
-            }
-            let width = grapheme_width(grapheme);
-            if column + width > room {
-                rows.push(Line::styled(indent.clone(), Style::PLAIN));
-                column = 0;
-                if index == self.cursor {
-                    cursor = Some((rows.len() - 1, indent.len()));
+        let rows_ranges = layout(&self.text, room);
+        let mut rows: Vec<Line> = rows_ranges
+            .iter()
+            .enumerate()
+            .map(|(index, range)| {
+                let mut line = if index == 0 {
+                    Line::styled(prompt, prompt_style)
+                } else {
+                    Line::styled(indent.clone(), Style::PLAIN)
+                };
+                let mut text = &self.text[range.clone()];
+                if crate::text::display_width(text) > room {
+                    // The space a wrapped row ends with hangs past the edge:
+                    // it is not drawn (no row reaches the last column).
+                    text = text.trim_end();
                 }
-            }
-            if let Some(row) = rows.last_mut() {
-                row.push(Span::plain(grapheme));
-            }
-            column += width;
-        }
-        let cursor = cursor.unwrap_or((rows.len() - 1, indent.len() + column));
+                if !text.is_empty() {
+                    line.push(Span::plain(text));
+                }
+                line
+            })
+            .collect();
+        let (row, column) = place(&self.text, &rows_ranges, self.cursor);
+        let cursor = (row, indent.len() + column);
         if !self.hint.is_empty() {
             let hint = self.hint.join("  ");
             rows.push(Line::styled(
@@ -370,6 +446,76 @@ impl Editor {
         }
         (rows, cursor)
     }
+}
+
+/// The rows `text` is shown in at `room` columns, as byte ranges: a new row
+/// at each `\n`, and where a row is full — between words when the row has a
+/// space to break at (the space stays at the end of its row), else between
+/// characters.
+fn layout(text: &str, room: usize) -> Vec<Range<usize>> {
+    let room = room.max(2);
+    let mut rows = Vec::new();
+    let mut line_start = 0;
+    for line in text.split('\n') {
+        let mut start = line_start;
+        let mut column = 0;
+        // The byte after the last space of the row, and the columns up to it.
+        let mut last_break: Option<(usize, usize)> = None;
+        for (index, grapheme) in line.grapheme_indices(true) {
+            let at = line_start + index;
+            let width = grapheme_width(grapheme);
+            let space = grapheme.trim().is_empty();
+            if space && column + width > room {
+                // A space that does not fit ends its row, hanging past it.
+                rows.push(start..at + grapheme.len());
+                start = at + grapheme.len();
+                column = 0;
+                last_break = None;
+                continue;
+            }
+            if column + width > room && at > start {
+                match last_break.filter(|(offset, _)| *offset > start && *offset <= at) {
+                    Some((offset, columns)) => {
+                        rows.push(start..offset);
+                        start = offset;
+                        column -= columns;
+                    }
+                    _ => {
+                        rows.push(start..at);
+                        start = at;
+                        column = 0;
+                    }
+                }
+                last_break = None;
+            }
+            column += width;
+            if space {
+                last_break = Some((at + grapheme.len(), column));
+            }
+        }
+        rows.push(start..line_start + line.len());
+        line_start += line.len() + 1;
+    }
+    rows
+}
+
+/// The row holding byte `cursor` and the column it is at. At a row's end,
+/// the cursor is on the next row when that row continues the same line.
+fn place(text: &str, rows: &[Range<usize>], cursor: usize) -> (usize, usize) {
+    for (index, range) in rows.iter().enumerate() {
+        let continues = rows
+            .get(index + 1)
+            .is_some_and(|next| next.start == range.end);
+        if cursor >= range.start && (cursor < range.end || (cursor == range.end && !continues)) {
+            let column = crate::text::display_width(&text[range.start..cursor]);
+            return (index, column);
+        }
+    }
+    let last = rows.len().saturating_sub(1);
+    let column = rows
+        .last()
+        .map_or(0, |range| crate::text::display_width(&text[range.clone()]));
+    (last, column)
 }
 
 #[cfg(test)]
@@ -503,10 +649,68 @@ mod tests {
         let mut editor = Editor::new();
         editor.insert("蟹蟹蟹 ab\nsecond");
         let (rows, cursor) = editor.render("› ", 8);
-        assert_eq!(plain_lines(&rows), "› 蟹蟹蟹\n   ab\n  second\n");
+        assert_eq!(plain_lines(&rows), "› 蟹蟹蟹\n  ab\n  second\n");
         assert_eq!(cursor, (2, 8));
         editor.cursor = 0;
         assert_eq!(editor.render("› ", 8).1, (0, 2));
+    }
+
+    #[test]
+    fn input_wraps_between_words_and_long_words_between_characters() {
+        let mut editor = Editor::new();
+        editor.insert("the quick brown fox jumps");
+        let (rows, cursor) = editor.render("› ", 14);
+        assert_eq!(plain_lines(&rows), "› the quick\n  brown fox\n  jumps\n");
+        assert_eq!(cursor, (2, 7));
+        editor.set_text("abcdefghijklmnopqrstuvwxyz");
+        let (rows, _) = editor.render("› ", 12);
+        assert_eq!(plain_lines(&rows), "› abcdefghij\n  klmnopqrst\n  uvwxyz\n");
+        // The cursor after a full row's last character is on the next row.
+        editor.cursor = 10;
+        assert_eq!(editor.render("› ", 12).1, (1, 2));
+    }
+
+    #[test]
+    fn up_and_down_move_through_wrapped_rows_before_the_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = History::load(dir.path().join("h"));
+        history.add("from history").unwrap();
+        let completer = Completer::default();
+        let mut editor = Editor::new();
+        editor.set_width(2, 14);
+        editor.insert("the quick brown fox jumps");
+        let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
+        editor.key(key(KeyCode::Up), &history, &completer);
+        assert_eq!(editor.text(), "the quick brown fox jumps");
+        assert_eq!(editor.cursor_place(&editor.rows()), (1, 5));
+        assert_eq!(&editor.text()[editor.cursor()..], " fox jumps");
+        editor.key(key(KeyCode::Up), &history, &completer);
+        assert_eq!(editor.cursor_place(&editor.rows()), (0, 5));
+        editor.key(key(KeyCode::Down), &history, &completer);
+        editor.key(key(KeyCode::Down), &history, &completer);
+        assert_eq!(editor.cursor_place(&editor.rows()), (2, 5));
+        editor.key(key(KeyCode::Up), &history, &completer);
+        editor.key(key(KeyCode::Up), &history, &completer);
+        editor.key(key(KeyCode::Up), &history, &completer);
+        assert_eq!(editor.text(), "from history");
+    }
+
+    #[test]
+    fn alt_b_and_alt_f_move_by_words_and_alt_letters_are_not_typed() {
+        let mut editor = Editor::new();
+        type_text(&mut editor, "one two  three");
+        press(&mut editor, KeyCode::Char('b'), KeyModifiers::ALT);
+        assert_eq!(&editor.text()[editor.cursor()..], "three");
+        press(&mut editor, KeyCode::Char('b'), KeyModifiers::ALT);
+        assert_eq!(&editor.text()[editor.cursor()..], "two  three");
+        press(&mut editor, KeyCode::Char('f'), KeyModifiers::ALT);
+        assert_eq!(&editor.text()[editor.cursor()..], "  three");
+        press(&mut editor, KeyCode::Char('d'), KeyModifiers::ALT);
+        assert_eq!(editor.text(), "one two");
+        press(&mut editor, KeyCode::Left, KeyModifiers::CONTROL);
+        assert_eq!(&editor.text()[editor.cursor()..], "two");
+        press(&mut editor, KeyCode::Char('x'), KeyModifiers::ALT);
+        assert_eq!(editor.text(), "one two");
     }
 
     #[test]

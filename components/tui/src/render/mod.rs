@@ -4,8 +4,10 @@
 //! - [`stream`]: Markdown arriving in pieces, split into lines that are
 //!   final and a live tail that is redrawn until its block is complete;
 //! - [`tool`]: one-line summaries of tool calls and their results;
-//! - [`turn`]: a turn's events in order, as lines for the screen.
+//! - [`turn`]: a turn's events in order, as lines for the screen;
+//! - [`history`]: the tail of a stored conversation, drawn the same way.
 
+pub mod history;
 pub mod markdown;
 pub mod stream;
 pub mod tool;

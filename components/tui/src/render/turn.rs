@@ -1,10 +1,15 @@
 //! A turn's events, in order, as lines for the screen.
 //!
 //! [`TurnView`] takes every [`Event`] of a streamed turn and answers with a
-//! [`Frame`]: lines that are final and the live tail. Text is Markdown,
-//! thinking is dimmed, tool calls appear as they start and their results as
-//! they finish, and the turn closes with its usage (or its error). The view
-//! knows nothing of terminals, so tests feed it events and read lines.
+//! [`Frame`]: lines that are final and the live tail. The reply opens with
+//! the name of the agent who speaks (marked as a guest in another agent's
+//! conversation). Text is Markdown, thinking is dimmed; a tool call stays in
+//! the live tail while it runs, with a spinner and the time it has taken
+//! ([`TurnView::running_lines`]), and is printed with its result when that
+//! arrives. The turn closes with its usage (or its error). The view knows
+//! nothing of terminals, so tests feed it events and read lines.
+
+use std::time::{Duration, Instant};
 
 use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_proto::msg::{StreamEnd, TokenUsage, ToolCallInfo, ToolResultEvent};
@@ -22,14 +27,27 @@ enum Section {
     Note,
 }
 
+/// The frames of the spinner shown beside a running tool.
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// How often the spinner moves (the REPL redraws at this pace while a tool
+/// runs).
+pub const SPINNER_STEP: Duration = Duration::from_millis(100);
+
 /// One turn on the screen.
 pub struct TurnView {
     layout: Layout,
+    /// The agent whose conversation this is: a reply by anyone else is a
+    /// guest's.
+    host: String,
     text: Option<MarkdownStream>,
     thinking: Option<TextStream>,
     section: Option<Section>,
     live: Vec<Line>,
     records: Vec<ToolRecord>,
+    /// Calls without a result yet: their record's index, and when they
+    /// started.
+    running: Vec<(usize, Instant)>,
     next_number: usize,
     context: Option<TokenUsage>,
     /// The whole reply text, for callers that want it.
@@ -37,15 +55,18 @@ pub struct TurnView {
 }
 
 impl TurnView {
-    /// A view whose tool calls are numbered from `first_tool_number`.
-    pub fn new(layout: Layout, first_tool_number: usize) -> Self {
+    /// A view of a turn in `host`'s conversation, whose tool calls are
+    /// numbered from `first_tool_number`.
+    pub fn new(layout: Layout, first_tool_number: usize, host: &str) -> Self {
         Self {
             layout,
+            host: host.to_owned(),
             text: None,
             thinking: None,
             section: None,
             live: Vec::new(),
             records: Vec::new(),
+            running: Vec::new(),
             next_number: first_tool_number,
             context: None,
             reply: String::new(),
@@ -71,10 +92,54 @@ impl TurnView {
         &self.reply
     }
 
+    /// Whether a tool call is running (its spinner needs redrawing).
+    pub fn is_running(&self) -> bool {
+        !self.running.is_empty()
+    }
+
+    /// A line per running tool call: spinner, name, arguments and how long
+    /// it has run, as of `now`.
+    pub fn running_lines(&self, now: Instant) -> Vec<Line> {
+        self.running
+            .iter()
+            .map(|(index, started)| {
+                let elapsed = now.saturating_duration_since(*started);
+                let frame =
+                    (elapsed.as_millis() / SPINNER_STEP.as_millis()) as usize % SPINNER.len();
+                let record = &self.records[*index];
+                let suffix = format!(" · {}s", elapsed.as_secs());
+                let mut line = record.call_line(
+                    self.layout
+                        .width
+                        .saturating_sub(crate::text::display_width(&suffix)),
+                );
+                if let Some(first) = line.spans.first_mut() {
+                    *first =
+                        Span::new(format!("{} ", SPINNER[frame]), Style::PLAIN.fg(Color::Cyan));
+                }
+                line.push(Span::new(suffix, Style::PLAIN.dim()));
+                line
+            })
+            .collect()
+    }
+
+    /// The live tail as of `now`: the text being written and the running
+    /// tool calls.
+    pub fn live(&self, now: Instant) -> Vec<Line> {
+        let mut live = self.live.clone();
+        live.extend(self.running_lines(now));
+        live
+    }
+
     pub fn event(&mut self, event: &Event) -> Frame {
         let mut frame = Frame::default();
         match event {
-            Event::Start(_) | Event::ToolsComplete(_) => {}
+            Event::ToolsComplete(_) => {}
+            Event::Start(start) => {
+                if !start.agent.is_empty() {
+                    frame.commit.push(self.speaker_line(&start.agent));
+                }
+            }
             Event::TextStart(_) => {
                 frame.commit.extend(self.close_thinking());
                 self.open_text(&mut frame);
@@ -106,9 +171,8 @@ impl TurnView {
             Event::ThinkingEnd(_) => frame.commit.extend(self.close_thinking()),
             Event::ToolStart(start) => {
                 frame.commit.extend(self.close_streams());
-                self.begin(Section::Tools, &mut frame);
                 for call in &start.calls {
-                    frame.commit.push(self.start_tool(call));
+                    self.start_tool(call);
                 }
             }
             Event::ToolResult(result) => {
@@ -129,16 +193,54 @@ impl TurnView {
             Event::ContextUsage(usage) => self.context = usage.usage,
             Event::End(end) => {
                 frame.commit.extend(self.close_streams());
+                frame.commit.extend(self.unfinished_tools());
                 frame.commit.extend(self.end_lines(end));
             }
         }
-        frame.live = self.live.clone();
+        frame.live = self.live(Instant::now());
         frame
     }
 
     /// Ends whatever is streaming (the turn was cut short).
     pub fn close(&mut self) -> Frame {
-        Frame::commit(self.close_streams())
+        let mut lines = self.close_streams();
+        lines.extend(self.unfinished_tools());
+        Frame::commit(lines)
+    }
+
+    /// `● name`, or `● name · guest` for another agent than the host.
+    fn speaker_line(&self, agent: &str) -> Line {
+        let mut line = Line::new(vec![
+            Span::new("● ", Style::PLAIN.fg(Color::Magenta)),
+            Span::new(
+                truncate(&sanitize(agent), self.layout.width / 2).into_owned(),
+                Style::PLAIN.bold().fg(Color::Magenta),
+            ),
+        ]);
+        if !self.host.is_empty() && agent != self.host {
+            line.push(Span::new(
+                truncate(
+                    &format!(" · guest in {}'s conversation", sanitize(&self.host)),
+                    self.layout.width.saturating_sub(line.width()),
+                )
+                .into_owned(),
+                Style::PLAIN.dim(),
+            ));
+        }
+        line
+    }
+
+    /// Calls that never got a result (the turn ended first), printed so
+    /// the screen does not lose them.
+    fn unfinished_tools(&mut self) -> Vec<Line> {
+        let running = std::mem::take(&mut self.running);
+        let mut lines = Vec::new();
+        for (index, _) in running {
+            let record = &self.records[index];
+            lines.push(record.call_line(self.layout.width));
+            lines.push(Line::styled("  ⎿ (no result)", Style::PLAIN.dim()));
+        }
+        lines
     }
 
     fn begin(&mut self, section: Section, frame: &mut Frame) {
@@ -185,7 +287,7 @@ impl TurnView {
         lines
     }
 
-    fn start_tool(&mut self, call: &ToolCallInfo) -> Line {
+    fn start_tool(&mut self, call: &ToolCallInfo) {
         let record = ToolRecord {
             number: self.next_number,
             call_id: call.id.clone(),
@@ -196,11 +298,12 @@ impl TurnView {
             duration_ms: 0,
         };
         self.next_number += 1;
-        let line = record.call_line(self.layout.width);
         self.records.push(record);
-        line
+        self.running.push((self.records.len() - 1, Instant::now()));
     }
 
+    /// The call and its result, printed together when the result arrives
+    /// (parallel calls in the order they finish).
     fn finish_tool(&mut self, result: &ToolResultEvent) -> Vec<Line> {
         let position = self
             .records
@@ -223,29 +326,20 @@ impl TurnView {
                 self.records.len() - 1
             }
         };
+        self.running.retain(|(running, _)| *running != index);
         let record = &mut self.records[index];
         record.output = Some(result.output.clone());
         record.is_error = result.is_error;
         record.duration_ms = result.duration_ms;
-        let mut lines = Vec::new();
-        if position.is_none() || self.records.iter().filter(|r| r.output.is_none()).count() > 0 {
-            // Results of parallel calls: say which call this one answers.
-            let record = &self.records[index];
-            lines.push(Line::new(vec![
-                Span::new("  ↳ ", Style::PLAIN.dim()),
-                Span::new(
-                    truncate(&sanitize(&record.name), self.layout.width).into_owned(),
-                    Style::PLAIN.dim().bold(),
-                ),
-            ]));
-        }
-        lines.extend(self.records[index].result_lines(self.layout.width));
+        let mut lines = vec![record.call_line(self.layout.width)];
+        lines.extend(record.result_lines(self.layout.width));
         lines
     }
 
     fn end_lines(&mut self, end: &StreamEnd) -> Vec<Line> {
         let mut lines = Vec::new();
-        if self.section.is_some() {
+        let summary = usage_summary(&end.model, end.usage.as_ref(), self.context.as_ref());
+        if self.section.is_some() && (!end.error.is_empty() || !summary.is_empty()) {
             lines.push(Line::blank());
         }
         self.section = Some(Section::Note);
@@ -256,7 +350,6 @@ impl TurnView {
                 Style::PLAIN.fg(Color::Red),
             ));
         }
-        let summary = usage_summary(&end.model, end.usage.as_ref(), self.context.as_ref());
         if !summary.is_empty() {
             lines.push(Line::styled(
                 truncate(&summary, self.layout.width).into_owned(),
@@ -321,6 +414,7 @@ mod tests {
                 max_live: 5,
             },
             1,
+            "crab",
         );
         let mut lines = Vec::new();
         for event in &events {
@@ -344,7 +438,10 @@ mod tests {
     #[test]
     fn a_turn_with_thinking_tools_and_usage() {
         let mut events = vec![
-            Event::Start(StreamStart::default()),
+            Event::Start(StreamStart {
+                agent: "crab".into(),
+                run_id: 7,
+            }),
             Event::ThinkingStart(ThinkingStartEvent::default()),
             Event::Thinking(StreamThinking {
                 content: "the user wants files".into(),
@@ -395,6 +492,7 @@ mod tests {
             }),
         ]);
         expect![[r#"
+            ● crab
             ┊ the user wants files
 
             Let me look.
@@ -427,7 +525,7 @@ mod tests {
     }
 
     #[test]
-    fn parallel_results_say_which_call_they_answer() {
+    fn parallel_calls_are_printed_with_their_results_as_they_finish() {
         let call = |id: &str, name: &str| ToolCallInfo {
             name: name.into(),
             arguments: "{}".into(),
@@ -449,12 +547,57 @@ mod tests {
             result("a", "fine", false),
         ];
         expect![[r#"
-            ⚙ first
             ⚙ second
-              ↳ second
               ✗ no such thing
+            ⚙ first
               ⎿ fine
         "#]]
         .assert_eq(&run(events));
+    }
+
+    #[test]
+    fn a_guest_is_named_as_one_and_running_tools_spin_with_their_time() {
+        let mut view = TurnView::new(
+            Layout {
+                width: 60,
+                max_live: 5,
+            },
+            1,
+            "ranger",
+        );
+        let frame = view.event(&Event::Start(StreamStart {
+            agent: "crab".into(),
+            run_id: 1,
+        }));
+        assert_eq!(
+            plain_lines(&frame.commit),
+            "● crab · guest in ranger's conversation\n"
+        );
+        let frame = view.event(&Event::ToolStart(ToolStartEvent {
+            calls: vec![ToolCallInfo {
+                name: "bash".into(),
+                arguments: r#"{"command":"sleep 5"}"#.into(),
+                id: "c1".into(),
+            }],
+        }));
+        assert!(frame.commit.is_empty());
+        assert!(view.is_running());
+        let started = Instant::now();
+        let later = |ms| started + Duration::from_millis(ms);
+        let line = |ms| plain_lines(&view.running_lines(later(ms)));
+        assert_eq!(line(0), "⠋ bash  command: \"sleep 5\" · 0s\n");
+        assert_eq!(line(2_150), "⠙ bash  command: \"sleep 5\" · 2s\n");
+        let frame = view.event(&Event::End(StreamEnd {
+            agent: "crab".into(),
+            error: "cancelled by the user".into(),
+            ..Default::default()
+        }));
+        assert!(!view.is_running());
+        assert!(
+            plain_lines(&frame.commit)
+                .starts_with("⚙ bash  command: \"sleep 5\"\n  ⎿ (no result)\n"),
+            "{}",
+            plain_lines(&frame.commit)
+        );
     }
 }

@@ -7,10 +7,17 @@
 //! line handed in is already wrapped to [`Terminal::layout`]'s width — one
 //! column narrower than the terminal, so no line ever ends in the last
 //! column, where terminals disagree about wrapping.
+//!
+//! The region is redrawn row by row, each row cleared to its end, and rows
+//! left over from a taller region are cleared one by one: never with
+//! "clear to the end of the screen", which some terminals (tmux with its
+//! default `scroll-on-clear`) answer, when the cursor is in the top-left
+//! corner — as it is right after a clear — by pushing the whole screen into
+//! the scrollback.
 
 use std::io::{self, Stdout, Write};
 
-use crossterm::cursor::{Hide, MoveToColumn, MoveUp, Show};
+use crossterm::cursor::{Hide, MoveDown, MoveToColumn, MoveUp, Show};
 use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
 use crossterm::terminal::{self, Clear, ClearType};
 use crossterm::{execute, queue};
@@ -71,15 +78,36 @@ impl Terminal {
         if self.cursor_row > 0 {
             queue!(out, MoveUp(self.cursor_row as u16))?;
         }
-        queue!(out, MoveToColumn(0), Clear(ClearType::FromCursorDown))?;
+        queue!(out, MoveToColumn(0))?;
         for line in commit {
-            write!(out, "{}\r\n", line.to_ansi())?;
+            write!(out, "{}", line.to_ansi())?;
+            queue!(out, Clear(ClearType::UntilNewLine))?;
+            write!(out, "\r\n")?;
         }
         for (index, line) in live.iter().enumerate() {
             if index > 0 {
                 write!(out, "\r\n")?;
             }
             write!(out, "{}", line.to_ansi())?;
+            queue!(out, Clear(ClearType::UntilNewLine))?;
+        }
+        // Rows of the old region that nothing was written over.
+        let covered = commit.len() + live.len();
+        let stale = self.live_rows.saturating_sub(covered);
+        if live.is_empty() {
+            // The cursor is on the first row after the commit, not cleared.
+            queue!(out, Clear(ClearType::CurrentLine))?;
+            for _ in 1..stale {
+                queue!(out, MoveDown(1), Clear(ClearType::CurrentLine))?;
+            }
+            if stale > 1 {
+                queue!(out, MoveUp(stale as u16 - 1))?;
+            }
+        } else if stale > 0 {
+            for _ in 0..stale {
+                queue!(out, MoveDown(1), Clear(ClearType::CurrentLine))?;
+            }
+            queue!(out, MoveUp(stale as u16))?;
         }
         self.live_rows = live.len();
         self.cursor_row = live.len().saturating_sub(1);
@@ -92,7 +120,7 @@ impl Terminal {
             queue!(out, MoveToColumn(column as u16), Show)?;
             self.cursor_row = row;
         } else {
-            queue!(out, Hide)?;
+            queue!(out, MoveToColumn(0), Hide)?;
         }
         out.flush()
     }

@@ -399,7 +399,11 @@ async fn cjk_and_emoji_render_and_wrap_without_breaking() {
     tui.wait_for("says so.").await;
     tui.wait_for_prompt().await;
     let screen = tui.contents();
-    assert!(screen.contains("› 蟹について教えて 🦀"), "{screen}");
+    // The input wraps between words: the crab goes to the next row.
+    assert!(
+        screen.contains("crab › 蟹について教えて\n       🦀\n"),
+        "{screen}"
+    );
     // Every row fits the 24 columns, and the text reads back whole.
     let rows: Vec<String> = tui.with_screen(|screen| screen.rows(0, 24).collect());
     let joined: String = rows
@@ -481,7 +485,7 @@ async fn search_and_compact_work_and_other_commands_answer() {
     tui.wait_for("We talked about crab recipes.").await;
 
     tui.line("/model");
-    tui.wait_for("scripted ← default").await;
+    tui.wait_for("scripted ← this conversation, default").await;
     tui.line("/help");
     tui.wait_for("/guest <name> <message>").await;
     tui.line("/nonsense");

@@ -72,10 +72,14 @@ async fn slash_model_switches_the_model_the_next_turn_uses() {
     tui.wait_for_prompt().await;
 
     tui.line("/model other");
-    tui.wait_for("the default model is now other").await;
+    tui.wait_for("This conversation now uses other, the default model.")
+        .await;
+    tui.wait_for("not saved").await;
     tui.wait_for_prompt().await;
     tui.line("/model");
-    tui.wait_for("other ← default").await;
+    tui.wait_for("This conversation (crab) uses other, from the daemon's default model")
+        .await;
+    tui.wait_for("other ← this conversation, default").await;
 
     tui.line("which model?");
     tui.wait_for("other · 21 in · 7 out").await;
@@ -96,7 +100,7 @@ async fn slash_clear_empties_the_screen_and_keeps_the_prompt() {
 
     tui.line("/clear");
     tui.wait_until("a cleared screen with only the prompt", |screen| {
-        screen.contents().trim_end() == "›" && screen.cursor_position() == (0, 2)
+        screen.contents().trim_end() == "crab ›" && screen.cursor_position() == (0, 7)
     })
     .await;
     tui.wait_for_prompt().await;
@@ -107,7 +111,7 @@ async fn slash_clear_empties_the_screen_and_keeps_the_prompt() {
     tui.send("half typed");
     tui.send("\x0c");
     tui.wait_until("a cleared screen with the input kept", |screen| {
-        screen.contents().trim_end() == "› half typed"
+        screen.contents().trim_end() == "crab › half typed"
     })
     .await;
 }

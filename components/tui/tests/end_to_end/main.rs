@@ -5,5 +5,8 @@
 
 mod chat;
 mod commands;
+mod conversation;
+mod live_input;
 mod print;
+mod status;
 mod support;

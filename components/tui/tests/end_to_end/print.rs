@@ -262,3 +262,40 @@ async fn events_tails_the_event_stream_as_lines() {
     );
     child.kill().await.unwrap();
 }
+
+#[tokio::test]
+async fn print_mode_into_a_pipe_closed_early_ends_quietly() {
+    let (llm, daemon) = daemon().await;
+    // Far more than a pipe holds, so the writer meets the closed pipe.
+    let long = "crab ".repeat(100_000);
+    llm.push(Reply::text(&long));
+    let mut child = command(daemon.path(), &["-p", "talk a lot"])
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 10];
+    tokio::io::AsyncReadExt::read_exact(&mut stdout, &mut first)
+        .await
+        .unwrap();
+    assert_eq!(&first, b"crab crab ");
+    drop(stdout); // `| head -c 10` exits
+    let output = within("crabtalk-tui to end", child.wait_with_output())
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stderr), "", "a closed pipe is no error");
+}
+
+#[tokio::test]
+async fn print_mode_json_reports_a_refusal_with_its_code() {
+    let (_llm, daemon) = daemon().await;
+    let output = run(daemon.path(), &["-p", "hi", "--agent", "nosuch", "--json"]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let line: Value = serde_json::from_str(text(&output.stdout).trim()).unwrap();
+    assert_eq!(line["type"], "error");
+    assert_eq!(line["code"], 404);
+    // The person reads a sentence, with no code in it.
+    let err = text(&output.stderr);
+    assert!(err.contains("there is no agent \"nosuch\""), "{err}");
+    assert!(!err.contains("404"), "{err}");
+}

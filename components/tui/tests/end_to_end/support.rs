@@ -1,10 +1,15 @@
 //! Driving the TUI: a daemon with a scripted LLM, the binary in a
 //! pseudo-terminal whose output feeds a `vt100` screen, and waits on what
 //! the screen shows (never fixed sleeps).
+//!
+//! The screen also counts what tmux (with its default `scroll-on-clear`)
+//! would push into the scrollback: "clear to the end of the screen" with
+//! the cursor in the top-left corner. `vt100` itself keeps no such count.
 
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,6 +23,8 @@ pub const CTRL_D: &str = "\x04";
 pub const ESC: &str = "\x1b";
 pub const UP: &str = "\x1b[A";
 pub const DOWN: &str = "\x1b[B";
+pub const TAB: &str = "\t";
+pub const CTRL_L: &str = "\x0c";
 
 /// The user name the TUI runs as (its default sender).
 pub const USER: &str = "tester";
@@ -36,6 +43,8 @@ pub async fn daemon() -> (ScriptedLlm, TestDaemon) {
 /// The TUI in a pseudo-terminal.
 pub struct Tui {
     screen: Arc<Mutex<vt100::Parser>>,
+    /// Screens tmux would have pushed into its scrollback.
+    pushed: Arc<AtomicUsize>,
     writer: Box<dyn Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
     _master: Box<dyn portable_pty::MasterPty + Send>,
@@ -79,21 +88,25 @@ impl Tui {
         let rows = NonZeroU16::new(rows).expect("rows");
         let cols = NonZeroU16::new(cols).expect("cols");
         let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 0)));
+        let pushed = Arc::new(AtomicUsize::new(0));
         let feed = screen.clone();
+        let count = pushed.clone();
         std::thread::spawn(move || {
             let mut buffer = [0; 8192];
             loop {
                 match reader.read(&mut buffer) {
                     Ok(0) | Err(_) => return,
-                    Ok(n) => feed
-                        .lock()
-                        .unwrap_or_else(|poisoned| poisoned.into_inner())
-                        .process(&buffer[..n]),
+                    Ok(n) => {
+                        let mut parser =
+                            feed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                        process_counting_pushes(&mut parser, &buffer[..n], &count);
+                    }
                 }
             }
         });
         Self {
             screen,
+            pushed,
             writer,
             child,
             _master: pty.master,
@@ -154,15 +167,21 @@ impl Tui {
         .await
     }
 
-    /// Waits until the cursor is visible on an empty prompt.
+    /// Waits until the cursor is visible on an empty prompt (`agent ›`).
     pub async fn wait_for_prompt(&self) {
         self.wait_until("an empty prompt with the cursor on it", |screen| {
             let (row, _) = screen.cursor_position();
             let cols = screen.size().1.get();
             let line = screen.rows(0, cols).nth(row as usize).unwrap_or_default();
-            !screen.hide_cursor() && line.trim_end() == "›"
+            !screen.hide_cursor() && line.trim_end().ends_with('›')
         })
         .await
+    }
+
+    /// How many times tmux would have pushed the screen into its
+    /// scrollback so far.
+    pub fn scrollback_pushes(&self) -> usize {
+        self.pushed.load(Ordering::SeqCst)
     }
 
     /// Waits for the process to exit and returns its exit code.
@@ -188,4 +207,34 @@ impl Drop for Tui {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Feeds `bytes` to `parser`, counting each "clear to the end of the
+/// screen" (`CSI J`, `CSI 0 J`) that finds the cursor at the top-left
+/// corner: tmux's `scroll-on-clear` moves the screen into the scrollback
+/// then.
+fn process_counting_pushes(parser: &mut vt100::Parser, bytes: &[u8], pushed: &AtomicUsize) {
+    let mut start = 0;
+    let mut index = 0;
+    while index + 2 < bytes.len() {
+        let sequence = if bytes[index..].starts_with(b"\x1b[J") {
+            Some(3)
+        } else if bytes[index..].starts_with(b"\x1b[0J") {
+            Some(4)
+        } else {
+            None
+        };
+        if let Some(len) = sequence {
+            parser.process(&bytes[start..index]);
+            if parser.screen().cursor_position() == (0, 0) {
+                pushed.fetch_add(1, Ordering::SeqCst);
+            }
+            parser.process(&bytes[index..index + len]);
+            index += len;
+            start = index;
+        } else {
+            index += 1;
+        }
+    }
+    parser.process(&bytes[start..]);
 }

@@ -1,0 +1,155 @@
+//! The daemon's configuration, checked before a running daemon is touched.
+//!
+//! `crabup` does not read the daemon's files itself (it must not know the
+//! daemon's insides): it asks the installed `crabtalkd check`, which runs
+//! the very checks a start or reload would. A restart with a broken
+//! `config.toml` would stop a working daemon and start one that refuses to
+//! run; asking first leaves the running daemon as it is and puts the
+//! problems, with their file, line and column, in front of the person.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crabtalk_home::Home;
+
+/// What `crabtalkd check` said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigVerdict {
+    /// The daemon would take every file; its one-line summary.
+    Fine(String),
+    /// The daemon would refuse a file: every problem, one per line.
+    Refused(String),
+    /// The check could not be run (an older `crabtalkd` without `check`, or
+    /// it failed for another reason); why.
+    Unavailable(String),
+}
+
+/// The exit status of `crabtalkd check` for refused files (EX_CONFIG).
+const REFUSED: i32 = 78;
+
+/// How long `crabtalkd check` may take; it only reads files, so a binary
+/// that takes longer is not answering (and is stopped).
+const CHECK_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Runs `crabtalkd --home HOME check` with the installed `binary`.
+pub fn check(binary: &Path, home: &Home) -> ConfigVerdict {
+    let output = match run_bounded(binary, home) {
+        Ok(output) => output,
+        Err(why) => return ConfigVerdict::Unavailable(why),
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+    let stderr = stderr
+        .strip_prefix("crabtalkd: ")
+        .unwrap_or(&stderr)
+        .to_owned();
+    match output.status.code() {
+        Some(0) => ConfigVerdict::Fine(stdout),
+        Some(REFUSED) => ConfigVerdict::Refused(stderr),
+        _ if stderr.contains("unrecognized subcommand") => ConfigVerdict::Unavailable(format!(
+            "{} has no `check` command (an older crabtalkd; `crabup pull daemon` updates it)",
+            binary.display()
+        )),
+        _ => ConfigVerdict::Unavailable(format!(
+            "`{} check` failed ({}): {stderr}",
+            binary.display(),
+            output.status
+        )),
+    }
+}
+
+/// Runs `binary --home HOME check`, stopping it after [`CHECK_TIMEOUT`].
+fn run_bounded(binary: &Path, home: &Home) -> Result<std::process::Output, String> {
+    let mut child = Command::new(binary)
+        .arg("--home")
+        .arg(home.root())
+        .arg("check")
+        .env("CRABTALK_HOME", home.root())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|err| format!("cannot run {}: {err}", binary.display()))?;
+    // Both pipes are read on their own threads, so a chatty binary cannot
+    // block on a full pipe while it is waited for.
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let deadline = Instant::now() + CHECK_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "`{} check` did not finish within {} s",
+                    binary.display(),
+                    CHECK_TIMEOUT.as_secs()
+                ));
+            }
+            Err(err) => {
+                return Err(format!("waiting for `{} check`: {err}", binary.display()));
+            }
+        }
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
+}
+
+/// Everything `pipe` gives, read on a thread of its own.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[test]
+    fn what_the_check_says_is_read_from_its_exit_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        let fine = script(dir.path(), "fine", "echo all fine\n");
+        assert_eq!(check(&fine, &home), ConfigVerdict::Fine("all fine".into()));
+        let refused = script(
+            dir.path(),
+            "refused",
+            "echo 'crabtalkd: a.toml:1:1: bad' >&2\nexit 78\n",
+        );
+        assert_eq!(
+            check(&refused, &home),
+            ConfigVerdict::Refused("a.toml:1:1: bad".into())
+        );
+        let old = script(
+            dir.path(),
+            "old",
+            "echo \"error: unrecognized subcommand 'check'\" >&2\nexit 2\n",
+        );
+        assert!(
+            matches!(check(&old, &home), ConfigVerdict::Unavailable(why) if why.contains("older crabtalkd"))
+        );
+    }
+}
