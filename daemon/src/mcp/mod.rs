@@ -173,14 +173,14 @@ impl McpHub {
     }
 
     /// Makes the component connections match `components` (from `run/`).
-    pub fn set_components(&self, components: Vec<(String, u16, PathBuf)>) {
+    pub fn set_components(&self, components: Vec<discovery::Component>) {
         let wanted: BTreeMap<Fingerprint, Origin> = components
             .into_iter()
-            .map(|(name, port, port_file)| {
+            .map(|component| {
                 let origin = Origin::Component {
-                    name,
-                    port,
-                    port_file,
+                    name: component.name,
+                    port: component.port,
+                    port_file: component.port_file,
                 };
                 (fingerprint(&origin, &BTreeMap::new()), origin)
             })

@@ -11,10 +11,13 @@
 //!   `CRABTALK_HOME`, reached with the real protocol client.
 //! - [`eventually`]: wait for a condition with a timeout instead of
 //!   sleeping.
+//! - [`usage`]: a process's CPU time and resident memory from `/proc`, for
+//!   idle-cost checks.
 
 mod daemon;
 mod llm;
 pub mod turn;
+pub mod usage;
 
 use std::future::Future;
 use std::time::Duration;
