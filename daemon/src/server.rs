@@ -52,6 +52,7 @@ impl DaemonServer {
             tool_choice: request.tool_choice,
             client,
             chain: None,
+            trigger: request.trigger,
         })
     }
 
@@ -79,6 +80,7 @@ struct TurnRequestParts {
     cwd: Option<String>,
     guest: Option<String>,
     tool_choice: Option<String>,
+    trigger: Option<String>,
 }
 
 impl From<SendMsg> for TurnRequestParts {
@@ -90,6 +92,7 @@ impl From<SendMsg> for TurnRequestParts {
             cwd: msg.cwd,
             guest: msg.guest,
             tool_choice: msg.tool_choice,
+            trigger: msg.trigger,
         }
     }
 }
@@ -103,6 +106,7 @@ impl From<StreamMsg> for TurnRequestParts {
             cwd: msg.cwd,
             guest: msg.guest,
             tool_choice: msg.tool_choice,
+            trigger: msg.trigger,
         }
     }
 }
@@ -519,7 +523,7 @@ impl Server for DaemonServer {
             .mcp
             .list(Some(&agent))
             .into_iter()
-            .find(|info| info.name == crate::mcp::server_name(&name))
+            .find(|info| info.name == name && info.source_kind == SourceKind::Local as i32)
             .ok_or_else(|| ErrorMsg::internal("the server was saved but is not listed"))
     }
 

@@ -166,6 +166,7 @@ impl Session {
             cwd: self.cwd.clone(),
             guest: None,
             tool_choice: None,
+            trigger: None,
         }
     }
 

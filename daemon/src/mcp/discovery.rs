@@ -177,6 +177,8 @@ fn inspect(name: &str, path: &Path) -> Result<Component, String> {
              starting with a letter or digit)"
         ));
     }
+    super::names::validate_server_name(name)
+        .map_err(|rule| format!("its tools could not be named after it: {rule}"))?;
     let file = PortFile::read(path).map_err(|err| match err {
         crabtalk_proto::home::PortFileError::Invalid { reason, .. } => {
             format!("not a port file ({reason})")

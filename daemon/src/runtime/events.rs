@@ -81,6 +81,8 @@ pub struct TurnSink {
     agent: String,
     sender: String,
     run_id: u64,
+    /// The trigger of the turn's chain, for subscribers.
+    trigger: String,
 }
 
 impl TurnSink {
@@ -97,7 +99,14 @@ impl TurnSink {
             agent: agent.to_owned(),
             sender: sender.to_owned(),
             run_id,
+            trigger: String::new(),
         }
+    }
+
+    /// This sink, reporting `trigger` as the turn's trigger.
+    pub fn triggered_by(mut self, trigger: Option<&str>) -> Self {
+        self.trigger = trigger.unwrap_or_default().to_owned();
+        self
     }
 
     pub fn agent(&self) -> &str {
@@ -141,6 +150,7 @@ impl TurnSink {
             sender: self.sender.clone(),
             timestamp: now_rfc3339(),
             run_id: self.run_id,
+            trigger: self.trigger.clone(),
             ..Default::default()
         };
         let kind = match event.event.as_ref()? {

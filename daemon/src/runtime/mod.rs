@@ -211,6 +211,7 @@ impl Runtime {
                 created_by: format!("event {source}"),
                 client: None,
                 chain: Some(cause.fired()),
+                trigger: None,
             });
             if let Err(error) = started {
                 tracing::warn!(
@@ -280,10 +281,9 @@ impl Runtime {
             Some(cwd) => validate_cwd(&cwd)?,
             None => default_cwd(&self.home),
         };
-        let chain = request
-            .chain
-            .take()
-            .unwrap_or_else(|| Chain::begun_by(&request.sender));
+        let chain = request.chain.take().unwrap_or_else(|| {
+            Chain::begun_by(&request.sender).triggered_by(request.trigger.as_deref())
+        });
         let run_id = self.next_run.fetch_add(1, Ordering::Relaxed);
         let key = ConversationKey {
             agent: primary.name.clone(),
@@ -438,6 +438,7 @@ impl Runtime {
             )));
         }
         let config = parse_agent_config(config_json)?.unwrap_or_default();
+        config.check_mcps().map_err(ErrorMsg::bad_request)?;
         let agent = AgentDef {
             name: name.to_owned(),
             config,
@@ -460,6 +461,7 @@ impl Runtime {
         let current = snapshot.agent(name).map_err(ErrorMsg::not_found)?;
         let mut agent = AgentDef::clone(&current);
         if let Some(config) = parse_agent_config(config_json)? {
+            config.check_mcps().map_err(ErrorMsg::bad_request)?;
             agent.config = config;
         }
         if !prompt.is_empty() {
@@ -540,9 +542,7 @@ impl Runtime {
     pub fn upsert_mcp(&self, agent: &str, config_json: &str) -> Result<String, ErrorMsg> {
         let config: McpServerConfig = serde_json::from_str(config_json)
             .map_err(|err| ErrorMsg::bad_request(format!("not McpServerConfig JSON: {err}")))?;
-        if config.name.trim().is_empty() {
-            return Err(ErrorMsg::bad_request("the MCP server needs a name"));
-        }
+        crate::config::agent::validate_server_name(&config.name).map_err(ErrorMsg::bad_request)?;
         if config.command.is_none() == config.url.is_none() {
             return Err(ErrorMsg::bad_request(
                 "give the MCP server either a command or a url",
@@ -560,6 +560,7 @@ impl Runtime {
             Some(existing) => *existing = config.clone(),
             None => def.config.mcps.push(config.clone()),
         }
+        def.config.check_mcps().map_err(ErrorMsg::bad_request)?;
         self.agent_store.save(&def).map_err(|err| {
             ErrorMsg::internal(format!("cannot save agent {:?}: {err}", def.name))
         })?;
@@ -661,7 +662,6 @@ impl Runtime {
     pub async fn shutdown(&self, grace: Duration) {
         self.closing.store(true, Ordering::Release);
         self.hub.close();
-        self.mcp.shutdown();
         self.conversations.kill_all("the daemon is shutting down");
         self.turns.close();
         if tokio::time::timeout(grace, self.turns.wait())
@@ -670,6 +670,8 @@ impl Runtime {
         {
             tracing::warn!("some turns did not finish within {grace:?} of shutdown");
         }
+        // The turns are over: no call needs a server any more.
+        self.mcp.shutdown().await;
         for conversation in self.conversations.all() {
             conversation.flush_meta();
         }
@@ -739,9 +741,14 @@ fn tool_settings(home: &Home, config: &DaemonConfig, mcp: &Arc<McpHub>) -> ToolS
 }
 
 fn mcp_settings(config: &DaemonConfig) -> McpSettings {
+    let first = Duration::from_millis(config.mcp.restart_backoff_ms.max(10));
     McpSettings {
         call_timeout: Duration::from_secs(config.mcp.call_timeout_secs.max(1)),
         connect_timeout: Duration::from_secs(config.mcp.connect_timeout_secs.max(1)),
+        restart: crate::mcp::RestartPolicy {
+            first,
+            max: Duration::from_millis(config.mcp.restart_backoff_max_ms).max(first),
+        },
     }
 }
 
