@@ -13,14 +13,16 @@
 //! - [`memory`]: the per-agent CRMEM memory store, recall, dump/load.
 //! - [`search`]: the session search index.
 //! - [`server`]: the protocol operations; [`process`]: startup, listeners,
-//!   signals, shutdown; [`lock`]: one daemon per home; [`commands`]: the
-//!   other subcommands (`memory dump|load`, `sessions search`).
+//!   signals, shutdown; [`lock`]: one daemon per home; [`leftovers`]: the
+//!   temp files crashes leave, cleared at start; [`commands`]: the other
+//!   subcommands (`memory dump|load`, `sessions search`).
 
 pub mod bm25;
 pub mod bus;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod leftovers;
 pub mod lock;
 pub mod mcp;
 pub mod memory;

@@ -31,6 +31,7 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
     // One process-wide TLS provider (ring) for every HTTPS client.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let _lock = InstanceLock::acquire(&home.lock_file())?;
+    crate::leftovers::remove_interrupted_writes(&home);
     let environment = detect_environment().await;
     let runtime = Runtime::start(home.clone(), environment)?;
     let server = Arc::new(DaemonServer::new(runtime.clone()));

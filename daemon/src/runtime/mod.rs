@@ -511,21 +511,24 @@ impl Runtime {
                 "{old:?} is the default agent; change default_agent in config.toml before renaming it"
             )));
         }
-        if self.memories.exists(new) {
+        // Everything that could stop the move half-way is checked before
+        // anything moves: what an earlier agent of the new name left.
+        let left_over = [
+            self.agent_store
+                .exists(new)
+                .then(|| self.agent_store.dir().join(format!("{new}.toml"))),
+            self.conversations.storage().agent_folder(new),
+            self.memories.exists(new).then(|| self.memories.file(new)),
+        ];
+        if let Some(path) = left_over.into_iter().flatten().next() {
             return Err(ErrorMsg::conflict(format!(
-                "{} already exists (the memory of an earlier agent {new:?}); move it aside first",
-                self.memories.file(new).display()
+                "{} already exists (left by an earlier agent {new:?}); move it aside first, \
+                 or choose another name",
+                path.display()
             )));
         }
         self.release_conversations(old).await?;
-        let internal =
-            |err: std::io::Error| ErrorMsg::internal(format!("cannot rename agent {old:?}: {err}"));
-        self.agent_store.rename(old, new).map_err(internal)?;
-        self.conversations
-            .storage()
-            .rename_agent(old, new)
-            .map_err(internal)?;
-        self.memories.rename(old, new).map_err(internal)?;
+        self.move_agent_files(old, new)?;
         let sessions = self.sessions.clone();
         let (from, to) = (old.to_owned(), new.to_owned());
         tokio::task::spawn_blocking(move || {
@@ -535,6 +538,36 @@ impl Runtime {
         });
         self.refresh_agents(&snapshot, old);
         self.snapshot().agent(new).map_err(ErrorMsg::internal)
+    }
+
+    /// Moves an agent's definition, conversations and memory to `new`; if a
+    /// step fails, the steps before it are undone, so the agent is whole
+    /// under one name or the other.
+    fn move_agent_files(&self, old: &str, new: &str) -> Result<(), ErrorMsg> {
+        let failed = |what: &str, err: std::io::Error, undone: bool| {
+            let after = if undone {
+                "nothing was changed"
+            } else {
+                "it could not all be moved back (see the log)"
+            };
+            ErrorMsg::internal(format!(
+                "cannot rename agent {old:?} to {new:?}: {what}: {err}; {after}"
+            ))
+        };
+        let storage = self.conversations.storage();
+        self.agent_store
+            .rename(old, new)
+            .map_err(|err| failed("moving its definition", err, true))?;
+        if let Err(err) = storage.rename_agent(old, new) {
+            let undone = undo_rename(old, new, "definition", self.agent_store.rename(new, old));
+            return Err(failed("moving its conversations", err, undone));
+        }
+        if let Err(err) = self.memories.rename(old, new) {
+            let undone = undo_rename(old, new, "conversations", storage.rename_agent(new, old))
+                & undo_rename(old, new, "definition", self.agent_store.rename(new, old));
+            return Err(failed("moving its memory", err, undone));
+        }
+        Ok(())
     }
 
     /// Adds (or replaces, by name) an MCP server in `agent`'s config, from
@@ -674,6 +707,20 @@ impl Runtime {
         self.mcp.shutdown().await;
         for conversation in self.conversations.all() {
             conversation.flush_meta();
+        }
+    }
+}
+
+/// Logs a step of a failed rename that could not be undone; whether it was.
+fn undo_rename(old: &str, new: &str, what: &str, undone: std::io::Result<()>) -> bool {
+    match undone {
+        Ok(()) => true,
+        Err(err) => {
+            tracing::error!(
+                "renaming agent {old:?} to {new:?} failed, and its {what} could not be moved \
+                 back: {err}; move the files under {new:?} back to {old:?} by hand"
+            );
+            false
         }
     }
 }

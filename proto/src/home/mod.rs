@@ -31,7 +31,7 @@ mod port_file;
 
 use std::path::{Path, PathBuf};
 
-pub use atomic::{write_atomic, write_atomic_mode, write_atomic_private};
+pub use atomic::{remove_stale_temp_files, write_atomic, write_atomic_mode, write_atomic_private};
 pub use env_file::{EnvFile, EnvFileError, EnvLineError, EnvVar};
 pub use port_file::{PortFile, PortFileError};
 
