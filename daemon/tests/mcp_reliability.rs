@@ -836,3 +836,41 @@ async fn a_turn_a_component_started_is_not_offered_that_components_tools() {
     .await;
     assert_eq!(results[0].output, "noted");
 }
+
+#[tokio::test]
+async fn a_reply_of_20_mb_over_http_fails_its_call_and_keeps_the_connection() {
+    let (llm, daemon) = start("\n[mcp]\ncall_timeout_secs = 600\n").await;
+    let client = daemon.client().await;
+    let port_file = daemon.path().join("run/calc.port");
+    let _component = Process::http_server(&port_file, &[]);
+    listed(&client, "calc", "the component to connect", is_connected).await;
+    let results = call(
+        &llm,
+        &client,
+        message("crab", "user", "say a lot"),
+        vec![ToolCall::new(
+            "h",
+            "calc__huge",
+            json!({"bytes": 20_000_000}),
+        )],
+    )
+    .await;
+    assert!(results[0].is_error);
+    assert!(
+        results[0]
+            .output
+            .contains("its reply was lost, though the server still answers"),
+        "{}",
+        results[0].output
+    );
+    let info = listed(&client, "calc", "calc", |_| true).await;
+    assert!(is_connected(&info) && info.restarts == 0, "{info:?}");
+    let results = call(
+        &llm,
+        &client,
+        message("crab", "user", "add"),
+        vec![ToolCall::new("a", "calc__add", json!({"a": 2, "b": 3}))],
+    )
+    .await;
+    assert_eq!(results[0].output, "5");
+}

@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 use crabtalk_proto::msg::{McpEventKind, McpEventMsg, McpStatus};
 use parking_lot::Mutex;
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, JsonObject};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock, JsonObject, PingRequest,
+};
 use rmcp::service::{Peer as Connection, RoleClient, RunningService};
 use tokio::sync::{Notify, broadcast};
 use tokio::task::JoinHandle;
@@ -239,11 +241,18 @@ impl Peer {
             )),
             Ok(Err(err)) => {
                 let failure = call_failure(&err);
-                if failure.connection_lost {
+                if failure.connection_lost && !still_answers(&connection).await {
                     self.lose(epoch, &failure.message);
                     return ToolOutput::error(format!(
                         "{} failed: {}; the daemon is connecting to {} again",
                         tool.qualified, failure.message, self.name
+                    ));
+                }
+                if failure.connection_lost {
+                    return ToolOutput::error(format!(
+                        "{} failed: its reply was lost, though the server still answers (over \
+                         HTTP the daemon reads replies of at most 16 MiB); {}",
+                        tool.qualified, failure.message
                     ));
                 }
                 ToolOutput::error(format!("{} failed: {}", tool.qualified, failure.message))
@@ -661,6 +670,20 @@ impl Live {
             .await;
         self.process.as_mut()?.stop().await
     }
+}
+
+/// How long a server gets to answer a ping after a call failed.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether a connection on which a call just failed still answers a ping:
+/// over HTTP one request can fail (a reply too large to read) while the
+/// connection is fine.
+async fn still_answers(connection: &Connection<RoleClient>) -> bool {
+    if connection.is_transport_closed() {
+        return false;
+    }
+    let ping = connection.send_request(ClientRequest::PingRequest(PingRequest::default()));
+    matches!(tokio::time::timeout(PROBE_TIMEOUT, ping).await, Ok(Ok(_)))
 }
 
 /// Every tool of the server, named for agents.
