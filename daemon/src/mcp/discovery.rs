@@ -271,6 +271,10 @@ mod tests {
         std::fs::write(run.join("junk.port"), "not a port").unwrap();
         std::fs::write(run.join("Bad Name.port"), "4004").unwrap();
         std::fs::write(run.join(".search.port.1.0.tmp"), "4005").unwrap();
+        // A fine service name, but too long to prefix tool names.
+        PortFile::for_this_process(4006)
+            .write(&run.join("a-component-with-a-long-name.port"))
+            .unwrap();
         let mut discovery = Discovery::new(run.to_owned());
         let found: Vec<(String, u16)> = discovery
             .scan()
@@ -287,7 +291,15 @@ mod tests {
             .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
         reported.sort();
-        assert_eq!(reported, ["Bad Name.port", "dead.port", "junk.port"]);
+        assert_eq!(
+            reported,
+            [
+                "Bad Name.port",
+                "a-component-with-a-long-name.port",
+                "dead.port",
+                "junk.port"
+            ]
+        );
     }
 
     #[test]
