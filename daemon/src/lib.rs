@@ -16,13 +16,15 @@
 //! owned by the runtime) and `runtime::sessions` (the index fed by every
 //! append and rebuilt from the logs).
 //! - [`server`]: the protocol operations; [`process`]: startup, listeners,
-//!   signals, shutdown; [`lock`]: one daemon per home; [`commands`]: the
-//!   other subcommands (`memory dump|load`, `sessions search`).
+//!   signals, shutdown; [`lock`]: one daemon per home; [`leftovers`]: the
+//!   temp files crashes leave, cleared at start; [`commands`]: the other
+//!   subcommands (`memory dump|load`, `sessions search`).
 
 pub mod bus;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod leftovers;
 pub mod lock;
 pub mod mcp;
 pub mod process;

@@ -32,6 +32,7 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
     // One process-wide TLS provider (ring) for every HTTPS client.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let _lock = InstanceLock::acquire(&home.lock_file())?;
+    crate::leftovers::remove_interrupted_writes(&home);
     let environment = detect_environment().await;
     let runtime = Runtime::start(home.clone(), environment)?;
     let server = Arc::new(DaemonServer::new(runtime.clone()));
@@ -60,14 +61,17 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
     }
     tracing::info!("crabtalkd {VERSION} ready (home {})", home.root().display());
 
-    let discovery = tokio::spawn(crate::mcp::discovery::watch(
-        runtime.mcp.clone(),
-        home.run_dir(),
-        serving.clone(),
-    ));
+    let discovering = CancellationToken::new();
+    let discovery = tokio::spawn(
+        crate::mcp::discovery::Discovery::new(home.run_dir())
+            .watch(runtime.mcp.clone(), discovering.clone()),
+    );
     let sweeper = tokio::spawn(runtime.clone().evict_idle_conversations());
     shutdown.cancelled().await;
     tracing::info!("shutting down");
+    // Discovery first, so that nothing connects while connections close.
+    discovering.cancel();
+    let _ = discovery.await;
     runtime.shutdown(SHUTDOWN_GRACE).await;
     serving.cancel();
     for listener in listeners {
@@ -79,7 +83,6 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
         }
     }
     sweeper.abort();
-    discovery.abort();
     if let Some(ours) = port_file {
         remove_port_file_if_ours(&home, &ours);
     }

@@ -24,6 +24,11 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// older messages beyond it are summarised by a count.
 const MAX_HISTORY_BYTES: usize = 8 * 1024 * 1024;
 
+/// Most of one message returned by `GetConversationHistory`: a longer one
+/// is cut, and says so, so that one huge message neither fills the reply
+/// nor pushes the newest messages out of it.
+const MAX_HISTORY_MESSAGE: usize = 256 * 1024;
+
 /// `SearchSessionsMsg` defaults: hits, and messages before and after each.
 const DEFAULT_SEARCH_HITS: usize = 10;
 const DEFAULT_SEARCH_CONTEXT: usize = 2;
@@ -52,6 +57,7 @@ impl DaemonServer {
             tool_choice: request.tool_choice,
             client,
             chain: None,
+            trigger: request.trigger,
         })
     }
 
@@ -79,6 +85,7 @@ struct TurnRequestParts {
     cwd: Option<String>,
     guest: Option<String>,
     tool_choice: Option<String>,
+    trigger: Option<String>,
 }
 
 impl From<SendMsg> for TurnRequestParts {
@@ -90,6 +97,7 @@ impl From<SendMsg> for TurnRequestParts {
             cwd: msg.cwd,
             guest: msg.guest,
             tool_choice: msg.tool_choice,
+            trigger: msg.trigger,
         }
     }
 }
@@ -103,6 +111,7 @@ impl From<StreamMsg> for TurnRequestParts {
             cwd: msg.cwd,
             guest: msg.guest,
             tool_choice: msg.tool_choice,
+            trigger: msg.trigger,
         }
     }
 }
@@ -234,7 +243,16 @@ impl Server for DaemonServer {
                     .conversations
                     .get(&key)
                     .and_then(|conversation| conversation.latest_meta())
-                    .unwrap_or(stored.meta);
+                    .unwrap_or_else(|| {
+                        // A sidecar lags its log after a crash; the log,
+                        // counted at start, does not.
+                        let mut meta = stored.meta;
+                        let handle = stored.files.handle.as_str();
+                        if let Some(logged) = self.runtime.sessions().logged_messages(handle) {
+                            meta.message_count = meta.message_count.max(logged);
+                        }
+                        meta
+                    });
                 let created = chrono::DateTime::parse_from_rfc3339(&meta.created_at).ok();
                 ConversationInfo {
                     alive_secs: created.map_or(0, |created| {
@@ -546,7 +564,7 @@ impl Server for DaemonServer {
             .mcp
             .list(Some(&agent))
             .into_iter()
-            .find(|info| info.name == crate::mcp::server_name(&name))
+            .find(|info| info.name == name && info.source_kind == SourceKind::Local as i32)
             .ok_or_else(|| ErrorMsg::internal("the server was saved but is not listed"))
     }
 
@@ -602,7 +620,25 @@ fn subscription_info(subscription: crate::bus::Subscription) -> SubscriptionInfo
     }
 }
 
-/// A stored log as protocol messages, newest kept when it is too large.
+/// Cuts `content` to [`MAX_HISTORY_MESSAGE`] bytes on a character boundary,
+/// with a note saying how much there was.
+fn cut_message(content: &mut String) {
+    if content.len() <= MAX_HISTORY_MESSAGE {
+        return;
+    }
+    let total = content.len();
+    let mut cut = MAX_HISTORY_MESSAGE;
+    while !content.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    content.truncate(cut);
+    content.push_str(&format!(
+        "\n[message cut for the history view: {total} bytes, the first {cut} shown]"
+    ));
+}
+
+/// A stored log as protocol messages, each cut to a size a client can
+/// show, the newest kept when they are too large together.
 fn history_messages(entries: Vec<Entry>) -> Vec<ConversationMessage> {
     let mut messages: Vec<ConversationMessage> = entries
         .into_iter()
@@ -634,6 +670,9 @@ fn history_messages(entries: Vec<Entry>) -> Vec<ConversationMessage> {
             }
         })
         .collect();
+    for message in &mut messages {
+        cut_message(&mut message.content);
+    }
     let mut total = 0;
     let keep_from = messages
         .iter()
@@ -650,4 +689,50 @@ fn history_messages(entries: Vec<Entry>) -> Vec<ConversationMessage> {
         });
     }
     messages
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::Message;
+
+    #[test]
+    fn a_huge_message_is_cut_and_the_newest_messages_stay() {
+        let entries = vec![
+            Entry::Message(Message::user("before")),
+            Entry::Message(Message::user("é".repeat(6 * 1024 * 1024))),
+            Entry::Message(Message::assistant("the newest answer")),
+        ];
+        let messages = history_messages(entries);
+        assert_eq!(messages.len(), 3, "nothing omitted");
+        assert_eq!(messages[0].content, "before");
+        let cut = &messages[1].content;
+        assert!(
+            cut.ends_with(
+                "[message cut for the history view: 12582912 bytes, the first 262144 shown]"
+            ),
+            "{}",
+            &cut[cut.len() - 100..]
+        );
+        assert!(cut.len() < MAX_HISTORY_MESSAGE + 100);
+        assert_eq!(messages[2].content, "the newest answer");
+    }
+
+    #[test]
+    fn when_the_whole_is_too_large_the_oldest_are_counted_instead() {
+        let entries: Vec<Entry> = (0..40)
+            .map(|i| {
+                Entry::Message(Message::user(format!(
+                    "{i}{}",
+                    "x".repeat(MAX_HISTORY_MESSAGE)
+                )))
+            })
+            .collect();
+        let messages = history_messages(entries);
+        assert_eq!(messages[0].role, "system");
+        assert!(messages[0].content.contains("earlier messages omitted"));
+        assert!(messages.last().unwrap().content.starts_with("39"));
+        let total: usize = messages.iter().map(|m| m.content.len()).sum();
+        assert!(total <= MAX_HISTORY_BYTES + 200, "{total}");
+    }
 }

@@ -111,7 +111,7 @@ async fn an_agents_stdio_server_gives_it_namespaced_tools() {
     let info = connected(&client, "mathy", "calc").await;
     assert_eq!(
         (info.tool_count, info.source_kind),
-        (4, SourceKind::Local as i32)
+        (7, SourceKind::Local as i32)
     );
     assert!(info.source.contains("mathy"), "{}", info.source);
 

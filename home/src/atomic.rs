@@ -2,6 +2,11 @@
 //! fsync it, rename it over the target, fsync the folder. A reader sees the
 //! old contents or the new ones, never a mix, and a crash at any point leaves
 //! one of the two on disk.
+//!
+//! A crash between creating the temp file and renaming it leaves the temp
+//! file behind (`.<name>.<pid>.<n>.tmp`). [`remove_stale_temp_files`] removes
+//! those whose writer is no longer running; a program calls it at start on
+//! the folders it writes.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -59,6 +64,66 @@ fn temp_path(dir: &Path, path: &Path) -> io::Result<PathBuf> {
     Ok(dir.join(temp))
 }
 
+/// The pid of the process that wrote the temp file named `file_name`, if it
+/// is one of ours (`.<name>.<pid>.<n>.tmp`).
+fn temp_file_writer(file_name: &str) -> Option<u32> {
+    let inner = file_name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let mut parts = inner.rsplitn(3, '.');
+    let counter = parts.next()?;
+    let pid = parts.next()?;
+    let target = parts.next()?;
+    if target.is_empty() || counter.parse::<u64>().is_err() {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Removes the temp files in `dir` (not below it) that writes interrupted
+/// by a crash left behind: those whose writing process is gone. Returns the
+/// files removed.
+pub fn remove_stale_temp_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(err),
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_file_writer) else {
+            continue;
+        };
+        if pid == std::process::id() || process_runs(pid) {
+            continue;
+        }
+        if entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            let path = entry.path();
+            fs::remove_file(&path)?;
+            removed.push(path);
+        }
+    }
+    Ok(removed)
+}
+
+/// Whether a process with this pid runs (where that cannot be known, it is
+/// taken to run, so nothing is removed).
+fn process_runs(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        let rc = unsafe { libc::kill(pid, 0) };
+        rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
 fn write_temp(temp: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
@@ -110,6 +175,46 @@ mod tests {
         write_atomic_private(&path, b"token").unwrap();
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn temp_files_of_writers_that_are_gone_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = u32::MAX - 9;
+        let leftovers = [
+            format!(".memory.crmem.{dead}.0.tmp"),
+            format!(".user.meta.json.{dead}.17.tmp"),
+        ];
+        let kept = [
+            // A writer that still runs (this process) may be mid-write.
+            format!(".memory.crmem.{}.3.tmp", std::process::id()),
+            // Not our shape.
+            ".notes.tmp".to_owned(),
+            "plain.tmp".to_owned(),
+            format!(".x.{dead}.tmp"),
+            "memory.crmem".to_owned(),
+        ];
+        for name in leftovers.iter().chain(&kept) {
+            fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        let mut removed: Vec<String> = remove_stale_temp_files(dir.path())
+            .unwrap()
+            .iter()
+            .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        removed.sort();
+        let mut expected = leftovers.to_vec();
+        expected.sort();
+        assert_eq!(removed, expected);
+        for name in &kept {
+            assert!(dir.path().join(name).exists(), "{name}");
+        }
+        assert!(
+            remove_stale_temp_files(&dir.path().join("missing"))
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

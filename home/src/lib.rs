@@ -51,7 +51,7 @@ mod paths;
 mod port_file;
 mod service;
 
-pub use atomic::{write_atomic, write_atomic_mode, write_atomic_private};
+pub use atomic::{remove_stale_temp_files, write_atomic, write_atomic_mode, write_atomic_private};
 pub use env_file::{EnvFile, EnvFileError, EnvLineError, EnvVar};
 pub use health::{HEALTH_PATH, Health};
 pub use paths::{DAEMON_RUN_NAME, HOME_ENV, Home, HomeError, validate_service_name};

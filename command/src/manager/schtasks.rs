@@ -2,7 +2,7 @@
 //!
 //! | operation | commands |
 //! |---|---|
-//! | install | write the task XML (UTF-16) to `run/<label>.xml`, `/Create /TN <label> /XML <file> /F` |
+//! | install | write the task XML (re-declared and encoded as UTF-16) to `run/<label>.xml`, `/Create /TN <label> /XML <file> /F` |
 //! | start | install, `/Change /ENABLE`, `/Run` |
 //! | stop | `/End`, `/Change /DISABLE` |
 //! | restart | `/End`, `/Run` |
@@ -53,8 +53,16 @@ impl Schtasks {
     }
 }
 
-/// `schtasks` reads task XML as UTF-16 (little endian, with a BOM).
-pub fn utf16_with_bom(text: &str) -> Vec<u8> {
+/// The task file as installed: `schtasks` reads task XML as UTF-16. The
+/// rendered text declares UTF-8 — it is what `crabup <service> unit`
+/// prints, and a printed file must be what it says — so the declaration is
+/// changed with the encoding.
+pub fn installed_form(text: &str) -> Vec<u8> {
+    utf16_with_bom(&text.replacen("encoding=\"UTF-8\"", "encoding=\"UTF-16\"", 1))
+}
+
+/// UTF-16, little endian, with a BOM.
+fn utf16_with_bom(text: &str) -> Vec<u8> {
     let mut bytes = vec![0xFF, 0xFE];
     for unit in text.encode_utf16() {
         bytes.extend_from_slice(&unit.to_le_bytes());
@@ -89,7 +97,7 @@ impl ServiceManager for Schtasks {
         prepare_home(spec)?;
         let text = spec.render(UnitFormat::Schtasks)?;
         let path = self.xml_path(spec);
-        let installed = write_unit(&path, &utf16_with_bom(&text))?;
+        let installed = write_unit(&path, &installed_form(&text))?;
         if matches!(installed, Installed::Written(_)) || self.query(spec)?.is_none() {
             let label = spec.service.label();
             self.schtasks.run(&[
@@ -182,6 +190,22 @@ mod tests {
     #[test]
     fn task_xml_is_utf16_with_a_bom() {
         assert_eq!(utf16_with_bom("<a"), [0xFF, 0xFE, b'<', 0, b'a', 0]);
+    }
+
+    #[test]
+    fn the_installed_file_declares_the_encoding_it_is_in() {
+        let printed = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Task>é</Task>\n";
+        let bytes = installed_form(printed);
+        assert_eq!(bytes[..2], [0xFF, 0xFE]);
+        let units: Vec<u16> = bytes[2..]
+            .chunks(2)
+            .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
+            .collect();
+        let installed = String::from_utf16(&units).unwrap();
+        assert_eq!(
+            installed,
+            "<?xml version=\"1.0\" encoding=\"UTF-16\"?>\n<Task>é</Task>\n"
+        );
     }
 
     #[test]

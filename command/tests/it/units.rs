@@ -333,11 +333,13 @@ fn plists_parse_as_xml_with_the_expected_structure() {
 
 /// The task XML's action: command, arguments, working directory.
 fn parse_task(xml: &str) -> (String, String, String) {
-    // The declaration says UTF-16: that is how the file is written. The
-    // text itself is checked here as the same document in UTF-8.
-    let utf8 = xml.replacen("encoding=\"UTF-16\"", "encoding=\"UTF-8\"", 1);
-    let doc = roxmltree::Document::parse(&utf8)
-        .unwrap_or_else(|e| panic!("invalid task XML: {e}\n{xml}"));
+    // Parsed as printed: the declaration says what the text is.
+    assert!(
+        xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"),
+        "{xml}"
+    );
+    let doc =
+        roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("invalid task XML: {e}\n{xml}"));
     let task = doc.root_element();
     assert!(task.has_tag_name("Task"));
     let find = |path: &[&str]| {

@@ -105,8 +105,12 @@ fn launchd_argv(plist: &str) -> Vec<String> {
 /// The program words of a rendered task's `cmd.exe /c "… && "prog" "arg"
 /// >>"log" 2>&1"` action.
 fn schtasks_argv(task: &str) -> Vec<String> {
-    let utf8 = task.replacen("encoding=\"UTF-16\"", "encoding=\"UTF-8\"", 1);
-    let doc = roxmltree::Document::parse(&utf8)
+    // Parsed as printed: the declaration says what the text is.
+    assert!(
+        task.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"),
+        "{task}"
+    );
+    let doc = roxmltree::Document::parse(task)
         .unwrap_or_else(|e| panic!("invalid task XML: {e}\n{task}"));
     let text_of = |tag: &str| {
         doc.descendants()

@@ -196,6 +196,31 @@ impl AgentConfig {
         keys
     }
 
+    /// Checks the MCP servers: each name follows [`validate_server_name`]
+    /// and appears once, and each server has a command or a url (not
+    /// both). The error names the server and says what to change.
+    pub fn check_mcps(&self) -> Result<(), String> {
+        let mut seen = std::collections::BTreeSet::new();
+        for (index, server) in self.mcps.iter().enumerate() {
+            validate_server_name(&server.name)
+                .map_err(|err| format!("mcps[{index}].name: {err}"))?;
+            if !seen.insert(server.name.as_str()) {
+                return Err(format!(
+                    "mcps[{index}]: a second MCP server named {:?}; each name may appear once \
+                     per agent",
+                    server.name
+                ));
+            }
+            if server.command.is_none() == server.url.is_none() {
+                return Err(format!(
+                    "mcps[{index}] ({:?}): give the server either a command or a url",
+                    server.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// This config with MCP env values and auth replaced by `<redacted>`.
     pub fn redacted(&self) -> Self {
         let mut copy = self.clone();
@@ -220,6 +245,33 @@ pub struct AgentDef {
     pub name: String,
     pub config: AgentConfig,
     pub prompt: String,
+}
+
+/// The longest MCP server name: its tools are offered as `<name>__<tool>`,
+/// at most 64 characters, and the rest is left for the tool's own name.
+pub const MAX_SERVER_NAME: usize = 24;
+
+/// Checks an MCP server name — the one rule for every name a server gets,
+/// declared or discovered (see `mcp::names`); the error says what is
+/// allowed.
+pub fn validate_server_name(name: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    let valid = !name.is_empty()
+        && name.len() <= MAX_SERVER_NAME
+        && name.chars().all(allowed)
+        && edge_ok(name.chars().next())
+        && edge_ok(name.chars().last())
+        && !name.contains("__");
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid MCP server name {name:?}: use 1-{MAX_SERVER_NAME} letters, digits, '-' or \
+             '_', beginning and ending with a letter or digit, without \"__\" (tools are offered \
+             as <server>__<tool>)"
+        ))
+    }
 }
 
 /// Checks an agent name; the error says what is allowed.
@@ -367,6 +419,14 @@ impl AgentStore {
         };
         let config: AgentConfig = parse_toml(&path, &text)?;
         let mut problems = unknown_key_problems(&path, &text, &config.unknown_keys(&text));
+        if let Err(message) = config.check_mcps() {
+            problems.push(Problem::at_key(
+                &path,
+                &text,
+                &KeyPath::keys(&["mcps"]),
+                message,
+            ));
+        }
         if let (Some(model), Some(served)) = (&config.model, served)
             && !served.contains(model)
         {
@@ -557,6 +617,57 @@ mod tests {
             for inner in value.as_object().unwrap().keys() {
                 assert!(known.contains(&inner.as_str()), "{key}.{inner}");
             }
+        }
+    }
+
+    #[test]
+    fn server_names_follow_one_rule() {
+        for good in ["calc", "GitHub", "web-search", "db_2", "a", &"x".repeat(24)] {
+            assert!(validate_server_name(good).is_ok(), "{good:?}");
+        }
+        for bad in [
+            "",
+            "my server",
+            "a__b",
+            "_calc",
+            "calc_",
+            "-x",
+            "é",
+            "a.b",
+            &"x".repeat(25),
+        ] {
+            let err = validate_server_name(bad).unwrap_err();
+            assert!(err.contains("invalid MCP server name"), "{err}");
+        }
+    }
+
+    #[test]
+    fn an_agent_file_with_an_unusable_mcp_server_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = AgentStore::new(dir.path());
+        for (file, text, expected) in [
+            (
+                "empty",
+                "[[mcps]]\nname = \"\"\ncommand = \"x\"\n",
+                "mcps[0].name",
+            ),
+            (
+                "twice",
+                "[[mcps]]\nname = \"a\"\ncommand = \"x\"\n[[mcps]]\nname = \"a\"\nurl = \"http://h\"\n",
+                "mcps[1]: a second MCP server named \"a\"",
+            ),
+            (
+                "neither",
+                "[[mcps]]\nname = \"a\"\n",
+                "either a command or a url",
+            ),
+        ] {
+            std::fs::write(dir.path().join(format!("{file}.toml")), text).unwrap();
+            let err = store.load(file, None).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("{file}.toml")) && err.contains(expected),
+                "{err}"
+            );
         }
     }
 

@@ -60,6 +60,12 @@ pub struct McpConfig {
     pub call_timeout_secs: u64,
     /// Connecting and listing tools may take this long.
     pub connect_timeout_secs: u64,
+    /// The first pause before a server is started (or connected to) again;
+    /// it doubles after each try.
+    pub restart_backoff_ms: u64,
+    /// The longest pause between tries; a connection that stays up this
+    /// long brings the pause back to `restart_backoff_ms`.
+    pub restart_backoff_max_ms: u64,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
 }
@@ -73,6 +79,8 @@ impl Default for McpConfig {
         Self {
             call_timeout_secs: 60,
             connect_timeout_secs: 30,
+            restart_backoff_ms: 1000,
+            restart_backoff_max_ms: 60_000,
             unknown: BTreeMap::new(),
         }
     }

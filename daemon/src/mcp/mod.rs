@@ -1,29 +1,44 @@
 //! MCP servers: those agents declare (RFC 0193) and the components that
-//! announce themselves in `run/<name>.port` (RFC 0043).
+//! announce themselves in `run/<name>.port` (RFC 0043). See RFC 0005.
 //!
-//! Agents own their servers by value. Identical declarations — same command,
-//! arguments, environment, URL and token — are one connection, however many
-//! agents declare them; a connection nobody declares any more is closed (its
-//! process killed). [`McpHub::reconcile`] makes the connections match the
-//! agents after every change to them.
+//! Agents own their servers by value. Identical declarations — same name,
+//! command, arguments, environment, URL and token — are one connection,
+//! however many agents declare them; a connection nobody declares any more
+//! is closed (its process group ended). [`McpHub::reconcile`] makes the
+//! connections match the agents after every change to them.
 //!
 //! Components are found by watching `run/` ([`discovery`]): every live port
 //! file other than the daemon's own is a server at
 //! `http://127.0.0.1:<port>/mcp`, offered to every agent.
 //!
-//! Tools are named `server__tool`. An agent's own servers come first: a
-//! component with the same name as one of them is hidden from that agent.
-//! Each call has a timeout, and servers are independent: a slow or dead one
-//! never holds up another.
+//! Tools are named `server__tool` ([`names`]). An agent's own servers come
+//! first: a component with the same name as one of them is hidden from that
+//! agent, with a warning in the log. A turn that a component started
+//! (its chain's trigger) is not offered that component's tools. Each call
+//! has a timeout and carries who made it ([`caller`]); servers are
+//! independent: a slow or dead one never holds up another.
+//!
+//! At shutdown, discovery is stopped first (by the caller); then every
+//! connection is closed and every stdio server's process group ended,
+//! waiting a bounded time ([`McpHub::shutdown`]).
 
+mod backoff;
+pub mod caller;
+mod client;
 pub mod discovery;
+mod failure;
+pub mod names;
+mod oversize;
 mod peer;
+mod stderr;
+mod stdio;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crabtalk_proto::msg::{ErrorMsg, McpEventMsg, McpInfo, SourceKind};
@@ -31,11 +46,17 @@ use futures::Stream;
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
 
-use self::peer::{Peer, PeerSettings, sanitize};
+pub use self::backoff::RestartPolicy;
+use self::caller::Caller;
+use self::peer::{Peer, PeerSettings};
 pub use self::peer::{RemoteTool, Status};
 use crate::config::REDACTED;
 use crate::config::agent::{AgentDef, McpServerConfig};
 use crate::tools::{ToolOutput, ToolSpec};
+
+/// How long shutdown waits for connections to close and processes to end
+/// before it stops waiting (they are killed either way).
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// Where a server comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,11 +71,6 @@ pub enum Origin {
     },
 }
 
-/// The namespace a server's tools get from its configured name.
-pub fn server_name(configured: &str) -> String {
-    sanitize(configured, 24)
-}
-
 /// What makes two declarations one connection.
 type Fingerprint = u64;
 
@@ -62,8 +78,11 @@ fn fingerprint(origin: &Origin, env: &BTreeMap<String, String>) -> Fingerprint {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     match origin {
         Origin::Declared(config) => {
+            // The name is part of the identity: it is what the tools are
+            // called by.
             "declared".hash(&mut hasher);
             (
+                &config.name,
                 &config.command,
                 &config.args,
                 &config.env,
@@ -83,6 +102,7 @@ fn fingerprint(origin: &Origin, env: &BTreeMap<String, String>) -> Fingerprint {
 pub struct McpSettings {
     pub call_timeout: Duration,
     pub connect_timeout: Duration,
+    pub restart: RestartPolicy,
 }
 
 struct Entry {
@@ -98,6 +118,10 @@ pub struct McpHub {
     settings: Mutex<McpSettings>,
     /// `[env]` of `config.toml`, given to every command.
     env: Mutex<BTreeMap<String, String>>,
+    /// Set at shutdown: nothing connects after it.
+    closed: AtomicBool,
+    /// `component/agent` pairs whose shadowing was logged.
+    shadowed: Mutex<BTreeSet<String>>,
 }
 
 impl McpHub {
@@ -107,12 +131,16 @@ impl McpHub {
             events: broadcast::channel(256).0,
             settings: Mutex::new(settings),
             env: Mutex::new(BTreeMap::new()),
+            closed: AtomicBool::new(false),
+            shadowed: Mutex::new(BTreeSet::new()),
         })
     }
 
     fn peer_settings(&self) -> PeerSettings {
+        let settings = self.settings.lock().clone();
         PeerSettings {
-            connect_timeout: self.settings.lock().connect_timeout,
+            connect_timeout: settings.connect_timeout,
+            restart: settings.restart,
             env: self.env.lock().clone(),
         }
     }
@@ -126,6 +154,9 @@ impl McpHub {
         env: &BTreeMap<String, String>,
         settings: McpSettings,
     ) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
         *self.env.lock() = env.clone();
         *self.settings.lock() = settings;
         let mut wanted: BTreeMap<Fingerprint, (McpServerConfig, BTreeSet<String>)> =
@@ -157,10 +188,9 @@ impl McpHub {
             match entries.get_mut(&print) {
                 Some(entry) => entry.owners = owners,
                 None => {
-                    let name = server_name(&config.name);
                     let owners_text = owners.iter().cloned().collect::<Vec<_>>().join(", ");
                     let peer = Peer::start(
-                        name,
+                        config.name.clone(),
                         Origin::Declared(config),
                         self.peer_settings(),
                         self.events.clone(),
@@ -170,17 +200,21 @@ impl McpHub {
                 }
             }
         }
+        self.warn_shadowed(&entries);
     }
 
     /// Makes the component connections match `components` (from `run/`).
-    pub fn set_components(&self, components: Vec<(String, u16, PathBuf)>) {
+    pub fn set_components(&self, components: Vec<discovery::Component>) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
         let wanted: BTreeMap<Fingerprint, Origin> = components
             .into_iter()
-            .map(|(name, port, port_file)| {
+            .map(|component| {
                 let origin = Origin::Component {
-                    name,
-                    port,
-                    port_file,
+                    name: component.name,
+                    port: component.port,
+                    port_file: component.port_file,
                 };
                 (fingerprint(&origin, &BTreeMap::new()), origin)
             })
@@ -204,7 +238,7 @@ impl McpHub {
             };
             tracing::info!("found component {name} on port {port}");
             let peer = Peer::start(
-                server_name(name),
+                name.clone(),
                 origin,
                 self.peer_settings(),
                 self.events.clone(),
@@ -218,10 +252,41 @@ impl McpHub {
                 },
             );
         }
+        self.warn_shadowed(&entries);
     }
 
-    /// The servers `agent` may use, its own first.
-    fn servers_for(&self, agent: &AgentDef) -> Vec<Arc<Peer>> {
+    /// Logs, once, each component that an agent cannot see because it
+    /// declares a server of the same name.
+    fn warn_shadowed(&self, entries: &BTreeMap<Fingerprint, Entry>) {
+        let components: BTreeSet<&str> = entries
+            .values()
+            .filter(|entry| matches!(entry.peer.origin, Origin::Component { .. }))
+            .map(|entry| entry.peer.name.as_str())
+            .collect();
+        let mut now = BTreeSet::new();
+        for entry in entries.values() {
+            if matches!(entry.peer.origin, Origin::Declared(_))
+                && components.contains(entry.peer.name.as_str())
+            {
+                for agent in &entry.owners {
+                    now.insert(format!("{}/{agent}", entry.peer.name));
+                }
+            }
+        }
+        let mut shadowed = self.shadowed.lock();
+        for pair in now.difference(&shadowed) {
+            let (component, agent) = pair.split_once('/').unwrap_or((pair, ""));
+            tracing::warn!(
+                "agent {agent} declares its own MCP server named {component}, so the component \
+                 {component} is hidden from it; rename one of them to reach both"
+            );
+        }
+        *shadowed = now;
+    }
+
+    /// The servers `agent` may use in a chain triggered by `trigger`, its
+    /// own first.
+    fn servers_for(&self, agent: &AgentDef, trigger: Option<&str>) -> Vec<Arc<Peer>> {
         let env = self.env.lock().clone();
         let entries = self.entries.lock();
         let mut servers: Vec<Arc<Peer>> = agent
@@ -241,44 +306,46 @@ impl McpHub {
                 })
                 .map(|entry| entry.peer.clone()),
         );
+        servers.retain(|peer| Some(peer.name.as_str()) != trigger);
         servers
     }
 
-    /// The tools `agent` can call now.
-    pub fn tools_for(&self, agent: &AgentDef) -> Vec<ToolSpec> {
-        let mut seen = BTreeSet::new();
+    /// The tools `agent` can call now, in a chain triggered by `trigger`.
+    pub fn tools_for(&self, agent: &AgentDef, trigger: Option<&str>) -> Vec<ToolSpec> {
         let mut specs = Vec::new();
-        for peer in self.servers_for(agent) {
+        for peer in self.servers_for(agent, trigger) {
             for tool in peer.tools() {
-                if seen.insert(tool.qualified.clone()) {
-                    specs.push(ToolSpec {
-                        name: tool.qualified,
-                        description: tool.description,
-                        parameters: tool.schema,
-                    });
-                }
+                specs.push(ToolSpec {
+                    name: tool.qualified,
+                    description: tool.description,
+                    parameters: tool.schema,
+                });
             }
         }
         specs
     }
 
-    /// Calls `qualified` (`server__tool`) for `agent`; `None` if no server of
-    /// the agent has that tool.
+    /// Calls `qualified` (`server__tool`) of `agent` for `caller`; `None` if
+    /// no server the agent may use in the caller's chain has that tool.
     pub fn call(
         &self,
         agent: &AgentDef,
         qualified: &str,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        caller: Caller,
     ) -> Option<impl Future<Output = ToolOutput> + Send + 'static> {
         let timeout = self.settings.lock().call_timeout;
-        let (peer, tool) = self.servers_for(agent).into_iter().find_map(|peer| {
-            let tool = peer
-                .tools()
-                .into_iter()
-                .find(|tool| tool.qualified == qualified)?;
-            Some((peer, tool))
-        })?;
-        Some(async move { peer.call(&tool, arguments, timeout).await })
+        let (peer, tool) = self
+            .servers_for(agent, caller.trigger.as_deref())
+            .into_iter()
+            .find_map(|peer| {
+                let tool = peer
+                    .tools()
+                    .into_iter()
+                    .find(|tool| tool.qualified == qualified)?;
+                Some((peer, tool))
+            })?;
+        Some(async move { peer.call(&tool, arguments, &caller, timeout).await })
     }
 
     /// Every server, or those `agent` declares (plus components), as the
@@ -308,10 +375,23 @@ impl McpHub {
         })
     }
 
-    /// Closes every connection (at shutdown).
-    pub fn shutdown(&self) {
-        for entry in std::mem::take(&mut *self.entries.lock()).into_values() {
-            entry.peer.stop();
+    /// Closes every connection and ends every stdio server's process group,
+    /// waiting at most [`SHUTDOWN_WAIT`]; nothing connects afterwards.
+    pub async fn shutdown(&self) {
+        self.closed.store(true, Ordering::Release);
+        let peers: Vec<Arc<Peer>> = std::mem::take(&mut *self.entries.lock())
+            .into_values()
+            .map(|entry| entry.peer)
+            .collect();
+        let closing = futures::future::join_all(peers.iter().map(|peer| peer.shut_down()));
+        if tokio::time::timeout(SHUTDOWN_WAIT, closing).await.is_err() {
+            tracing::warn!(
+                "MCP servers did not close within {} s of shutdown; killing them",
+                SHUTDOWN_WAIT.as_secs()
+            );
+            for peer in &peers {
+                peer.abort();
+            }
         }
     }
 }
@@ -321,12 +401,11 @@ fn info(peer: &Peer, owners: &BTreeSet<String>) -> McpInfo {
     let mut info = McpInfo {
         name: peer.name.clone(),
         status: status.wire() as i32,
-        error: match &status {
-            Status::Failed(error) => error.clone(),
-            _ => String::new(),
-        },
+        error: status.error().to_owned(),
         tool_count: peer.tools().len() as u32,
         auto_restart: true,
+        restarts: peer.restarts(),
+        last_stderr: peer.last_stderr().unwrap_or_default(),
         ..Default::default()
     };
     match &peer.origin {
@@ -359,4 +438,67 @@ fn info(peer: &Peer, owners: &BTreeSet<String>) -> McpInfo {
         }
     }
     info
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hub() -> Arc<McpHub> {
+        McpHub::new(McpSettings {
+            call_timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            restart: RestartPolicy {
+                first: Duration::from_secs(1),
+                max: Duration::from_secs(1),
+            },
+        })
+    }
+
+    #[tokio::test]
+    async fn nothing_connects_after_shutdown() {
+        let hub = hub();
+        hub.shutdown().await;
+        hub.set_components(vec![discovery::Component {
+            name: "late".into(),
+            port: 1,
+            port_file: "/nowhere/late.port".into(),
+        }]);
+        let agent = AgentDef {
+            name: "a".into(),
+            config: crate::config::agent::AgentConfig {
+                mcps: vec![McpServerConfig {
+                    name: "calc".into(),
+                    command: Some("true".into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            prompt: String::new(),
+        };
+        hub.reconcile(
+            &[("a".to_owned(), Arc::new(agent))].into(),
+            &BTreeMap::new(),
+            hub.settings.lock().clone(),
+        );
+        assert!(hub.list(None).is_empty());
+    }
+
+    #[test]
+    fn the_name_is_part_of_a_declarations_identity() {
+        let config = McpServerConfig {
+            name: "calc".into(),
+            command: Some("calc-server".into()),
+            ..Default::default()
+        };
+        let renamed = McpServerConfig {
+            name: "math".into(),
+            ..config.clone()
+        };
+        let env = BTreeMap::new();
+        assert_ne!(
+            fingerprint(&Origin::Declared(config), &env),
+            fingerprint(&Origin::Declared(renamed), &env)
+        );
+    }
 }

@@ -386,6 +386,21 @@ fn build_provider(entry: &ProviderEntry, client: &HttpClient) -> Result<RemotePr
             }
             ProviderKind::Openai
         }
+        "google"
+            if entry
+                .base_url
+                .as_deref()
+                .is_some_and(|url| !url.trim().is_empty()) =>
+        {
+            let url = entry.base_url.as_deref().unwrap_or_default();
+            return Err(format!(
+                "provider {label}: kind \"google\" always talks to Google's own host \
+                 (generativelanguage.googleapis.com: the provider library fixes it), so \
+                 base_url = {url:?} would be ignored; remove base_url, or reach Gemini at that \
+                 address through its OpenAI-compatible API: kind = \"openai-compatible\", \
+                 base_url = \"<that address>/v1beta/openai\""
+            ));
+        }
         "bedrock" => {
             return Err(format!(
                 "provider {label}: kind \"bedrock\" is not supported by this build's provider library; use an OpenAI-compatible gateway in front of Bedrock (kind = \"openai-compatible\")"
@@ -503,12 +518,26 @@ mod tests {
                 kind = "anthropic"
                 api_key_env = "CRABTALK_TEST_SURELY_UNSET_VAR"
                 models = ["x"]
+                [[providers]]
+                kind = "google"
+                api_key = "g"
+                base_url = "https://gemini-proxy.example/v1beta"
+                models = ["gemini-2.5-flash"]
                 "#,
             ),
             &Environment::default(),
         );
         let problems = registry.problems().join("\n");
         assert!(problems.contains("needs base_url"), "{problems}");
+        assert!(
+            problems.contains("kind \"google\" always talks to Google's own host")
+                && problems.contains("\"https://gemini-proxy.example/v1beta\" would be ignored"),
+            "{problems}"
+        );
+        assert!(
+            registry.resolve(Some("gemini-2.5-flash")).is_err(),
+            "the refused provider serves nothing"
+        );
         assert!(problems.contains("bedrock"), "{problems}");
         assert!(
             problems.contains("CRABTALK_TEST_SURELY_UNSET_VAR"),

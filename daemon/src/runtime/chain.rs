@@ -21,6 +21,10 @@
 //!   reload rebuilds can forget it.
 //! - `hops` bounds event firings; a delegated turn keeps its parent's count,
 //!   so a cycle that passes through `delegate` still reaches the limit.
+//! - `trigger` names the component that started the chain on the origin's
+//!   behalf (`cron`, `telegram`; the client's `trigger` field). No turn of
+//!   the chain is offered that component's own MCP tools, so a scheduled
+//!   turn cannot schedule more of itself.
 
 /// A turn's place in the chain of turns that led to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +36,8 @@ pub struct Chain {
     pub depth: u32,
     /// How many event firings led to this turn.
     pub hops: u32,
+    /// The component that started the chain, if one did.
+    pub trigger: Option<String>,
 }
 
 impl Chain {
@@ -41,7 +47,18 @@ impl Chain {
             origin: sender.to_owned(),
             depth: 0,
             hops: 0,
+            trigger: None,
         }
+    }
+
+    /// This chain, started by the component `trigger` (blank: by nobody in
+    /// particular).
+    pub fn triggered_by(mut self, trigger: Option<&str>) -> Self {
+        self.trigger = trigger
+            .map(str::trim)
+            .filter(|trigger| !trigger.is_empty())
+            .map(str::to_owned);
+        self
     }
 
     /// The chain of a task this turn delegates: one level deeper.
@@ -50,6 +67,7 @@ impl Chain {
             origin: self.origin.clone(),
             depth: self.depth + 1,
             hops: self.hops,
+            trigger: self.trigger.clone(),
         }
     }
 
@@ -60,6 +78,7 @@ impl Chain {
             origin: self.origin.clone(),
             depth: 0,
             hops: self.hops + 1,
+            trigger: self.trigger.clone(),
         }
     }
 }
@@ -76,9 +95,20 @@ mod tests {
             Chain {
                 origin: "tg:42".into(),
                 depth: 1,
-                hops: 1
+                hops: 1,
+                trigger: None,
             }
         );
+    }
+
+    #[test]
+    fn the_trigger_travels_with_the_chain() {
+        let chain = Chain::begun_by("tg:42")
+            .triggered_by(Some("cron"))
+            .delegated()
+            .fired();
+        assert_eq!(chain.trigger.as_deref(), Some("cron"));
+        assert_eq!(Chain::begun_by("u").triggered_by(Some("  ")).trigger, None);
     }
 
     #[test]

@@ -83,6 +83,8 @@ pub struct TurnSink {
     conversation_agent: String,
     sender: String,
     run_id: u64,
+    /// The trigger of the turn's chain, for subscribers.
+    trigger: String,
 }
 
 impl TurnSink {
@@ -100,6 +102,7 @@ impl TurnSink {
             conversation_agent: agent.to_owned(),
             sender: sender.to_owned(),
             run_id,
+            trigger: String::new(),
         }
     }
 
@@ -118,6 +121,12 @@ impl TurnSink {
             event.content = content.to_owned();
             self.hub.publish(event);
         }
+    }
+
+    /// This sink, reporting `trigger` as the turn's trigger.
+    pub fn triggered_by(mut self, trigger: Option<&str>) -> Self {
+        self.trigger = trigger.unwrap_or_default().to_owned();
+        self
     }
 
     pub fn agent(&self) -> &str {
@@ -162,6 +171,7 @@ impl TurnSink {
             sender: self.sender.clone(),
             timestamp: now_rfc3339(),
             run_id: self.run_id,
+            trigger: self.trigger.clone(),
             ..Default::default()
         })
     }

@@ -214,6 +214,7 @@ impl Runtime {
                 created_by: format!("event {source}"),
                 client: None,
                 chain: Some(cause.fired()),
+                trigger: None,
             });
             if let Err(error) = started {
                 tracing::warn!(
@@ -283,10 +284,9 @@ impl Runtime {
             Some(cwd) => validate_cwd(&cwd)?,
             None => default_cwd(&self.home),
         };
-        let chain = request
-            .chain
-            .take()
-            .unwrap_or_else(|| Chain::begun_by(&request.sender));
+        let chain = request.chain.take().unwrap_or_else(|| {
+            Chain::begun_by(&request.sender).triggered_by(request.trigger.as_deref())
+        });
         let run_id = self.next_run.fetch_add(1, Ordering::Relaxed);
         let key = ConversationKey {
             agent: primary.name.clone(),
@@ -481,6 +481,7 @@ impl Runtime {
             )));
         }
         let config = parse_agent_config(config_json)?.unwrap_or_default();
+        config.check_mcps().map_err(ErrorMsg::bad_request)?;
         let agent = AgentDef {
             name: name.to_owned(),
             config,
@@ -503,6 +504,7 @@ impl Runtime {
         let current = snapshot.agent(name).map_err(ErrorMsg::not_found)?;
         let mut agent = AgentDef::clone(&current);
         if let Some(config) = parse_agent_config(config_json)? {
+            config.check_mcps().map_err(ErrorMsg::bad_request)?;
             agent.config = config;
         }
         if !prompt.is_empty() {
@@ -552,21 +554,24 @@ impl Runtime {
                 "{old:?} is the default agent; change default_agent in config.toml before renaming it"
             )));
         }
-        if self.memories.exists(new) {
+        // Everything that could stop the move half-way is checked before
+        // anything moves: what an earlier agent of the new name left.
+        let left_over = [
+            self.agent_store
+                .exists(new)
+                .then(|| self.agent_store.dir().join(format!("{new}.toml"))),
+            self.conversations.storage().agent_folder(new),
+            self.memories.exists(new).then(|| self.memories.file(new)),
+        ];
+        if let Some(path) = left_over.into_iter().flatten().next() {
             return Err(ErrorMsg::conflict(format!(
-                "{} already exists (the memory of an earlier agent {new:?}); move it aside first",
-                self.memories.file(new).display()
+                "{} already exists (left by an earlier agent {new:?}); move it aside first, \
+                 or choose another name",
+                path.display()
             )));
         }
         self.release_conversations(old).await?;
-        let internal =
-            |err: std::io::Error| ErrorMsg::internal(format!("cannot rename agent {old:?}: {err}"));
-        self.agent_store.rename(old, new).map_err(internal)?;
-        self.conversations
-            .storage()
-            .rename_agent(old, new)
-            .map_err(internal)?;
-        self.memories.rename(old, new).map_err(internal)?;
+        self.move_agent_files(old, new)?;
         let sessions = self.sessions.clone();
         let (from, to) = (old.to_owned(), new.to_owned());
         tokio::task::spawn_blocking(move || {
@@ -578,14 +583,42 @@ impl Runtime {
         self.snapshot().agent(new).map_err(ErrorMsg::internal)
     }
 
+    /// Moves an agent's definition, conversations and memory to `new`; if a
+    /// step fails, the steps before it are undone, so the agent is whole
+    /// under one name or the other.
+    fn move_agent_files(&self, old: &str, new: &str) -> Result<(), ErrorMsg> {
+        let failed = |what: &str, err: std::io::Error, undone: bool| {
+            let after = if undone {
+                "nothing was changed"
+            } else {
+                "it could not all be moved back (see the log)"
+            };
+            ErrorMsg::internal(format!(
+                "cannot rename agent {old:?} to {new:?}: {what}: {err}; {after}"
+            ))
+        };
+        let storage = self.conversations.storage();
+        self.agent_store
+            .rename(old, new)
+            .map_err(|err| failed("moving its definition", err, true))?;
+        if let Err(err) = storage.rename_agent(old, new) {
+            let undone = undo_rename(old, new, "definition", self.agent_store.rename(new, old));
+            return Err(failed("moving its conversations", err, undone));
+        }
+        if let Err(err) = self.memories.rename(old, new) {
+            let undone = undo_rename(old, new, "conversations", storage.rename_agent(new, old))
+                & undo_rename(old, new, "definition", self.agent_store.rename(new, old));
+            return Err(failed("moving its memory", err, undone));
+        }
+        Ok(())
+    }
+
     /// Adds (or replaces, by name) an MCP server in `agent`'s config, from
     /// `McpServerConfig` JSON; returns the server's name.
     pub fn upsert_mcp(&self, agent: &str, config_json: &str) -> Result<String, ErrorMsg> {
         let config: McpServerConfig = serde_json::from_str(config_json)
             .map_err(|err| ErrorMsg::bad_request(format!("not McpServerConfig JSON: {err}")))?;
-        if config.name.trim().is_empty() {
-            return Err(ErrorMsg::bad_request("the MCP server needs a name"));
-        }
+        crate::config::agent::validate_server_name(&config.name).map_err(ErrorMsg::bad_request)?;
         if config.command.is_none() == config.url.is_none() {
             return Err(ErrorMsg::bad_request(
                 "give the MCP server either a command or a url",
@@ -603,6 +636,7 @@ impl Runtime {
             Some(existing) => *existing = config.clone(),
             None => def.config.mcps.push(config.clone()),
         }
+        def.config.check_mcps().map_err(ErrorMsg::bad_request)?;
         self.agent_store.save(&def).map_err(|err| {
             ErrorMsg::internal(format!("cannot save agent {:?}: {err}", def.name))
         })?;
@@ -708,7 +742,6 @@ impl Runtime {
     pub async fn shutdown(&self, grace: Duration) {
         self.closing.store(true, Ordering::Release);
         self.hub.close();
-        self.mcp.shutdown();
         self.conversations.kill_all("the daemon is shutting down");
         self.turns.close();
         if tokio::time::timeout(grace, self.turns.wait())
@@ -717,8 +750,24 @@ impl Runtime {
         {
             tracing::warn!("some turns did not finish within {grace:?} of shutdown");
         }
+        // The turns are over: no call needs a server any more.
+        self.mcp.shutdown().await;
         for conversation in self.conversations.all() {
             conversation.flush_meta();
+        }
+    }
+}
+
+/// Logs a step of a failed rename that could not be undone; whether it was.
+fn undo_rename(old: &str, new: &str, what: &str, undone: std::io::Result<()>) -> bool {
+    match undone {
+        Ok(()) => true,
+        Err(err) => {
+            tracing::error!(
+                "renaming agent {old:?} to {new:?} failed, and its {what} could not be moved \
+                 back: {err}; move the files under {new:?} back to {old:?} by hand"
+            );
+            false
         }
     }
 }
@@ -800,9 +849,14 @@ fn tool_settings(home: &Home, config: &DaemonConfig, mcp: &Arc<McpHub>) -> ToolS
 }
 
 fn mcp_settings(config: &DaemonConfig) -> McpSettings {
+    let first = Duration::from_millis(config.mcp.restart_backoff_ms.max(10));
     McpSettings {
         call_timeout: Duration::from_secs(config.mcp.call_timeout_secs.max(1)),
         connect_timeout: Duration::from_secs(config.mcp.connect_timeout_secs.max(1)),
+        restart: crate::mcp::RestartPolicy {
+            first,
+            max: Duration::from_millis(config.mcp.restart_backoff_max_ms).max(first),
+        },
     }
 }
 

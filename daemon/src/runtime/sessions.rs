@@ -55,6 +55,9 @@ pub struct SessionSearch {
     index: SessionIndex,
     storage: Storage,
     positions: Arc<Mutex<HashMap<String, Positions>>>,
+    /// How many messages each log held when the rebuild read it: the truth
+    /// at start, where a sidecar written late (and lost to a crash) lags.
+    logged: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 /// Where every [`STRIDE`]th numbered line of one log starts.
@@ -312,7 +315,15 @@ impl SessionSearch {
             index,
             storage,
             positions: Arc::default(),
+            logged: Arc::default(),
         }
+    }
+
+    /// How many messages `handle`'s log held when it was last read whole
+    /// (at start, or when its agent was renamed); `None` before that.
+    /// Logs only grow, so a count that is lower is out of date.
+    pub fn logged_messages(&self, handle: &str) -> Option<u64> {
+        self.logged.lock().get(handle).copied()
     }
 
     pub fn index(&self) -> &SessionIndex {
@@ -409,6 +420,9 @@ impl SessionSearch {
                         report.conversations += 1;
                         report.messages += messages;
                         positions.insert(files.handle.as_str().to_owned(), found);
+                        self.logged
+                            .lock()
+                            .insert(files.handle.as_str().to_owned(), messages);
                     }
                     Err(err) => {
                         tracing::warn!("session index: skipped {}: {err}", files.log.display())
@@ -446,10 +460,13 @@ impl SessionSearch {
             let indexed =
                 StoredLog::read(&files).and_then(|log| index_log(&mut live, &files, &log));
             match indexed {
-                Ok((_, found)) => {
+                Ok((messages, found)) => {
                     self.positions
                         .lock()
                         .insert(files.handle.as_str().to_owned(), found);
+                    self.logged
+                        .lock()
+                        .insert(files.handle.as_str().to_owned(), messages);
                 }
                 Err(err) => tracing::warn!(
                     "session index: cannot re-index {} after the rename: {err}",
@@ -464,6 +481,7 @@ impl SessionSearch {
     pub fn forget(&self, agent: &str, handle: &str) {
         self.index.remove_conversation(agent, handle);
         self.positions.lock().remove(handle);
+        self.logged.lock().remove(handle);
     }
 
     /// Where to start reading `handle`'s log for line `number`: the nearest

@@ -54,6 +54,9 @@ pub struct TurnRequest {
     /// The chain this turn continues (delegation, events); `None` begins a
     /// new one with this turn's sender as its origin.
     pub chain: Option<Chain>,
+    /// The component that starts a new chain on the sender's behalf (see
+    /// [`Chain::trigger`]); a continued chain keeps its own.
+    pub trigger: Option<String>,
 }
 
 /// How a turn ended.
@@ -153,7 +156,8 @@ pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
         &key.sender,
         run_id,
     )
-    .in_conversation_of(&key.agent);
+    .in_conversation_of(&key.agent)
+    .triggered_by(chain.trigger.as_deref());
     let mut outcome = TurnOutcome {
         agent: speaker.name.clone(),
         sender: key.sender.clone(),
@@ -279,9 +283,9 @@ impl Steps<'_> {
         let specs = if self.guest.is_some() {
             Vec::new()
         } else {
-            tools.specs_for(self.speaker)
+            tools.specs_for(self.speaker, self.chain)
         };
-        let hook_prompts = tools.system_prompts(self.speaker, &self.snapshot.agents);
+        let hook_prompts = tools.system_prompts(self.speaker, &self.snapshot.agents, self.chain);
         let instructions = instructions::block(&self.runtime.home, self.cwd);
         let max_iterations = self.speaker.config.max_iterations.max(1);
         let tool_choice = self

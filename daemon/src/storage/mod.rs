@@ -204,6 +204,12 @@ impl Storage {
         Ok(())
     }
 
+    /// The folder of `agent`'s conversations, if it exists.
+    pub fn agent_folder(&self, agent: &str) -> Option<PathBuf> {
+        let folder = self.dir.join(names::encode(agent));
+        folder.exists().then_some(folder)
+    }
+
     /// Moves an agent's conversations to a new agent name.
     pub fn rename_agent(&self, old: &str, new: &str) -> io::Result<()> {
         let from = self.dir.join(names::encode(old));

@@ -198,6 +198,7 @@ impl DelegateHook {
                 created_by: format!("delegated by {} ({})", context.agent.name, context.sender),
                 client: None,
                 chain: Some(chain.clone()),
+                trigger: None,
             });
             match turn {
                 Ok(handle) => started.push((task.agent, sender, Ok(handle))),

@@ -1,13 +1,17 @@
 //! MCP tools: the tools of an agent's own MCP servers and of the components
 //! the daemon found, named `server__tool`. Which tools an agent has depends
-//! on what it declares and what is connected right now, so this hook lists
-//! them per agent.
+//! on what it declares, what is connected right now and which component (if
+//! any) started the turn's chain, so this hook lists them per agent and
+//! chain. Every call tells the server who is calling (`_meta`, see
+//! [`crate::mcp::caller`]).
 
 use std::sync::Arc;
 
 use super::{Hook, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec};
 use crate::config::agent::AgentDef;
 use crate::mcp::McpHub;
+use crate::mcp::caller::Caller;
+use crate::runtime::chain::Chain;
 
 /// The MCP tools.
 pub struct McpHook {
@@ -25,8 +29,8 @@ impl Hook for McpHook {
         Vec::new()
     }
 
-    fn tools_for(&self, agent: &AgentDef) -> Vec<ToolSpec> {
-        self.hub.tools_for(agent)
+    fn tools_for(&self, agent: &AgentDef, chain: &Chain) -> Vec<ToolSpec> {
+        self.hub.tools_for(agent, chain.trigger.as_deref())
     }
 
     fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture> {
@@ -50,7 +54,15 @@ impl Hook for McpHook {
                     return Some(Box::pin(std::future::ready(ToolOutput::error(message))));
                 }
             };
-        let running = self.hub.call(&context.agent, &call.name, arguments)?;
+        let caller = Caller {
+            agent: context.conversation.key.agent.clone(),
+            sender: context.sender.clone(),
+            origin: context.chain.origin.clone(),
+            trigger: context.chain.trigger.clone(),
+        };
+        let running = self
+            .hub
+            .call(&context.agent, &call.name, arguments, caller)?;
         Some(Box::pin(running))
     }
 }

@@ -117,10 +117,12 @@ pub trait Hook: Send + Sync {
     /// The tools this hook owns.
     fn tools(&self) -> Vec<ToolSpec>;
 
-    /// The tools this hook offers `agent`: by default those of
-    /// [`Hook::tools`] that [`Hook::offers`] lets through. Hooks whose tools
-    /// depend on the agent (MCP servers) answer directly.
-    fn tools_for(&self, agent: &AgentDef) -> Vec<ToolSpec> {
+    /// The tools this hook offers `agent` in a turn of `chain`: by default
+    /// those of [`Hook::tools`] that [`Hook::offers`] lets through. Hooks
+    /// whose tools depend on the agent or the chain (MCP servers) answer
+    /// directly.
+    fn tools_for(&self, agent: &AgentDef, chain: &Chain) -> Vec<ToolSpec> {
+        let _ = chain;
         self.tools()
             .into_iter()
             .filter(|spec| self.offers(agent, &spec.name))
@@ -186,12 +188,12 @@ impl Tools {
         Scope::of(agent).allows_tool(tool)
     }
 
-    /// The tools offered to `agent`: owned by a hook that offers them, and in
-    /// scope.
-    pub fn specs_for(&self, agent: &AgentDef) -> Vec<ToolSpec> {
+    /// The tools offered to `agent` in a turn of `chain`: owned by a hook
+    /// that offers them, and in scope.
+    pub fn specs_for(&self, agent: &AgentDef, chain: &Chain) -> Vec<ToolSpec> {
         let mut specs = Vec::new();
         for hook in &self.hooks {
-            for spec in hook.tools_for(agent) {
+            for spec in hook.tools_for(agent, chain) {
                 if Self::in_scope(agent, &spec.name) {
                     specs.push(spec);
                 }
@@ -206,6 +208,7 @@ impl Tools {
         &self,
         agent: &AgentDef,
         agents: &BTreeMap<String, Arc<AgentDef>>,
+        chain: &Chain,
     ) -> Vec<String> {
         let context = PromptContext { agent, agents };
         let mut fragments: Vec<String> = self
@@ -214,7 +217,7 @@ impl Tools {
             .filter_map(|hook| hook.system_prompt(&context))
             .collect();
         let offered: Vec<String> = self
-            .specs_for(agent)
+            .specs_for(agent, chain)
             .into_iter()
             .map(|spec| spec.name)
             .collect();
@@ -238,7 +241,7 @@ impl Tools {
         let agent = context.agent.clone();
         if !Self::in_scope(&agent, &call.name) {
             let allowed: Vec<String> = self
-                .specs_for(&agent)
+                .specs_for(&agent, &context.chain)
                 .into_iter()
                 .map(|spec| spec.name)
                 .collect();
@@ -251,7 +254,7 @@ impl Tools {
         }
         for hook in &self.hooks {
             if !hook
-                .tools_for(&agent)
+                .tools_for(&agent, &context.chain)
                 .iter()
                 .any(|spec| spec.name == call.name)
             {
@@ -262,7 +265,7 @@ impl Tools {
             }
         }
         let known: Vec<String> = self
-            .specs_for(&agent)
+            .specs_for(&agent, &context.chain)
             .into_iter()
             .map(|spec| spec.name)
             .collect();

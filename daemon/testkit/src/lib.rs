@@ -14,12 +14,15 @@
 //! - [`cpu`]: how much CPU a process uses over a window (idle checks).
 //! - [`corpus`]: synthetic chat-like text with Zipf word frequencies, for
 //!   the benches of the memory store, the session index and the daemon.
+//! - [`usage`]: a process's CPU time and resident memory from `/proc`, for
+//!   idle-cost checks.
 
 pub mod corpus;
 pub mod cpu;
 mod daemon;
 mod llm;
 pub mod turn;
+pub mod usage;
 
 use std::future::Future;
 use std::time::Duration;

@@ -54,10 +54,11 @@ fn client_msg() -> impl Strategy<Value = client_message::Msg> {
         option::of(text()),
         option::of(text()),
         option::of(text()),
+        option::of(text()),
     );
     prop_oneof![
-        turn.clone()
-            .prop_map(|(agent, content, sender, cwd, guest, tool_choice)| {
+        turn.clone().prop_map(
+            |(agent, content, sender, cwd, guest, tool_choice, trigger)| {
                 Msg::Send(SendMsg {
                     agent,
                     content,
@@ -65,18 +66,23 @@ fn client_msg() -> impl Strategy<Value = client_message::Msg> {
                     cwd,
                     guest,
                     tool_choice,
+                    trigger,
                 })
-            }),
-        turn.prop_map(|(agent, content, sender, cwd, guest, tool_choice)| {
-            Msg::Stream(StreamMsg {
-                agent,
-                content,
-                sender,
-                cwd,
-                guest,
-                tool_choice,
-            })
-        }),
+            }
+        ),
+        turn.prop_map(
+            |(agent, content, sender, cwd, guest, tool_choice, trigger)| {
+                Msg::Stream(StreamMsg {
+                    agent,
+                    content,
+                    sender,
+                    cwd,
+                    guest,
+                    tool_choice,
+                    trigger,
+                })
+            }
+        ),
         (text(), text(), text(), text()).prop_map(|(agent, sender, content, call_id)| {
             Msg::ReplyToAsk(ReplyToAsk {
                 agent,
@@ -363,13 +369,19 @@ fn agent_event() -> impl Strategy<Value = AgentEventMsg> {
     (
         (text(), text(), any::<i32>(), text(), text()),
         (few(tool_call()), text(), any::<bool>()),
-        (option::of(token_usage()), any::<u64>(), text(), text()),
+        (
+            option::of(token_usage()),
+            any::<u64>(),
+            text(),
+            text(),
+            text(),
+        ),
     )
         .prop_map(
             |(
                 (agent, sender, kind, content, timestamp),
                 (tool_calls, tool_output, tool_is_error),
-                (usage, run_id, error, conversation_agent),
+                (usage, run_id, error, trigger, conversation_agent),
             )| AgentEventMsg {
                 conversation_agent,
                 agent,
@@ -383,6 +395,7 @@ fn agent_event() -> impl Strategy<Value = AgentEventMsg> {
                 usage,
                 run_id,
                 error,
+                trigger,
             },
         )
 }
@@ -510,12 +523,14 @@ fn mcp_info() -> impl Strategy<Value = McpInfo> {
         (text(), text(), few(text()), hash_map(text(), text(), 0..3)),
         (text(), text(), text(), any::<bool>()),
         (any::<i32>(), any::<i32>(), text(), any::<u32>()),
+        (any::<u32>(), text()),
     )
         .prop_map(
             |(
                 (name, command, args, env),
                 (url, auth, source, auto_restart),
                 (source_kind, status, error, tool_count),
+                (restarts, last_stderr),
             )| McpInfo {
                 name,
                 command,
@@ -529,19 +544,27 @@ fn mcp_info() -> impl Strategy<Value = McpInfo> {
                 status,
                 error,
                 tool_count,
+                restarts,
+                last_stderr,
             },
         )
 }
 
 fn mcp_event() -> impl Strategy<Value = McpEventMsg> {
-    (any::<i32>(), text(), few(text()), text(), text(), text()).prop_map(
-        |(kind, name, tools, error, timestamp, agent)| McpEventMsg {
-            kind,
-            name,
-            tools,
-            error,
-            timestamp,
-            agent,
-        },
+    (
+        (any::<i32>(), text(), few(text()), text(), text(), text()),
+        (any::<u64>(), any::<u32>()),
     )
+        .prop_map(
+            |((kind, name, tools, error, timestamp, agent), (retry_in_ms, restarts))| McpEventMsg {
+                kind,
+                name,
+                tools,
+                error,
+                timestamp,
+                agent,
+                retry_in_ms,
+                restarts,
+            },
+        )
 }
