@@ -507,7 +507,13 @@ async fn names_that_cannot_be_tool_prefixes_are_refused_everywhere() {
         format!("[[mcps]]\nname = \"\"\ncommand = \"{}\"\n", server()),
     )
     .unwrap();
-    client.reload(ReloadMsg {}).await.unwrap();
+    // The reload says so to its caller, naming the file and the field.
+    let refused = client.reload(ReloadMsg {}).await.unwrap_err();
+    assert_eq!(refused.code(), Some(400), "{refused}");
+    assert!(
+        refused.to_string().contains("hand.toml") && refused.to_string().contains("mcps[0].name"),
+        "{refused}"
+    );
     let err = client
         .get_agent(GetAgentMsg {
             name: "hand".into(),

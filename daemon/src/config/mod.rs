@@ -71,7 +71,12 @@ pub struct McpConfig {
 }
 
 impl McpConfig {
-    pub const KEYS: &[&str] = &["call_timeout_secs", "connect_timeout_secs"];
+    pub const KEYS: &[&str] = &[
+        "call_timeout_secs",
+        "connect_timeout_secs",
+        "restart_backoff_ms",
+        "restart_backoff_max_ms",
+    ];
 }
 
 impl Default for McpConfig {
@@ -471,6 +476,8 @@ mod tests {
         [mcp]
         call_timeout_secs = 1
         connect_timeout_secs = 1
+        restart_backoff_ms = 1
+        restart_backoff_max_ms = 1
     "#;
 
     /// The keys of a table of `value`, and of its tables, by path.
