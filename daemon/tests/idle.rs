@@ -1,8 +1,7 @@
 //! What an idle daemon costs: started, one agent, nothing connected. It
 //! must sleep until something happens: at most 1% of one core.
 //!
-//! The window is 10 s by default (`CRABTALK_IDLE_SECS` sets another; the
-//! figure in `docs/src/benchmarks.md` is from 30 s). The fault this guards
+//! The window is 30 s (`CRABTALK_IDLE_SECS` sets another). The fault this guards
 //! against — a loop of wake-ups, such as a watcher woken by its own reads —
 //! shows in any window; the daemon's periodic work (the `run/` rescan) is
 //! a few directory reads and shows in none.
@@ -19,7 +18,7 @@ fn window() -> Duration {
     let secs = std::env::var("CRABTALK_IDLE_SECS")
         .ok()
         .and_then(|secs| secs.parse().ok())
-        .unwrap_or(10);
+        .unwrap_or(30);
     Duration::from_secs(secs)
 }
 

@@ -1,12 +1,11 @@
 //! A component built on the kit costs next to nothing while idle: serving
 //! MCP and linked to an idle daemon, it uses at most 1% of a core.
 //!
-//! The window is 10 s rather than issue 11's 30 s: CPU time is counted in
-//! 10 ms ticks, so 1% of 10 s is 10 ticks, enough to catch any periodic
-//! wake-up worth worrying about (a 100 ms poll alone would cost several
-//! ticks per second with the runtime around it) while keeping the test
-//! short. It runs alongside the other tests, which only makes the bound
-//! harder to meet.
+//! The window is 30 s: CPU time is counted in 10 ms ticks, so 1% of 30 s
+//! is 30 ticks, and a periodic wake-up worth worrying about (a 100 ms poll
+//! alone costs several ticks per second with the runtime around it) shows
+//! well above that. It runs alongside the other tests, which only makes the
+//! bound harder to meet.
 
 use std::time::Duration;
 
@@ -16,7 +15,7 @@ use crabtalk_testkit::{TestDaemon, daemon_binary};
 
 use crate::support::{Running, TIMEOUT, probe_binary, probe_service, wait_for};
 
-const WINDOW: Duration = Duration::from_secs(10);
+const WINDOW: Duration = Duration::from_secs(30);
 
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
