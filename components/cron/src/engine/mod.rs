@@ -257,26 +257,37 @@ impl Engine {
     fn adopt(&mut self, entries: Vec<Entry>) {
         let now = self.clock.now();
         let ids: HashSet<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+        let before = self.state.entries.len();
         self.state
             .entries
             .retain(|id, entry| ids.contains(id.as_str()) || entry.running.is_some());
+        // Only a change of what the state records is written: an edit of a
+        // message or an agent leaves every slot decision as it was.
+        let mut changed = self.state.entries.len() != before;
         for entry in &entries {
             let key = schedule_key(entry);
-            let state = self
-                .state
-                .entries
-                .entry(entry.id.clone())
-                .or_insert_with(|| EntryState::new(now, key.clone()));
-            if state.schedule != key {
-                // A new schedule starts now: its past slots were never due.
-                let mut fresh = EntryState::new(now, key);
-                fresh.running = state.running.take();
-                *state = fresh;
+            match self.state.entries.get_mut(&entry.id) {
+                Some(state) if state.schedule == key => {}
+                Some(state) => {
+                    // A new schedule starts now: its past slots were never due.
+                    let mut fresh = EntryState::new(now, key);
+                    fresh.running = state.running.take();
+                    *state = fresh;
+                    changed = true;
+                }
+                None => {
+                    self.state
+                        .entries
+                        .insert(entry.id.clone(), EntryState::new(now, key));
+                    changed = true;
+                }
             }
         }
         self.entries = entries;
         self.next.clear();
-        self.save_state();
+        if changed {
+            self.save_state();
+        }
         // The parse of a big file is freed by now; give its pages back to
         // the system, so a service that read 10,000 entries once does not
         // keep the peak.
