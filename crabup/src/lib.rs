@@ -2,7 +2,7 @@
 //!
 //! `crabup pull daemon` is `cargo install crabtalkd`; `crabup daemon start`
 //! renders the platform's unit through `crabtalk-command` and starts it;
-//! `crabup ps` shows every crabtalk service in one view (RFC 0184). The
+//! `crabup ps` shows every crabtalk service in one view (RFC 0011). The
 //! binary's `main` only calls [`main`]; everything else lives here, one
 //! command per module in [`commands`].
 

@@ -1,4 +1,4 @@
-//! Compaction end to end (`CompactMsg`, RFC 0189): the real `crabtalkd`, a
+//! Compaction end to end (`CompactMsg`, RFC 0021): the real `crabtalkd`, a
 //! scripted LLM over real HTTP, the real protocol client.
 
 use crabtalk_memory::{EntryKind, Memory};

@@ -1,4 +1,4 @@
-//! The memory as an mdbook tree, for people (RFC 0150 "Dump / load").
+//! The memory as an mdbook tree, for people (RFC 0020, "Dump and load").
 //!
 //! ```text
 //! DIR/

@@ -1,4 +1,4 @@
-//! CRMEM v1, the memory file format (RFC 0150), byte for byte.
+//! CRMEM v1, the memory file format (RFC 0020), byte for byte.
 //!
 //! All integers little endian; strings are a `u32` byte count followed by that
 //! many bytes of UTF-8 (no terminator).

@@ -1,4 +1,4 @@
-//! The event bus (RFC 0121): a table of subscriptions, not a router.
+//! The event bus (RFC 0004): a table of subscriptions, not a router.
 //!
 //! A subscription says "when `source` is published, run `target_agent` with
 //! the payload". Sources are plain strings matched exactly: the daemon

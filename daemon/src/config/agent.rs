@@ -138,7 +138,7 @@ impl Default for MemorySettings {
     }
 }
 
-/// An MCP server an agent declares by value (RFC 0193): a command to spawn,
+/// An MCP server an agent declares by value (RFC 0005): a command to spawn,
 /// or a URL to connect to.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]

@@ -1,5 +1,5 @@
-//! MCP servers: those agents declare (RFC 0193) and the components that
-//! announce themselves in `run/<name>.port` (RFC 0043). See RFC 0005.
+//! MCP servers: those agents declare and the components that
+//! announce themselves in `run/<name>.port`. See RFC 0005.
 //!
 //! Agents own their servers by value. Identical declarations — same name,
 //! command, arguments, environment, URL and token — are one connection,

@@ -1,4 +1,4 @@
-//! Compaction (`CompactMsg`; RFC 0189 "real compact_conversation"): the
+//! Compaction (`CompactMsg`; RFC 0021): the
 //! history since the last marker becomes a summary, the summary becomes an
 //! Archive entry in the agent's memory, and a compact marker in the log
 //! makes the next turn start from the summary.

@@ -1,4 +1,4 @@
-//! Session search wired to the conversations (RFC 0185; the index itself is
+//! Session search wired to the conversations (RFC 0021; the index itself is
 //! [`crabtalk_session_index`], RFC 0020).
 //!
 //! - **Feeding.** Every message a conversation appends is indexed at once

@@ -1,4 +1,4 @@
-//! `delegate`: hand tasks to other agents (RFC 0121's delegation).
+//! `delegate`: hand tasks to other agents (RFC 0004).
 //!
 //! Each task runs as a turn of its own in a fresh conversation, with the
 //! sender `delegate:<id>` (ids come from the run-id clock, so they stay

@@ -3,7 +3,7 @@
 //!
 //! Offered only to agents whose `[memory] enabled` is true (the default),
 //! with a short guidance fragment in the system prompt. Recall is driven by
-//! the model: nothing is searched or injected on its behalf (RFC 0189).
+//! the model: nothing is searched or injected on its behalf (policy at the edge, RFC 0021).
 //! Every failure is an error result the model can read and act on.
 
 use std::fmt::Write;

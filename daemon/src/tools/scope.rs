@@ -1,4 +1,4 @@
-//! What an agent may use (RFC 0082): allow-lists, never deny-lists.
+//! What an agent may use (RFC 0004): allow-lists, never deny-lists.
 //!
 //! - `tools` non-empty: exactly those tools (plus `skill` when the agent has
 //!   a skills list, and `delegate`, which is never scoped).

@@ -1,5 +1,5 @@
 //! `search_sessions`: BM25 over the calling agent's own past conversations
-//! (RFC 0185), returning short windows of messages around each match.
+//! (RFC 0021), returning short windows of messages around each match.
 //!
 //! Offered with the memory tools (only where `[memory] enabled`). The search
 //! is always scoped to the agent that calls it; the model can narrow it to

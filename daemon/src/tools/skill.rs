@@ -1,4 +1,4 @@
-//! `skill`: load a skill's instructions by name (RFC 0036), and `/name rest`
+//! `skill`: load a skill's instructions by name (RFC 0004), and `/name rest`
 //! slash commands that do the same before a message enters the history.
 //!
 //! Resolution: the agent's skill scope first, then a guard against anything

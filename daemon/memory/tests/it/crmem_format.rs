@@ -1,4 +1,4 @@
-//! CRMEM v1 byte for byte: fixtures written by hand from the RFC 0150 layout
+//! CRMEM v1 byte for byte: fixtures written by hand from the layout in RFC 0020
 //! (not by the code under test), every reader rejection, and a reader that
 //! neither panics nor over-allocates on arbitrary bytes.
 
@@ -40,7 +40,7 @@ fn largest_allocation_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (out, LARGEST.with(|m| m.get()))
 }
 
-/// Two entries, as RFC 0150 lays them out. Offsets in the comments.
+/// Two entries, as RFC 0020 lays them out. Offsets in the comments.
 #[rustfmt::skip]
 const TWO_ENTRIES: [u8; 125] = [
     // header
