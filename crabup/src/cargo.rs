@@ -57,6 +57,25 @@ impl Installed {
     }
 }
 
+/// How a cargo run ended, with the end of its stderr.
+#[derive(Debug, Clone)]
+pub struct CargoOutcome {
+    pub success: bool,
+    /// The exit status, in words.
+    pub status: String,
+    pub stderr_tail: String,
+}
+
+impl CargoOutcome {
+    /// Whether cargo failed because the registry has no such crate or no
+    /// such version of it.
+    pub fn version_missing(&self) -> bool {
+        let said = &self.stderr_tail;
+        said.contains("could not find `") && said.contains("in registry")
+            || said.contains("no matching package named")
+    }
+}
+
 impl Cargo {
     /// `$CARGO_HOME`, else `~/.cargo`.
     pub fn from_env() -> anyhow::Result<Self> {
@@ -104,6 +123,50 @@ impl Cargo {
             bail!("`cargo {}` failed ({status})", args.join(" "));
         }
         Ok(())
+    }
+
+    /// Runs cargo with `args`: its output goes straight to the user, and
+    /// the end of what it said on stderr is kept for the caller to read.
+    pub fn run_watching(&self, args: &[String]) -> anyhow::Result<CargoOutcome> {
+        use std::io::{Read, Write};
+
+        /// How much of cargo's stderr is kept: its last error is at the end.
+        const KEPT: usize = 64 * 1024;
+        let Some(program) = self.program() else {
+            bail!(NO_CARGO);
+        };
+        let mut child = Command::new(&program)
+            .args(args)
+            .env("CARGO_HOME", &self.home)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot run {}", program.display()))?;
+        let mut pipe = child.stderr.take().expect("stderr is piped");
+        let mut kept: Vec<u8> = Vec::new();
+        let mut buffer = [0u8; 8192];
+        let mut stderr = std::io::stderr();
+        loop {
+            match pipe.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(read) => {
+                    let _ = stderr.write_all(&buffer[..read]);
+                    kept.extend_from_slice(&buffer[..read]);
+                    if kept.len() > KEPT {
+                        kept.drain(..kept.len() - KEPT);
+                    }
+                }
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        let status = child
+            .wait()
+            .with_context(|| format!("waiting for {}", program.display()))?;
+        Ok(CargoOutcome {
+            success: status.success(),
+            status: status.to_string(),
+            stderr_tail: String::from_utf8_lossy(&kept).into_owned(),
+        })
     }
 
     /// Every crate cargo installed, from its records (none when there are

@@ -33,18 +33,22 @@ pub enum Command {
     /// Install crabtalk binaries with `cargo install`.
     ///
     /// Names are short names (daemon, tui, telegram, search, cron) or any
-    /// crate name, passed to cargo as is. A running service keeps running
-    /// the old binary until you restart it.
+    /// crate name, passed to cargo as is. Crabtalk's own crates are
+    /// installed at crabup's own version (the family speaks one protocol);
+    /// --path and --git install from a checkout or a repository. A running
+    /// service keeps running the old binary until you restart it.
     Pull(PullArgs),
     /// Stop and unregister a service, then `cargo uninstall` its binary.
     ///
     /// Data and config under $CRABTALK_HOME stay.
     Rm(RmArgs),
-    /// Reinstall every installed crabtalk crate at its latest version,
-    /// keeping the features (and local path) it was installed with.
+    /// Reinstall every installed crabtalk crate, keeping the features (and
+    /// local path or git repository) it was installed with; crates from the
+    /// registry are brought to crabup's own version.
     Update,
     /// Show installed crabtalk binaries with their versions (from cargo's
-    /// install records in $CARGO_HOME).
+    /// install records in $CARGO_HOME), marking those that differ from
+    /// crabup's own version.
     List,
     /// Show every crabtalk service: state, pid, port, uptime and health.
     ///
@@ -76,12 +80,20 @@ pub struct PullArgs {
     /// What to install: daemon, tui, telegram, search, cron, or a crate name.
     #[arg(required = true)]
     pub names: Vec<String>,
-    /// Install this version (cargo's --version).
-    #[arg(long, conflicts_with = "path")]
+    /// Install this version (cargo's --version) instead of the one that
+    /// matches crabup's own; a different version is installed with a
+    /// warning.
+    #[arg(long, conflicts_with_all = ["path", "git"])]
     pub version: Option<String>,
     /// Install from a local checkout (a package or a workspace holding it).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "git")]
     pub path: Option<PathBuf>,
+    /// Install from a git repository holding the crabtalk workspace.
+    #[arg(long, value_name = "URL")]
+    pub git: Option<String>,
+    /// With --git: the commit, tag or branch to install.
+    #[arg(long, value_name = "REV", requires = "git")]
+    pub rev: Option<String>,
     /// Cargo features to enable (comma or space separated, repeatable).
     #[arg(long, short = 'F', value_name = "FEATURES")]
     pub features: Vec<String>,

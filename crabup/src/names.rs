@@ -85,6 +85,22 @@ pub fn short_for_crate(crate_name: &str) -> Option<&'static str> {
         .map(|known| known.short)
 }
 
+/// The version of the crabtalk family this crabup belongs to. The family
+/// speaks one protocol and one unit format, so what crabup installs from a
+/// registry is this version unless the user asks for another.
+pub const FAMILY_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Whether a crate is one of this family's own (the table's crates and
+/// crabup itself): those are installed at [`FAMILY_VERSION`].
+pub fn is_family_crate(crate_name: &str) -> bool {
+    crate_name == "crabup" || TABLE.iter().any(|known| known.crate_name == crate_name)
+}
+
+/// Whether `version` is the family's, for an installed family crate.
+pub fn matches_family(version: &str) -> bool {
+    version.trim().trim_start_matches('=') == FAMILY_VERSION
+}
+
 /// Whether a crate looks like part of crabtalk (for `list` and `update`).
 pub fn is_crabtalk_crate(crate_name: &str) -> bool {
     crate_name.starts_with("crabtalk") || crate_name == "crabup"

@@ -78,6 +78,8 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
         );
     }
 
+    versions_check(ctx, &mut report);
+
     let forced = std::env::var(MANAGER_ENV).ok().filter(|v| !v.is_empty());
     let how = forced.map_or_else(
         || "detected".to_owned(),
@@ -188,6 +190,32 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Installed family binaries whose version differs from crabup's own: a
+/// daemon of another release may not understand the units crabup writes.
+fn versions_check(ctx: &Context, report: &mut Report) {
+    let Ok(installed) = ctx.cargo.installed() else {
+        return;
+    };
+    let differing: Vec<String> = installed
+        .iter()
+        .filter(|i| crate::names::is_family_crate(&i.name))
+        .filter(|i| !crate::names::matches_family(&i.version))
+        .map(|i| format!("{} {}", i.name, i.version))
+        .collect();
+    if differing.is_empty() {
+        return;
+    }
+    report.line(
+        Verdict::Warn,
+        "versions",
+        format!(
+            "{} differ from crabup's version {}; `crabup update` installs the matching ones",
+            differing.join(", "),
+            crate::names::FAMILY_VERSION
+        ),
+    );
 }
 
 /// `crons.toml`, when there is one: it must parse (checked by the

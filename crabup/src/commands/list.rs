@@ -1,7 +1,9 @@
-//! `crabup list`: installed crabtalk binaries, from cargo's records.
+//! `crabup list`: installed crabtalk binaries, from cargo's records. A
+//! family crate whose version differs from crabup's own is marked: it may
+//! speak another protocol than the rest.
 
 use crate::context::Context;
-use crate::names;
+use crate::names::{self, FAMILY_VERSION};
 
 pub fn run(ctx: &Context) -> anyhow::Result<()> {
     let installed: Vec<_> = ctx
@@ -37,9 +39,15 @@ pub fn run(ctx: &Context) -> anyhow::Result<()> {
         } else {
             crate_.features.join(",")
         };
+        let version =
+            if names::is_family_crate(&crate_.name) && !names::matches_family(&crate_.version) {
+                format!("{} (crabup is {FAMILY_VERSION})", crate_.version)
+            } else {
+                crate_.version.clone()
+            };
         println!(
-            "{short:<10} {:<20} {:<10} {source:<10} {features}",
-            crate_.name, crate_.version
+            "{short:<10} {:<20} {version:<10} {source:<10} {features}",
+            crate_.name
         );
     }
     Ok(())

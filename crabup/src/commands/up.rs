@@ -49,6 +49,8 @@ pub fn run(ctx: &Context, args: &UpArgs) -> anyhow::Result<()> {
                 names: vec![name.to_owned()],
                 version: None,
                 path: args.path.clone(),
+                git: None,
+                rev: None,
                 features: Vec::new(),
             };
             if let Err(err) = super::pull::run(ctx, &pull) {

@@ -1,9 +1,11 @@
 //! `crabup update`: reinstall every installed crabtalk crate, keeping how
-//! it was installed (features, local path or git source).
+//! it was installed (features, local path or git source). Family crates
+//! from the registry are brought to crabup's own version, never to
+//! whatever the registry calls latest (see `pull`).
 
 use crate::cargo::Installed;
 use crate::context::Context;
-use crate::names;
+use crate::names::{self, FAMILY_VERSION};
 
 /// The `cargo install` arguments that update `installed` in place.
 pub fn update_args(installed: &Installed) -> Vec<String> {
@@ -18,6 +20,9 @@ pub fn update_args(installed: &Installed) -> Vec<String> {
         args.extend(["--git".into(), git.to_owned(), installed.name.clone()]);
     } else {
         args.push(installed.name.clone());
+        if names::is_family_crate(&installed.name) {
+            args.extend(["--version".into(), format!("={FAMILY_VERSION}")]);
+        }
     }
     if installed.all_features {
         args.push("--all-features".into());
@@ -45,6 +50,16 @@ pub fn run(ctx: &Context) -> anyhow::Result<()> {
         return Ok(());
     }
     for crate_ in &installed {
+        if names::is_family_crate(&crate_.name)
+            && !names::matches_family(&crate_.version)
+            && crate_.path_source().is_none()
+            && crate_.git_source().is_none()
+        {
+            println!(
+                "crabup: {} {} differs from crabup's version {FAMILY_VERSION}; installing {FAMILY_VERSION}",
+                crate_.name, crate_.version
+            );
+        }
         let args = update_args(crate_);
         println!("crabup: cargo {}", args.join(" "));
         ctx.cargo.run(&args)?;

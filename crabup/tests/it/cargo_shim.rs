@@ -26,9 +26,10 @@ fn pull_maps_short_names_and_passes_options_to_cargo_install() {
     let root = checkout().display().to_string();
     sandbox.ok(&["pull", "--path", &root, "cron", "daemon"]);
     let calls = sandbox.cargo_calls();
+    let family = format!("={}", env!("CARGO_PKG_VERSION"));
     let want: Vec<Vec<String>> = [
-        vec!["install", "crabtalkd"],
-        vec!["install", "crabtalk-tui"],
+        vec!["install", "crabtalkd", "--version", &family],
+        vec!["install", "crabtalk-tui", "--version", &family],
         vec!["install", "some-gateway"],
         vec![
             "install",
@@ -70,11 +71,20 @@ fn update_reinstalls_every_crabtalk_crate_keeping_its_features_and_source() {
     .unwrap();
     sandbox.ok(&["update"]);
     let calls = sandbox.cargo_calls();
+    let family = format!("={}", env!("CARGO_PKG_VERSION"));
     let want: Vec<Vec<&str>> = vec![
-        vec!["install", "crabtalk-cron", "--all-features"],
+        vec![
+            "install",
+            "crabtalk-cron",
+            "--version",
+            &family,
+            "--all-features",
+        ],
         vec![
             "install",
             "crabtalk-search",
+            "--version",
+            &family,
             "--features",
             "bing",
             "--no-default-features",
@@ -178,8 +188,18 @@ fn up_installs_what_is_missing_and_starts_the_daemon_and_configured_components()
     assert_eq!(
         sandbox.cargo_calls(),
         vec![
-            vec!["install".to_owned(), "crabtalkd".to_owned()],
-            vec!["install".to_owned(), "crabtalk-cron".to_owned()],
+            vec![
+                "install".to_owned(),
+                "crabtalkd".to_owned(),
+                "--version".to_owned(),
+                format!("={}", env!("CARGO_PKG_VERSION"))
+            ],
+            vec![
+                "install".to_owned(),
+                "crabtalk-cron".to_owned(),
+                "--version".to_owned(),
+                format!("={}", env!("CARGO_PKG_VERSION"))
+            ],
         ]
     );
     for name in ["daemon", "cron"] {
@@ -202,4 +222,142 @@ fn up_installs_what_is_missing_and_starts_the_daemon_and_configured_components()
         assert!(sandbox.ok(&[name, "stop"]).contains("stopped"));
     }
     assert!(sandbox.run_files().is_empty(), "{:?}", sandbox.run_files());
+}
+
+/// A cargo that answers like crates.io where `crabtalkd` is published only
+/// at 0.0.23 (another crabtalk release): asked for a version it does not
+/// have, it fails with cargo's own message; asked for 0.0.23, or for no
+/// version, it installs 0.0.23.
+fn registry_with_only_another_release(sandbox: &crate::support::Sandbox) {
+    let shim = sandbox.path_prefix.last().unwrap().join("cargo");
+    let recorder = std::fs::read_to_string(&shim).unwrap();
+    let recorder = recorder.strip_prefix("#!/bin/sh\n").unwrap();
+    let registry = r#"
+if [ "$1" = install ] && [ "${2#--}" = "$2" ]; then
+  case "$3 $4" in
+    "--version =0.0.23"|"--version 0.0.23"|" ") ;;
+    *) echo "error: could not find \`$2\` in registry \`crates-io\` with version \`$4\`" >&2; exit 101 ;;
+  esac
+  printf '#!/bin/sh\necho crabtalkd 0.0.23\n' > "$CARGO_HOME/bin/$2"
+  chmod +x "$CARGO_HOME/bin/$2"
+fi
+"#;
+    crate::support::script(&shim, &format!("{recorder}{registry}"));
+}
+
+#[test]
+fn pull_never_installs_another_release_of_the_family_without_saying_so() {
+    let sandbox = Sandbox::new().with_cargo_shim();
+    registry_with_only_another_release(&sandbox);
+    let binary = sandbox.cargo_home.join("bin/crabtalkd");
+
+    // Without --version: the matching version is asked for, it is not
+    // published, nothing is installed and the user is told what to do.
+    let out = sandbox.crabup(&["pull", "daemon"]);
+    assert!(!out.status.success());
+    let said = crate::support::stderr(&out);
+    assert!(
+        said.contains("could not find `crabtalkd`"),
+        "cargo's own words pass through: {said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "crabtalkd {} (the version that matches this crabup) is not published",
+            env!("CARGO_PKG_VERSION")
+        )) && said.contains("--path <checkout>")
+            && said.contains("--git <url>"),
+        "{said}"
+    );
+    assert!(!binary.exists(), "nothing of another version was installed");
+    let family = format!("={}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        sandbox.cargo_calls(),
+        vec![vec![
+            "install".to_owned(),
+            "crabtalkd".into(),
+            "--version".into(),
+            family
+        ]]
+    );
+
+    // With --version for another release: installed, with a warning.
+    let out = sandbox.crabup(&["pull", "daemon", "--version", "0.0.23"]);
+    assert!(out.status.success(), "{}", crate::support::stderr(&out));
+    let said = crate::support::stderr(&out);
+    assert!(
+        said.contains("warning: installing crabtalkd 0.0.23, not")
+            && said.contains("--version asked for it"),
+        "{said}"
+    );
+    assert!(binary.exists());
+
+    // From a repository, at a revision.
+    sandbox.ok(&[
+        "pull",
+        "cron",
+        "--git",
+        "https://example.com/crabtalk.git",
+        "--rev",
+        "v0.1.0",
+    ]);
+    assert_eq!(
+        sandbox.cargo_calls().last().unwrap(),
+        &[
+            "install",
+            "--git",
+            "https://example.com/crabtalk.git",
+            "--rev",
+            "v0.1.0",
+            "crabtalk-cron",
+            "--locked"
+        ]
+        .map(String::from)
+        .to_vec()
+    );
+}
+
+#[test]
+fn list_update_and_doctor_point_out_a_binary_of_another_release() {
+    let sandbox = Sandbox::new().with_cargo_shim();
+    std::fs::write(
+        sandbox.cargo_home.join(".crates2.json"),
+        r#"{"installs":{"crabtalkd 0.0.23 (registry+https://github.com/rust-lang/crates.io-index)":{"bins":["crabtalkd"],"features":[]}}}"#,
+    )
+    .unwrap();
+    let family = env!("CARGO_PKG_VERSION");
+    let listed = sandbox.ok(&["list"]);
+    assert!(
+        listed.contains(&format!("0.0.23 (crabup is {family})")),
+        "{listed}"
+    );
+    let doctor = sandbox.crabup(&["doctor"]);
+    let said = crate::support::stdout(&doctor);
+    assert!(
+        said.contains("versions")
+            && said.contains(&format!(
+                "crabtalkd 0.0.23 differ from crabup's version {family}"
+            )),
+        "{said}"
+    );
+    let updated = sandbox.ok(&["update"]);
+    assert!(
+        updated.contains(&format!(
+            "crabtalkd 0.0.23 differs from crabup's version {family}"
+        )),
+        "{updated}"
+    );
+    let installs: Vec<Vec<String>> = sandbox
+        .cargo_calls()
+        .into_iter()
+        .filter(|call| call.first().is_some_and(|first| first == "install"))
+        .collect();
+    assert_eq!(
+        installs,
+        vec![vec![
+            "install".to_owned(),
+            "crabtalkd".into(),
+            "--version".into(),
+            format!("={family}")
+        ]]
+    );
 }
