@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use scraper::Html;
 
-use super::page::{first, is_challenge, selector, text};
+use super::page::{first, is_challenge, selector, text, text_skipping};
 use super::{Engine, Failure, Hit, Query, Request, endpoint};
 use crate::config::EngineId;
 
@@ -60,7 +60,7 @@ impl Engine for Bing {
             };
             let snippet = first(item, ".b_caption p")
                 .or_else(|| first(item, "p"))
-                .map(text)
+                .map(|p| text_skipping(p, "algoSlug_icon"))
                 .unwrap_or_default();
             hits.push(Hit {
                 url,

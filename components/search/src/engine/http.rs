@@ -32,6 +32,8 @@ impl EngineHttp {
         if let Some(client) = self.client.get() {
             return Ok(client);
         }
+        // reqwest is built without a TLS provider of its own (see the kit's `tls`).
+        crabtalk_kit::tls::install_ring();
         let client = reqwest::Client::builder()
             .user_agent(&self.user_agent)
             .no_proxy()

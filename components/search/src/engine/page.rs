@@ -13,6 +13,29 @@ pub fn text(element: ElementRef<'_>) -> String {
     squash(&element.text().collect::<String>())
 }
 
+/// [`text`], leaving out what is inside elements of class `skip` (labels
+/// engines put into snippets, like Bing's "Web" icon).
+pub fn text_skipping(element: ElementRef<'_>, skip: &str) -> String {
+    let mut out = String::new();
+    for node in element.descendants() {
+        let Some(text) = node.value().as_text() else {
+            continue;
+        };
+        let skipped = node
+            .ancestors()
+            .take_while(|a| a.id() != element.id())
+            .any(|a| {
+                a.value()
+                    .as_element()
+                    .is_some_and(|e| e.classes().any(|c| c == skip))
+            });
+        if !skipped {
+            out.push_str(text);
+        }
+    }
+    squash(&out)
+}
+
 /// `text` with runs of whitespace made one space, trimmed.
 pub fn squash(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")

@@ -62,6 +62,8 @@ pub enum FetchError {
         "{url}: refused: {why}; web_fetch only reaches public addresses ([fetch] allow_private in search.toml opens chosen ranges)"
     )]
     Refused { url: String, why: String },
+    #[error("{url}: {why}; nothing was sent")]
+    Unresolved { url: String, why: String },
     #[error("{url}: more than {MAX_REDIRECTS} redirects")]
     TooManyRedirects { url: String },
     #[error("{url}: redirect (HTTP {status}) without a usable Location")]
@@ -117,6 +119,8 @@ impl Fetcher {
         if let Some(client) = self.client.get() {
             return Ok(client);
         }
+        // reqwest is built without a TLS provider of its own (see the kit's `tls`).
+        crabtalk_kit::tls::install_ring();
         let client = reqwest::Client::builder()
             .user_agent(&self.settings.user_agent)
             .no_proxy()
@@ -132,14 +136,15 @@ impl Fetcher {
         Ok(self.client.get_or_init(|| client))
     }
 
-    /// Fetches `url` as `format`.
+    /// Fetches `url` as `format`. The time limit covers the network —
+    /// every hop and the whole body; making the page readable comes after,
+    /// bounded by the byte cap.
     pub async fn fetch(&self, url: &str, format: Format) -> Result<Page, FetchError> {
-        let started = Instant::now();
-        let deadline = started + self.settings.timeout;
+        let deadline = Instant::now() + self.settings.timeout;
         let mut current = self.check_url(url)?;
         let mut bytes_so_far = 0;
         let mut redirects = 0;
-        let result = tokio::time::timeout_at(deadline.into(), async {
+        let fetched = tokio::time::timeout_at(deadline.into(), async {
             loop {
                 let response = self.send(&current).await?;
                 let status = response.status().as_u16();
@@ -162,20 +167,21 @@ impl Fetcher {
                     current = self.check_url(next.as_str())?;
                     continue;
                 }
-                return self
-                    .read(url, &current, response, format, &mut bytes_so_far)
-                    .await;
+                return self.read(&current, response, &mut bytes_so_far).await;
             }
         })
         .await;
-        match result {
-            Ok(page) => page,
-            Err(_) => Err(FetchError::Timeout {
-                url: current.to_string(),
-                ms: self.settings.timeout.as_millis(),
-                bytes: bytes_so_far,
-            }),
-        }
+        let body = match fetched {
+            Ok(body) => body?,
+            Err(_) => {
+                return Err(FetchError::Timeout {
+                    url: current.to_string(),
+                    ms: self.settings.timeout.as_millis(),
+                    bytes: bytes_so_far,
+                });
+            }
+        };
+        body.into_page(url, format).await
     }
 
     /// `url` parsed, http(s), and — if its host is an IP address — allowed.
@@ -214,9 +220,13 @@ impl Fetcher {
             .send()
             .await
             .map_err(|err| match refused_in(&err) {
-                Some(refused) => FetchError::Refused {
+                Some(refused @ ResolveRefused::NonPublic { .. }) => FetchError::Refused {
                     url: url.to_string(),
                     why: refused.to_string(),
+                },
+                Some(unresolved @ ResolveRefused::Unresolved { .. }) => FetchError::Unresolved {
+                    url: url.to_string(),
+                    why: unresolved.to_string(),
                 },
                 None => FetchError::Network {
                     url: url.to_string(),
@@ -225,14 +235,13 @@ impl Fetcher {
             })
     }
 
+    /// The body of a final (non-redirect) response, up to the byte cap.
     async fn read(
         &self,
-        asked: &str,
         url: &url::Url,
         mut response: reqwest::Response,
-        format: Format,
         bytes: &mut usize,
-    ) -> Result<Page, FetchError> {
+    ) -> Result<Body, FetchError> {
         let status = response.status();
         if !status.is_success() {
             return Err(FetchError::Status {
@@ -247,19 +256,18 @@ impl Fetcher {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let (media, charset) = header.as_deref().map(body::media_type).unwrap_or_default();
-        let declared = if header.is_some() {
-            Some(
+        let declared = match header {
+            Some(_) => Some(
                 body::kind_of(&media).ok_or_else(|| FetchError::ContentType {
                     url: url.to_string(),
                     content_type: media.clone(),
                 })?,
-            )
-        } else {
-            None
+            ),
+            None => None,
         };
         let max = self.settings.max_bytes;
         let mut buffer: Vec<u8> = Vec::new();
-        let mut body_cut = false;
+        let mut cut = false;
         while let Some(chunk) = response.chunk().await.map_err(|err| FetchError::Network {
             url: url.to_string(),
             message: format!("reading the body failed: {}", error_chain(&err)),
@@ -267,7 +275,7 @@ impl Fetcher {
             let room = max - buffer.len();
             if chunk.len() > room {
                 buffer.extend_from_slice(&chunk[..room]);
-                body_cut = true;
+                cut = true;
                 break;
             }
             buffer.extend_from_slice(&chunk);
@@ -283,38 +291,69 @@ impl Fetcher {
                 content_type: "not given, and the body is not text".into(),
             })?,
         };
-        let content_type = if media.is_empty() {
-            "unknown (sniffed)".to_owned()
-        } else {
-            media
-        };
-        let final_url = url.to_string();
-        let bytes_read = buffer.len();
-        let (title, content) = match kind {
-            Kind::Html => {
-                let page_url = final_url.clone();
-                tokio::task::spawn_blocking(move || {
-                    let text = body::decode(&buffer, charset.as_deref(), kind);
-                    drop(buffer);
-                    readable::readable(&text, &page_url, format)
-                })
-                .await
-                .map_err(|err| FetchError::Network {
-                    url: url.to_string(),
-                    message: format!("reading the page failed: {err}"),
-                })?
+        Ok(Body {
+            final_url: url.to_string(),
+            status: status.as_u16(),
+            content_type: if media.is_empty() {
+                "unknown (sniffed)".to_owned()
+            } else {
+                media
+            },
+            charset,
+            kind,
+            bytes: buffer,
+            cut,
+        })
+    }
+}
+
+/// A body as read, before it is made readable.
+struct Body {
+    final_url: String,
+    status: u16,
+    content_type: String,
+    charset: Option<String>,
+    kind: Kind,
+    bytes: Vec<u8>,
+    cut: bool,
+}
+
+impl Body {
+    /// Decoded and, for HTML, made readable (off the async thread).
+    async fn into_page(self, asked: &str, format: Format) -> Result<Page, FetchError> {
+        let Body {
+            final_url,
+            status,
+            content_type,
+            charset,
+            kind,
+            bytes,
+            cut,
+        } = self;
+        let bytes_read = bytes.len();
+        let page_url = final_url.clone();
+        let (title, content) = tokio::task::spawn_blocking(move || {
+            let text = body::decode(&bytes, charset.as_deref(), kind);
+            drop(bytes);
+            match kind {
+                Kind::Html => readable::readable(&text, &page_url, format),
+                _ => (None, text),
             }
-            _ => (None, body::decode(&buffer, charset.as_deref(), kind)),
-        };
+        })
+        .await
+        .map_err(|err| FetchError::Network {
+            url: final_url.clone(),
+            message: format!("reading the page failed: {err}"),
+        })?;
         Ok(Page {
             url: asked.to_owned(),
             final_url,
-            status: status.as_u16(),
+            status,
             content_type,
             title,
             format,
             content,
-            body_cut,
+            body_cut: cut,
             bytes_read,
         })
     }

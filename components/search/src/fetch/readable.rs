@@ -38,29 +38,38 @@ impl Format {
 
 /// The title and readable content of `html`, found at `url`.
 pub fn readable(html: &str, url: &str, format: Format) -> (Option<String>, String) {
-    let config = Config {
-        text_mode: match format {
-            Format::Markdown => TextMode::Markdown,
-            Format::Text => TextMode::Formatted,
-        },
-        max_elements_to_parse: MAX_ELEMENTS,
-        ..Config::default()
-    };
     let document = Document::from(html);
     let title = page_title(&document);
-    if let Ok(mut readability) = Readability::with_document(document, Some(url), Some(config))
-        && let Ok(article) = readability.parse()
-    {
-        let content = tidy(&article.text_content);
-        if !content.trim().is_empty() {
-            let title = Some(article.title.trim().to_owned())
-                .filter(|t| !t.is_empty())
-                .or(title);
-            return (title, content);
+    let elements = document.select("*").length();
+    if elements <= MAX_ELEMENTS {
+        let config = Config {
+            text_mode: match format {
+                Format::Markdown => TextMode::Markdown,
+                Format::Text => TextMode::Formatted,
+            },
+            max_elements_to_parse: MAX_ELEMENTS,
+            ..Config::default()
+        };
+        if let Ok(mut readability) = Readability::with_document(document, Some(url), Some(config))
+            && let Ok(article) = readability.parse()
+        {
+            let content = tidy(&article.text_content);
+            if !content.trim().is_empty() {
+                let title = Some(article.title.trim().to_owned())
+                    .filter(|t| !t.is_empty())
+                    .or(title);
+                return (title, content);
+            }
         }
+        // Readability changed the tree it was given; start again.
+        return (title, whole(&Document::from(html), format));
     }
-    // Not an article: the whole body.
-    let document = Document::from(html);
+    (title, whole(&document, format))
+}
+
+/// The whole page, minus what is never content.
+fn whole(document: &Document, format: Format) -> String {
+    document.select(&SKIPPED.join(", ")).remove();
     let body = document.select("body");
     let root = if body.exists() {
         body
@@ -69,15 +78,12 @@ pub fn readable(html: &str, url: &str, format: Format) -> (Option<String>, Strin
     };
     let content = match root.nodes().first() {
         Some(node) => match format {
-            Format::Markdown => node.md(Some(SKIPPED)).to_string(),
-            Format::Text => {
-                document.select(&SKIPPED.join(", ")).remove();
-                node.formatted_text().to_string()
-            }
+            Format::Markdown => node.md(Some(&[])).to_string(),
+            Format::Text => node.formatted_text().to_string(),
         },
         None => String::new(),
     };
-    (title, tidy(&content))
+    tidy(&content)
 }
 
 fn page_title(document: &Document) -> Option<String> {
