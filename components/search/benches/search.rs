@@ -52,11 +52,16 @@ fn answer() -> SearchAnswer {
             .map(|i| ResultItem {
                 title: format!("Result {i} about crabs and their sideways walk"),
                 url: format!("https://site{i}.example/page/{i}"),
-                snippet: "Crabs walk sideways because of the way their legs bend; most live in the sea. ".repeat(2),
+                snippet:
+                    "Crabs walk sideways because of the way their legs bend; most live in the sea. "
+                        .repeat(2),
                 score: 10.0 / (i + 1) as f64,
                 engines: EngineId::ALL[..4]
                     .iter()
-                    .map(|e| FoundBy { engine: e.name().into(), rank: i + 1 })
+                    .map(|e| FoundBy {
+                        engine: e.name().into(),
+                        rank: i + 1,
+                    })
                     .collect(),
             })
             .collect(),
@@ -80,7 +85,9 @@ fn answer() -> SearchAnswer {
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     let lists = lists();
-    criterion.bench_function("fuse 5 engines x 20 results", |b| b.iter(|| fuse(black_box(&lists))));
+    criterion.bench_function("fuse 5 engines x 20 results", |b| {
+        b.iter(|| fuse(black_box(&lists)))
+    });
 
     let home = tempfile::tempdir().unwrap();
     let web = Web::new(
@@ -96,12 +103,21 @@ fn main() {
     };
     let answer = answer();
     let size = serde_json::to_vec(&answer).unwrap().len();
-    web.cache().insert(request.cache_key(), Cached::Search(Arc::new(answer)), size, Instant::now());
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    web.cache().insert(
+        request.cache_key(),
+        Cached::Search(Arc::new(answer)),
+        size,
+        Instant::now(),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let hit = runtime.block_on(web.search(&request));
     assert!(hit.cached, "the bench must measure a hit");
     criterion.bench_function("cache hit through Web::search", |b| {
-        b.to_async(&runtime).iter(|| web.search(black_box(&request)))
+        b.to_async(&runtime)
+            .iter(|| web.search(black_box(&request)))
     });
     criterion.final_summary();
 }

@@ -20,7 +20,11 @@ use crabtalk_home::{Home, PortFile};
 
 fn binary() -> PathBuf {
     let me = std::env::current_exe().unwrap();
-    me.parent().unwrap().parent().unwrap().join("crabtalk-search")
+    me.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("crabtalk-search")
 }
 
 /// utime + stime, in clock ticks.

@@ -22,14 +22,19 @@ use serde_json::{Value, json};
 
 fn binary() -> PathBuf {
     let me = std::env::current_exe().unwrap();
-    me.parent().unwrap().parent().unwrap().join("crabtalk-search")
+    me.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("crabtalk-search")
 }
 
 /// Serves `body` with `content_type` at every path, on 127.0.0.1.
 async fn engine(content_type: &'static str, body: &'static str) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = axum::Router::new().fallback(move || async move { ([("content-type", content_type)], body) });
+    let app = axum::Router::new()
+        .fallback(move || async move { ([("content-type", content_type)], body) });
     tokio::spawn(async move { axum::serve(listener, app).await });
     format!("http://{addr}")
 }
@@ -57,14 +62,19 @@ async fn round(peer: &rmcp::service::Peer<rmcp::RoleClient>, calls: usize, label
                 let args = json!({"query": format!("rust ownership {i}"), "count": 10});
                 let begun = Instant::now();
                 let result = peer
-                    .call_tool(CallToolRequestParams::new("web_search").with_arguments(args.as_object().cloned().unwrap()))
+                    .call_tool(
+                        CallToolRequestParams::new("web_search")
+                            .with_arguments(args.as_object().cloned().unwrap()),
+                    )
                     .await;
                 let took = begun.elapsed();
                 let ok = result.is_ok_and(|r| {
                     let answer = r.structured_content.unwrap_or(Value::Null);
                     r.is_error == Some(false)
                         && answer["results"].as_array().is_some_and(|a| a.len() == 10)
-                        && answer["engines"].as_array().is_some_and(|e| e.iter().all(|e| e["status"] == "ok"))
+                        && answer["engines"]
+                            .as_array()
+                            .is_some_and(|e| e.iter().all(|e| e["status"] == "ok"))
                 });
                 (ok, took)
             })
@@ -96,17 +106,39 @@ async fn main() {
     let html = "text/html; charset=utf-8";
     let json = "application/json";
     let urls = [
-        ("duckduckgo", engine(html, include_str!("../tests/fixtures/duckduckgo.html")).await),
-        ("bing", engine(html, include_str!("../tests/fixtures/bing.html")).await),
-        ("mojeek", engine(html, include_str!("../tests/fixtures/mojeek.html")).await),
-        ("wikipedia", engine(json, include_str!("../tests/fixtures/wikipedia.json")).await),
-        ("brave", engine(json, include_str!("../tests/fixtures/brave.json")).await),
-        ("searxng", engine(json, include_str!("../tests/fixtures/searxng.json")).await),
+        (
+            "duckduckgo",
+            engine(html, include_str!("../tests/fixtures/duckduckgo.html")).await,
+        ),
+        (
+            "bing",
+            engine(html, include_str!("../tests/fixtures/bing.html")).await,
+        ),
+        (
+            "mojeek",
+            engine(html, include_str!("../tests/fixtures/mojeek.html")).await,
+        ),
+        (
+            "wikipedia",
+            engine(json, include_str!("../tests/fixtures/wikipedia.json")).await,
+        ),
+        (
+            "brave",
+            engine(json, include_str!("../tests/fixtures/brave.json")).await,
+        ),
+        (
+            "searxng",
+            engine(json, include_str!("../tests/fixtures/searxng.json")).await,
+        ),
     ];
     let config: String = urls
         .iter()
         .map(|(name, url)| {
-            let key = if *name == "brave" { "api_key_env = \"LOAD_BRAVE_KEY\"\n" } else { "" };
+            let key = if *name == "brave" {
+                "api_key_env = \"LOAD_BRAVE_KEY\"\n"
+            } else {
+                ""
+            };
             format!("[engines.{name}]\nbase_url = \"{url}\"\n{key}\n")
         })
         .collect();
@@ -135,10 +167,25 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
     println!("service idle after start: RSS {:.1} MiB", rss_mib(pid));
-    let client = ().serve(StreamableHttpClientTransport::from_uri(format!("http://127.0.0.1:{port}/mcp"))).await.unwrap();
+    let client = ()
+        .serve(StreamableHttpClientTransport::from_uri(format!(
+            "http://127.0.0.1:{port}/mcp"
+        )))
+        .await
+        .unwrap();
     let peer = Arc::new(client.peer().clone());
-    round(&peer, calls, &format!("{calls} concurrent web_search, distinct queries (6 engines each)")).await;
-    round(&peer, calls, &format!("{calls} concurrent web_search, the same queries again (cache hits)")).await;
+    round(
+        &peer,
+        calls,
+        &format!("{calls} concurrent web_search, distinct queries (6 engines each)"),
+    )
+    .await;
+    round(
+        &peer,
+        calls,
+        &format!("{calls} concurrent web_search, the same queries again (cache hits)"),
+    )
+    .await;
     println!("service after the load: RSS {:.1} MiB", rss_mib(pid));
     let _ = client.cancel().await;
     // SAFETY: signalling our own child.

@@ -40,7 +40,7 @@ impl Engine for Bing {
         })
     }
 
-    fn parse(&self, body: &str) -> Result<Vec<Hit>, Failure> {
+    fn parse(&self, _query: &Query, body: &str) -> Result<Vec<Hit>, Failure> {
         let document = Html::parse_document(body);
         if is_challenge(&document) {
             return Err(Failure::Blocked("bot check (CAPTCHA page)".into()));

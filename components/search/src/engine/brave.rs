@@ -65,7 +65,7 @@ impl Engine for Brave {
         })
     }
 
-    fn parse(&self, body: &str) -> Result<Vec<Hit>, Failure> {
+    fn parse(&self, _query: &Query, body: &str) -> Result<Vec<Hit>, Failure> {
         let answer: Answer = serde_json::from_str(body)
             .map_err(|err| Failure::Blocked(format!("not a Brave Search answer ({err})")))?;
         match (answer.kind.as_deref(), answer.web) {

@@ -81,7 +81,7 @@ impl EngineHttp {
             }
             body.extend_from_slice(&chunk);
         }
-        engine.parse(&String::from_utf8_lossy(&body))
+        engine.parse(query, &String::from_utf8_lossy(&body))
     }
 }
 

@@ -96,9 +96,9 @@ pub trait Engine: Send + Sync {
     /// The request for `query`.
     fn request(&self, query: &Query) -> Result<Request, Failure>;
 
-    /// The hits in a successful (2xx) answer; `Ok(vec![])` only when the
-    /// answer says nothing was found.
-    fn parse(&self, body: &str) -> Result<Vec<Hit>, Failure>;
+    /// The hits in a successful (2xx) answer to `query`; `Ok(vec![])`
+    /// only when the answer says nothing was found.
+    fn parse(&self, query: &Query, body: &str) -> Result<Vec<Hit>, Failure>;
 
     /// What to add to a refusal with this HTTP status, if the engine has
     /// something to say about it.

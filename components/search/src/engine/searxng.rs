@@ -51,7 +51,7 @@ impl Engine for Searxng {
         })
     }
 
-    fn parse(&self, body: &str) -> Result<Vec<Hit>, Failure> {
+    fn parse(&self, _query: &Query, body: &str) -> Result<Vec<Hit>, Failure> {
         let answer: Answer = serde_json::from_str(body)
             .map_err(|err| Failure::Blocked(format!("not a SearXNG JSON answer ({err})")))?;
         Ok(answer

@@ -79,7 +79,7 @@ impl Engine for Wikipedia {
         })
     }
 
-    fn parse(&self, body: &str) -> Result<Vec<Hit>, Failure> {
+    fn parse(&self, query: &Query, body: &str) -> Result<Vec<Hit>, Failure> {
         let answer: Answer = serde_json::from_str(body)
             .map_err(|err| Failure::Blocked(format!("not a MediaWiki API answer ({err})")))?;
         if let Some(error) = answer.error {
@@ -89,14 +89,14 @@ impl Engine for Wikipedia {
                 _ => Failure::Error(detail),
             });
         }
-        let Some(query) = answer.query else {
+        let Some(found) = answer.query else {
             return Err(Failure::Blocked(
                 "the answer has no query.search list".into(),
             ));
         };
         // Result pages live next to the API, in the same language.
-        let base = self.base.replace("{lang}", &self.language);
-        Ok(query
+        let base = self.base_for(query);
+        Ok(found
             .search
             .into_iter()
             .filter_map(|page| {
@@ -113,5 +113,43 @@ impl Engine for Wikipedia {
                 })
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_language_picks_the_wikipedia_for_the_api_and_the_links() {
+        let engine = Wikipedia::new("https://{lang}.wikipedia.org".into(), "en".into());
+        let mut query = Query {
+            text: "Krabbe".into(),
+            count: 3,
+            lang: None,
+            region: None,
+        };
+        assert!(
+            engine
+                .request(&query)
+                .unwrap()
+                .url
+                .as_str()
+                .starts_with("https://en.wikipedia.org/w/api.php?")
+        );
+        query.lang = Some("de".into());
+        assert!(
+            engine
+                .request(&query)
+                .unwrap()
+                .url
+                .as_str()
+                .starts_with("https://de.wikipedia.org/w/api.php?")
+        );
+        let hits = engine
+            .parse(&query, r#"{"query":{"search":[{"title":"Echte Krabben","snippet":"<b>Krabben</b> sind"}]}}"#)
+            .unwrap();
+        assert_eq!(hits[0].url, "https://de.wikipedia.org/wiki/Echte_Krabben");
+        assert_eq!(hits[0].snippet, "Krabben sind");
     }
 }
