@@ -87,7 +87,7 @@ async fn misbehaving_servers_end_within_the_limits() {
         huge.note
     );
     assert!(
-        started.elapsed() < Duration::from_secs(3),
+        started.elapsed() < Duration::from_secs(30),
         "{:?}",
         started.elapsed()
     );
@@ -100,7 +100,7 @@ async fn misbehaving_servers_end_within_the_limits() {
         .unwrap();
     assert!(endless.body_cut, "{:?}", endless.note);
     assert!(
-        started.elapsed() < Duration::from_secs(10),
+        started.elapsed() < Duration::from_secs(60),
         "{:?}",
         started.elapsed()
     );
@@ -115,7 +115,7 @@ async fn misbehaving_servers_end_within_the_limits() {
     assert!(err.to_string().contains("gave up after 3000 ms"), "{err}");
     let took = started.elapsed();
     assert!(
-        took >= Duration::from_secs(3) && took < Duration::from_secs(5),
+        took >= Duration::from_secs(3) && took < Duration::from_secs(15),
         "{took:?}"
     );
 
@@ -133,7 +133,7 @@ async fn misbehaving_servers_end_within_the_limits() {
     );
     assert_eq!(page.content.chars().count(), 1_000);
     assert!(
-        started.elapsed() < Duration::from_secs(20),
+        started.elapsed() < Duration::from_secs(90),
         "{:?}",
         started.elapsed()
     );
