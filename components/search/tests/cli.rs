@@ -146,3 +146,51 @@ fn a_broken_search_toml_exits_78_naming_file_line_and_column() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn environment_proxies_are_not_used() {
+    let proxy = Fixture::start().await;
+    proxy.fallback(Reply::html("<p>from the proxy</p>"));
+    let page = Fixture::start_on("127.0.0.2").await;
+    page.route(
+        "/p",
+        Reply::with_status(200, "text/plain", "straight from the page"),
+    );
+    let engines = Engines::start().await;
+    let home = TestHome::new(&engines.config("[fetch]\nallow_private = [\"127.0.0.2/32\"]\n"));
+    let proxy_url = proxy.base_url();
+    let url = format!("{}/p", page.base_url());
+    let home_path = home.path().to_owned();
+    let run = |args: Vec<String>| {
+        let home_path = home_path.clone();
+        let proxy_url = proxy_url.clone();
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(support::BIN)
+                .args(&args)
+                .env("CRABTALK_HOME", &home_path)
+                .env("BRAVE_TEST_KEY", "k")
+                .env("HTTP_PROXY", &proxy_url)
+                .env("http_proxy", &proxy_url)
+                .env("HTTPS_PROXY", &proxy_url)
+                .env("ALL_PROXY", &proxy_url)
+                .env_remove("NO_PROXY")
+                .env_remove("no_proxy")
+                .output()
+                .unwrap()
+        })
+    };
+    let fetched = run(vec!["fetch".into(), url]).await.unwrap();
+    assert!(fetched.status.success(), "{}", text(&fetched));
+    assert!(String::from_utf8_lossy(&fetched.stdout).contains("straight from the page"));
+    let searched = run(vec![
+        "search".into(),
+        "rust".into(),
+        "--engines".into(),
+        "bing".into(),
+    ])
+    .await
+    .unwrap();
+    assert!(searched.status.success(), "{}", text(&searched));
+    assert_eq!(proxy.hits(), 0, "nothing went through the proxy");
+    assert_eq!(page.hits(), 1);
+}
