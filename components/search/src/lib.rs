@@ -41,6 +41,8 @@ pub mod engine;
 pub mod fetch;
 pub mod health;
 #[cfg(feature = "service")]
+pub mod memory;
+#[cfg(feature = "service")]
 pub mod search;
 #[cfg(feature = "service")]
 pub mod service;

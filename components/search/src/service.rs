@@ -20,6 +20,7 @@ pub fn settings(component: &Component) -> anyhow::Result<Settings> {
 
 /// Runs the service until the component is told to stop.
 pub async fn run(component: &Component) -> anyhow::Result<()> {
+    crate::memory::limit_arenas();
     let settings = settings(component)?;
     let enabled: Vec<&str> = settings
         .engines

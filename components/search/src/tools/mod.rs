@@ -27,6 +27,7 @@ use crate::web::{MAX_CHARS_LIMIT, Web};
 #[derive(Clone)]
 pub struct SearchTools {
     web: Arc<Web>,
+    busy: crate::memory::Busy,
 }
 
 fn schema(value: Value) -> Arc<Map<String, Value>> {
@@ -72,12 +73,17 @@ pub fn tool_list() -> Vec<Tool> {
 
 impl SearchTools {
     pub fn new(web: Arc<Web>) -> Self {
-        Self { web }
+        Self {
+            web,
+            busy: crate::memory::Busy::default(),
+        }
     }
 
     /// Runs tool `name` with `arguments` (an object; a JSON string holding
     /// one is accepted too).
     pub async fn call(&self, name: &str, arguments: Value) -> CallToolResult {
+        // Freed memory goes back to the system when the last call ends.
+        let _busy = self.busy.enter();
         let arguments = match object(arguments) {
             Ok(arguments) => arguments,
             Err(err) => return error(err),
