@@ -39,14 +39,24 @@ async fn engine(content_type: &'static str, body: &'static str) -> String {
     format!("http://{addr}")
 }
 
-fn rss_mib(pid: u32) -> f64 {
+fn status_mib(pid: u32, key: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .unwrap()
+        .unwrap_or(0.0)
         / 1024.0
+}
+
+/// `RSS x MiB (anonymous a, file-backed f)`.
+fn rss(pid: u32) -> String {
+    format!(
+        "RSS {:.1} MiB (anonymous {:.1}, file-backed {:.1})",
+        status_mib(pid, "VmRSS:"),
+        status_mib(pid, "RssAnon:"),
+        status_mib(pid, "RssFile:")
+    )
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -166,7 +176,7 @@ async fn main() {
         assert!(Instant::now() < deadline, "no port file");
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
-    println!("service idle after start: RSS {:.1} MiB", rss_mib(pid));
+    println!("service idle after start: {}", rss(pid));
     let client = ()
         .serve(StreamableHttpClientTransport::from_uri(format!(
             "http://127.0.0.1:{port}/mcp"
@@ -186,8 +196,15 @@ async fn main() {
         &format!("{calls} concurrent web_search, the same queries again (cache hits)"),
     )
     .await;
-    println!("service after the load: RSS {:.1} MiB", rss_mib(pid));
+    println!("service right after the load: {}", rss(pid));
     let _ = client.cancel().await;
+    // Idle connections to the engines close after 30 s; the service trims
+    // its heap once more 40 s after its last call.
+    tokio::time::sleep(Duration::from_secs(45)).await;
+    println!(
+        "service idle 45 s after the load, client gone: {}",
+        rss(pid)
+    );
     // SAFETY: signalling our own child.
     unsafe {
         libc::kill(pid as i32, libc::SIGTERM);

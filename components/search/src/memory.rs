@@ -4,12 +4,20 @@
 //! the allocator keeps the freed pages for reuse, so after a burst an idle
 //! service would stay at its high-water mark. [`Busy`] counts the calls in
 //! flight; when the last one ends, freed heap is returned to the system
-//! (`malloc_trim`, glibc). The blocking threads that parse pages would each
+//! (`malloc_trim`, glibc), and once more [`SETTLE`] later if nothing
+//! happened meanwhile — by then the HTTP connections of the burst have
+//! closed and their buffers are free too. That one timer runs only after
+//! work; an idle service is never woken. The blocking threads that parse pages would each
 //! get an allocator arena of their own; [`limit_arenas`] keeps that to two.
 //! Elsewhere both are no-ops.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// How long after the last call the second trim comes (past the 30 s idle
+/// timeout of pooled connections).
+pub const SETTLE: Duration = Duration::from_secs(40);
 
 /// At most two glibc malloc arenas (call once, at start).
 pub fn limit_arenas() {
@@ -34,27 +42,42 @@ pub fn trim() {
 #[derive(Debug, Clone, Default)]
 pub struct Busy {
     in_flight: Arc<AtomicUsize>,
+    /// Counts calls begun, so a later trim knows whether work came since.
+    begun: Arc<AtomicU64>,
 }
 
 impl Busy {
     /// Marks a call in flight until the guard is dropped.
     pub fn enter(&self) -> BusyGuard {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
-        BusyGuard {
-            in_flight: self.in_flight.clone(),
-        }
+        self.begun.fetch_add(1, Ordering::SeqCst);
+        BusyGuard { busy: self.clone() }
     }
 }
 
 pub struct BusyGuard {
-    in_flight: Arc<AtomicUsize>,
+    busy: Busy,
 }
 
 impl Drop for BusyGuard {
     fn drop(&mut self) {
-        if self.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
-            trim();
+        if self.busy.in_flight.fetch_sub(1, Ordering::SeqCst) != 1 {
+            return;
         }
+        trim();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let busy = self.busy.clone();
+        let seen = busy.begun.load(Ordering::SeqCst);
+        runtime.spawn(async move {
+            tokio::time::sleep(SETTLE).await;
+            if busy.begun.load(Ordering::SeqCst) == seen
+                && busy.in_flight.load(Ordering::SeqCst) == 0
+            {
+                trim();
+            }
+        });
     }
 }
 

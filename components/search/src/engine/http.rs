@@ -40,6 +40,8 @@ impl EngineHttp {
             .redirect(reqwest::redirect::Policy::limited(3))
             .connect_timeout(Duration::from_secs(10))
             .pool_idle_timeout(Duration::from_secs(30))
+            // A burst of searches opens many connections; keep a few.
+            .pool_max_idle_per_host(4)
             .build()
             .map_err(|err| Failure::Error(format!("cannot build the HTTP client: {err}")))?;
         Ok(self.client.get_or_init(|| client))

@@ -128,6 +128,7 @@ impl Fetcher {
             .dns_resolver(Arc::new(self.resolver.clone()))
             .connect_timeout(self.settings.timeout)
             .pool_idle_timeout(std::time::Duration::from_secs(30))
+            .pool_max_idle_per_host(2)
             .build()
             .map_err(|err| FetchError::Network {
                 url: url.to_owned(),
