@@ -69,6 +69,13 @@ impl SearchRequest {
     }
 }
 
+/// What one engine did.
+struct Reply {
+    engine: EngineId,
+    hits: Result<Vec<crate::engine::Hit>, Failure>,
+    took: std::time::Duration,
+}
+
 /// One engine's row in `crabtalk-search engines`.
 #[derive(Debug, Clone, Serialize)]
 pub struct EngineView {
@@ -161,137 +168,15 @@ impl Searcher {
             answer.cached_secs = Some(age.as_secs());
             return answer;
         }
-        let started = Instant::now();
-        let now = Utc::now();
         let query = Query {
             text: request.query.clone(),
             count: request.count,
             lang: request.lang.clone(),
             region: request.region.clone(),
         };
-
-        // Who is asked, and why the others are not.
-        let mut reports: Vec<EngineReport> = Vec::new();
-        let mut asked: Vec<&dyn Engine> = Vec::new();
-        {
-            let mut health = self.health();
-            health.refresh();
-            for engine in &self.engines {
-                let id = engine.id();
-                let settings = self.settings.engine(id);
-                let report = |status: Status, detail: Option<String>, until| EngineReport {
-                    engine: id.name().to_owned(),
-                    status,
-                    results: None,
-                    ms: None,
-                    detail,
-                    suspended_until: until,
-                };
-                if request
-                    .engines
-                    .as_ref()
-                    .is_some_and(|wanted| !wanted.contains(&id))
-                {
-                    reports.push(report(Status::NotRequested, None, None));
-                } else if !settings.enabled {
-                    reports.push(report(Status::Disabled, settings.off_because.clone(), None));
-                } else if let Some(until) = health.table.suspended_until(id, now) {
-                    let last = health.table.get(id).map(|h| {
-                        format!(
-                            "last: {}{}",
-                            h.status.name(),
-                            h.detail
-                                .as_deref()
-                                .map(|d| format!(", {d}"))
-                                .unwrap_or_default()
-                        )
-                    });
-                    reports.push(report(Status::Suspended, last, Some(until)));
-                } else {
-                    reports.push(report(Status::Ok, None, None));
-                    asked.push(engine.as_ref());
-                }
-            }
-        }
-
-        // Everyone at once, each within its timeout and the deadline.
-        let deadline = started + self.settings.deadline;
-        let replies =
-            futures::future::join_all(asked.iter().map(|engine| {
-                let settings = self.settings.engine(engine.id());
-                let own = started + settings.timeout;
-                let (until, why) = if own <= deadline {
-                    (
-                        own,
-                        format!(
-                            "no answer within its timeout of {} ms",
-                            settings.timeout.as_millis()
-                        ),
-                    )
-                } else {
-                    (
-                        deadline,
-                        format!(
-                            "no answer before the search's deadline of {} ms",
-                            self.settings.deadline.as_millis()
-                        ),
-                    )
-                };
-                let query = &query;
-                async move {
-                    let begun = Instant::now();
-                    let reply =
-                        match tokio::time::timeout_at(until.into(), self.http.ask(*engine, query))
-                            .await
-                        {
-                            Ok(reply) => reply,
-                            Err(_) => Err(Failure::Timeout(why)),
-                        };
-                    (engine.id(), reply, begun.elapsed())
-                }
-            }))
-            .await;
-
-        // Health, reports, lists.
-        let mut lists = Vec::new();
-        {
-            let mut health = self.health();
-            let mut changed = false;
-            let now = Utc::now();
-            for (id, reply, took) in replies {
-                let report = reports
-                    .iter_mut()
-                    .find(|r| r.engine == id.name())
-                    .expect("every engine has a report");
-                report.ms = Some(took.as_millis() as u64);
-                let (status, detail) = match &reply {
-                    Ok(hits) if hits.is_empty() => (Status::NoResults, None),
-                    Ok(_) => (Status::Ok, None),
-                    Err(failure) => (failure.status(), Some(failure.detail().to_owned())),
-                };
-                if let Some(detail) = &detail {
-                    tracing::info!(engine = id.name(), status = status.name(), "{detail}");
-                }
-                changed |=
-                    health
-                        .table
-                        .record(id, status, detail.clone(), now, &self.settings.health);
-                report.status = status;
-                report.detail = detail;
-                report.suspended_until = health.table.suspended_until(id, now);
-                if let Ok(hits) = reply {
-                    report.results = Some(hits.len());
-                    lists.push(EngineList {
-                        engine: id,
-                        weight: self.settings.engine(id).weight,
-                        hits,
-                    });
-                }
-            }
-            if changed {
-                health.save();
-            }
-        }
+        let (mut reports, asked) = self.plan(request);
+        let replies = self.ask(&asked, &query).await;
+        let lists = self.record(replies, &mut reports);
         let results: Vec<ResultItem> = fuse(&lists)
             .into_iter()
             .take(request.count)
@@ -328,6 +213,124 @@ impl Searcher {
             );
         }
         answer
+    }
+
+    /// A report for every engine, and the engines to ask: the others are
+    /// not requested, disabled (and why) or suspended (until when).
+    fn plan(&self, request: &SearchRequest) -> (Vec<EngineReport>, Vec<&dyn Engine>) {
+        let now = Utc::now();
+        let mut reports = Vec::new();
+        let mut asked: Vec<&dyn Engine> = Vec::new();
+        let mut health = self.health();
+        health.refresh();
+        for engine in &self.engines {
+            let id = engine.id();
+            let settings = self.settings.engine(id);
+            let report = |status: Status, detail: Option<String>, until| EngineReport {
+                engine: id.name().to_owned(),
+                status,
+                results: None,
+                ms: None,
+                detail,
+                suspended_until: until,
+            };
+            let requested = request
+                .engines
+                .as_ref()
+                .is_none_or(|wanted| wanted.contains(&id));
+            if !requested {
+                reports.push(report(Status::NotRequested, None, None));
+            } else if !settings.enabled {
+                reports.push(report(Status::Disabled, settings.off_because.clone(), None));
+            } else if let Some(until) = health.table.suspended_until(id, now) {
+                let last = health.table.get(id).map(|h| {
+                    let detail = h.detail.as_deref().map(|d| format!(", {d}"));
+                    format!("last: {}{}", h.status.name(), detail.unwrap_or_default())
+                });
+                reports.push(report(Status::Suspended, last, Some(until)));
+            } else {
+                reports.push(report(Status::Ok, None, None));
+                asked.push(engine.as_ref());
+            }
+        }
+        (reports, asked)
+    }
+
+    /// Every engine in `asked` at once, each until its own timeout or the
+    /// search's deadline, whichever comes first.
+    async fn ask(&self, asked: &[&dyn Engine], query: &Query) -> Vec<Reply> {
+        let started = Instant::now();
+        let deadline = started + self.settings.deadline;
+        futures::future::join_all(asked.iter().map(|&engine| {
+            let timeout = self.settings.engine(engine.id()).timeout;
+            let (until, why) = if started + timeout <= deadline {
+                (
+                    started + timeout,
+                    format!("no answer within its timeout of {} ms", timeout.as_millis()),
+                )
+            } else {
+                (
+                    deadline,
+                    format!(
+                        "no answer before the search's deadline of {} ms",
+                        self.settings.deadline.as_millis()
+                    ),
+                )
+            };
+            async move {
+                let asked_at = Instant::now();
+                let hits = tokio::time::timeout_at(until.into(), self.http.ask(engine, query))
+                    .await
+                    .unwrap_or(Err(Failure::Timeout(why)));
+                Reply {
+                    engine: engine.id(),
+                    hits,
+                    took: asked_at.elapsed(),
+                }
+            }
+        }))
+        .await
+    }
+
+    /// Each reply into its engine's report and health; the lists to fuse.
+    fn record(&self, replies: Vec<Reply>, reports: &mut [EngineReport]) -> Vec<EngineList> {
+        let mut lists = Vec::new();
+        let mut health = self.health();
+        let mut changed = false;
+        let now = Utc::now();
+        for Reply { engine, hits, took } in replies {
+            let Some(report) = reports.iter_mut().find(|r| r.engine == engine.name()) else {
+                continue;
+            };
+            report.ms = Some(took.as_millis() as u64);
+            let (status, detail) = match &hits {
+                Ok(hits) if hits.is_empty() => (Status::NoResults, None),
+                Ok(_) => (Status::Ok, None),
+                Err(failure) => (failure.status(), Some(failure.detail().to_owned())),
+            };
+            if let Some(detail) = &detail {
+                tracing::info!(engine = engine.name(), status = status.name(), "{detail}");
+            }
+            changed |=
+                health
+                    .table
+                    .record(engine, status, detail.clone(), now, &self.settings.health);
+            report.status = status;
+            report.detail = detail;
+            report.suspended_until = health.table.suspended_until(engine, now);
+            if let Ok(hits) = hits {
+                report.results = Some(hits.len());
+                lists.push(EngineList {
+                    engine,
+                    weight: self.settings.engine(engine).weight,
+                    hits,
+                });
+            }
+        }
+        if changed {
+            health.save();
+        }
+        lists
     }
 
     /// Every engine with its settings and last health.
