@@ -61,6 +61,8 @@ pub mod logging;
 pub mod mcp;
 mod shutdown;
 #[cfg(feature = "service")]
+mod string_arguments;
+#[cfg(feature = "service")]
 pub mod tls;
 
 pub use component::Component;

@@ -33,6 +33,7 @@ use std::time::Duration;
 use crabtalk_home::{Home, PortFile, Service};
 
 pub use crate::health::HealthProblems;
+pub use crate::string_arguments::{accept_string_arguments, fix_string_arguments};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 

@@ -1,9 +1,69 @@
-//! `crabtalk-search`: the crabtalk meta-search MCP service.
+//! `crabtalk-search`: web search and page fetch for crabtalk agents.
 //!
-//! Not built yet. The binary already has its real command line — the one
-//! its service units run (`crabtalk-search run`, `-v`) — so units can be checked
-//! against it; `run` exits with
-//! 69 ([`EX_UNAVAILABLE`](crabtalk_home::exit::EX_UNAVAILABLE))
-//! and says so.
+//! The service offers two MCP tools on the port it announces in
+//! `run/search.port`:
+//!
+//! - `web_search` asks every enabled engine at once ([`engine`]:
+//!   DuckDuckGo's HTML page, Bing, Mojeek, Wikipedia's API, Brave's API,
+//!   a SearXNG instance), each within its timeout inside one deadline, and
+//!   fuses their lists with SearXNG's rule after normalising URLs
+//!   ([`search`]). An engine that rate-limits or blocks us is reported as
+//!   such and suspended for a while ([`health`]), never mistaken for "no
+//!   results". Answers are cached ([`cache`]).
+//! - `web_fetch` reads one page ([`fetch`]): public addresses only, checked
+//!   on the address actually connected to and again at every redirect
+//!   ([`address`]), within a byte cap and a time limit, reduced to its
+//!   readable content as Markdown.
+//!
+//! The CLI (`search`, `fetch`, `engines`) goes through the same code
+//! ([`commands`]). Settings are in the optional `config/search.toml`
+//! ([`config`]).
+//!
+//! Without the default `service` feature the crate is the command line,
+//! the config types and the health table: what `crabup` links.
 
+use std::path::{Path, PathBuf};
+
+use crabtalk_home::Home;
+
+pub mod address;
+#[cfg(feature = "service")]
+pub mod answer;
+#[cfg(feature = "service")]
+pub mod cache;
 pub mod cli;
+#[cfg(feature = "service")]
+pub mod commands;
+pub mod config;
+#[cfg(feature = "service")]
+pub mod engine;
+#[cfg(feature = "service")]
+pub mod fetch;
+pub mod health;
+#[cfg(feature = "service")]
+pub mod memory;
+#[cfg(feature = "service")]
+pub mod search;
+#[cfg(feature = "service")]
+pub mod service;
+#[cfg(feature = "service")]
+pub mod tools;
+#[cfg(feature = "service")]
+pub mod web;
+
+/// `$CRABTALK_HOME/search/`: the service's own data (engine health).
+pub fn data_dir(home: &Home) -> PathBuf {
+    home.root().join("search")
+}
+
+/// Creates `dir` (and its parents) private to the user (0700 on Unix).
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}

@@ -1,8 +1,14 @@
-//! `crabtalk-search`: parses its command line and hands over to the component
-//! main helper (see the library for what is built).
+//! `crabtalk-search`: parses its command line and hands over to the
+//! library through the component kit (`run` is the service; everything
+//! else a command).
 
-use crabtalk_search::cli;
+use crabtalk_search::cli::{self, Cli, Command};
 
 fn main() -> std::process::ExitCode {
-    crabtalk_kit::main_not_built(cli::service(), cli::ABOUT)
+    crabtalk_kit::main_with(cli::service(), |cli: Cli, component| async move {
+        match cli.command {
+            Command::Run => crabtalk_search::service::run(&component).await,
+            command => crabtalk_search::commands::run(&component, command).await,
+        }
+    })
 }

@@ -13,4 +13,5 @@ mod daemon_lifecycle;
 mod first_run;
 mod logs;
 mod ps_health;
+mod search_service;
 mod support;

@@ -1,0 +1,110 @@
+//! The key two engines' URLs must share to be one result.
+//!
+//! `http://www.Example.org/a/?utm_source=x#top` and `https://example.org/a`
+//! are the same page: the key drops the scheme, a leading `www.`, the
+//! default port, a trailing slash, the fragment and the tracking
+//! parameters (`utm_*`, `fbclid`, `gclid`); the host is lowercase (the URL
+//! parser does that). Other query parameters keep their order: they may
+//! choose the page.
+
+/// The de-duplication key of `url`, or `None` for anything that is not an
+/// http(s) URL.
+pub fn normalize(url: &str) -> Option<String> {
+    let parsed = url::Url::parse(url.trim()).ok()?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return None;
+    }
+    let host = parsed.host_str()?;
+    let host = host.strip_prefix("www.").unwrap_or(host);
+    let mut key = host.to_owned();
+    if let Some(port) = parsed.port() {
+        // `port()` is None for the scheme's default; http's 443 and
+        // https's 80 differ only by scheme, which the key ignores.
+        if !matches!(port, 80 | 443) {
+            key.push(':');
+            key.push_str(&port.to_string());
+        }
+    }
+    key.push_str(parsed.path().trim_end_matches('/'));
+    let kept: Vec<(String, String)> = parsed
+        .query_pairs()
+        .filter(|(name, _)| !is_tracking(name))
+        .map(|(name, value)| (name.into_owned(), value.into_owned()))
+        .collect();
+    if !kept.is_empty() {
+        let query = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(kept)
+            .finish();
+        key.push('?');
+        key.push_str(&query);
+    }
+    Some(key)
+}
+
+fn is_tracking(name: &str) -> bool {
+    name.starts_with("utm_") || name == "fbclid" || name == "gclid"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize;
+
+    #[test]
+    fn the_normalisation_table() {
+        for (url, key) in [
+            ("https://example.org/", "example.org"),
+            ("http://example.org", "example.org"),
+            ("https://www.example.org/a/", "example.org/a"),
+            ("https://WWW.Example.ORG/a", "example.org/a"),
+            ("https://example.org/a#section", "example.org/a"),
+            (
+                "https://example.org/a?utm_source=x&utm_medium=y",
+                "example.org/a",
+            ),
+            (
+                "https://example.org/a?id=3&fbclid=abc",
+                "example.org/a?id=3",
+            ),
+            (
+                "https://example.org/a?gclid=1&q=rust",
+                "example.org/a?q=rust",
+            ),
+            ("https://example.org/a?b=2&a=1", "example.org/a?b=2&a=1"),
+            ("https://example.org:443/a", "example.org/a"),
+            ("http://example.org:80/a", "example.org/a"),
+            ("https://example.org:8443/a", "example.org:8443/a"),
+            ("https://example.org/A/B", "example.org/A/B"),
+            ("https://sub.www.example.org/", "sub.www.example.org"),
+            (
+                "https://example.org/search?q=a%20b",
+                "example.org/search?q=a+b",
+            ),
+            (
+                "https://example.org/search?q=a+b",
+                "example.org/search?q=a+b",
+            ),
+        ] {
+            assert_eq!(normalize(url).as_deref(), Some(key), "{url}");
+        }
+        for bad in [
+            "ftp://example.org/",
+            "not a url",
+            "mailto:x@example.org",
+            "/relative",
+        ] {
+            assert_eq!(normalize(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn spellings_of_one_page_share_a_key() {
+        let variants = [
+            "http://www.example.org/guide/?utm_campaign=z#intro",
+            "https://example.org/guide",
+            "https://example.org/guide/",
+            "HTTPS://EXAMPLE.ORG/guide?fbclid=1",
+        ];
+        let keys: Vec<_> = variants.iter().map(|u| normalize(u).unwrap()).collect();
+        assert!(keys.windows(2).all(|pair| pair[0] == pair[1]), "{keys:?}");
+    }
+}

@@ -1,0 +1,57 @@
+//! `crabtalk-search run`: the service — the tools on the port announced in
+//! `run/search.port`, with suspended engines reported in `GET /health`.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use crabtalk_kit::Component;
+use crabtalk_kit::mcp::{HealthProblems, accept_string_arguments, mcp_router};
+
+use crate::config::Settings;
+use crate::tools::SearchTools;
+use crate::web::Web;
+
+/// The settings of the component's home: `search.toml` (optional) and the
+/// environment (API keys).
+pub fn settings(component: &Component) -> anyhow::Result<Settings> {
+    let config = crate::config::load(&component.config_path())?;
+    Ok(Settings::resolve(&config, |name| std::env::var(name).ok()))
+}
+
+/// Runs the service until the component is told to stop.
+pub async fn run(component: &Component) -> anyhow::Result<()> {
+    crate::memory::limit_arenas();
+    let settings = settings(component)?;
+    let enabled: Vec<&str> = settings
+        .engines
+        .iter()
+        .filter(|e| e.enabled)
+        .map(|e| e.id.name())
+        .collect();
+    tracing::info!("engines: {}", enabled.join(", "));
+    let web = Arc::new(Web::new(component.home(), settings));
+    let problems: HealthProblems = {
+        let web = web.clone();
+        Arc::new(move || {
+            web.engines()
+                .into_iter()
+                .filter_map(|engine| {
+                    let until = engine.suspended_until?;
+                    Some(format!(
+                        "{} {} (suspended until {})",
+                        engine.engine,
+                        engine.health,
+                        until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    ))
+                })
+                .collect()
+        })
+    };
+    let tools = SearchTools::new(web);
+    // Arguments sent as a JSON string holding the object are accepted too.
+    let router = accept_string_arguments(mcp_router(move || tools.clone()));
+    component
+        .serve_mcp_reporting(router, problems)
+        .await
+        .context("serving MCP")
+}

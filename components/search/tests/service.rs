@@ -1,0 +1,463 @@
+//! End to end: the real `crabtalk-search` service with engines and pages
+//! served on 127.0.0.1; MCP through a real rmcp client and raw JSON-RPC;
+//! a turn in the real daemon whose scripted model calls
+//! `search__web_search`; the service idle.
+
+mod support;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crabtalk_home::{Home, PortFile};
+use crabtalk_testkit::{
+    Reply as LlmReply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, eventually, within,
+};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{Value, json};
+use support::{BIN, Engines, Fixture, Reply, TestHome, fixture, text};
+
+/// The service running in a home, killed when dropped.
+struct Service {
+    child: Child,
+    home: Home,
+}
+
+impl Service {
+    async fn start(home: &Home) -> Self {
+        let log = std::fs::File::create(home.root().join("search-test.log")).unwrap();
+        let child = Command::new(BIN)
+            .args(["-v", "run"])
+            .env("CRABTALK_HOME", home.root())
+            .env("BRAVE_TEST_KEY", "test-key")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let port_file = home.port_file("search").unwrap();
+        eventually("search's port file", || {
+            PortFile::read(&port_file).is_ok_and(|f| f.pid == Some(pid))
+        })
+        .await;
+        Self {
+            child,
+            home: home.clone(),
+        }
+    }
+
+    fn port(&self) -> u16 {
+        PortFile::read(&self.home.port_file("search").unwrap())
+            .unwrap()
+            .port
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port())
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.home.root().join("search-test.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+
+async fn client(service: &Service) -> Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    ().serve(StreamableHttpClientTransport::from_uri(service.url()))
+        .await
+        .unwrap()
+}
+
+async fn call(client: &Client, name: &'static str, args: Value) -> CallToolResult {
+    let params =
+        CallToolRequestParams::new(name).with_arguments(args.as_object().cloned().unwrap());
+    within(name, client.call_tool(params)).await.unwrap()
+}
+
+fn error_text(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+const PAGE: &str = "<!doctype html><html><head><title>Crab facts</title></head><body><nav>Home</nav><article><h1>Crab facts</h1><p>Crabs walk sideways because of the way their legs bend. Most crabs live in the sea, but some live in fresh water and on land, and a few even climb trees.</p><h2>Shells</h2><p>A crab's shell does not grow, so crabs moult: they shed the old shell and grow a larger one, hiding while the new one hardens.</p></article></body></html>";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rmcp_client_calls_both_tools() {
+    let engines = Engines::start().await;
+    let pages = Fixture::start().await;
+    pages.route("/crabs", Reply::html(PAGE));
+    let home = TestHome::new(&engines.config("[fetch]\nallow_private = [\"127.0.0.1/32\"]\n"));
+    let service = Service::start(&home.home()).await;
+    let client = client(&service).await;
+
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["web_search", "web_fetch"]);
+    let schema = serde_json::to_value(&tools[0].input_schema).unwrap();
+    assert_eq!(schema["required"], json!(["query"]));
+
+    let found = call(
+        &client,
+        "web_search",
+        json!({"query": "rust ownership", "count": 5}),
+    )
+    .await;
+    assert_eq!(found.is_error, Some(false), "{found:?}");
+    let answer = found.structured_content.clone().unwrap();
+    let results = answer["results"].as_array().unwrap();
+    assert_eq!(results.len(), 5);
+    assert_eq!(
+        results[0]["url"],
+        "https://doc.rust-lang.org/book/ch04-01-what-is-ownership.html"
+    );
+    assert_eq!(
+        results[0]["engines"].as_array().unwrap().len(),
+        5,
+        "{}",
+        results[0]
+    );
+    let engines_listed: Vec<&str> = answer["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["engine"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        engines_listed,
+        [
+            "duckduckgo",
+            "bing",
+            "mojeek",
+            "wikipedia",
+            "brave",
+            "searxng"
+        ]
+    );
+    assert!(
+        answer["engines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["status"] == "ok"),
+        "{answer}"
+    );
+
+    for (args, says) in [
+        (
+            json!({"query": "x", "count": 99}),
+            "`count` must be a whole number from 1 to 20",
+        ),
+        (json!({"count": 3}), "`query` is missing"),
+        (
+            json!({"query": "x", "engines": ["altavista"]}),
+            "no engine \"altavista\"",
+        ),
+        (
+            json!({"query": "x", "safe": true}),
+            "unknown argument `safe`",
+        ),
+    ] {
+        let text = error_text(&call(&client, "web_search", args.clone()).await);
+        assert!(text.contains(says), "{args}: {text}");
+    }
+
+    let page = call(
+        &client,
+        "web_fetch",
+        json!({"url": format!("{}/crabs", pages.base_url())}),
+    )
+    .await;
+    assert_eq!(page.is_error, Some(false), "{page:?}");
+    let shown = page.content[0].as_text().unwrap().text.clone();
+    assert!(shown.starts_with("# Crab facts"), "{shown}");
+    assert!(
+        shown.contains("## Shells") && !shown.contains("Home"),
+        "{shown}"
+    );
+    let structured = page.structured_content.clone().unwrap();
+    assert_eq!(structured["title"], "Crab facts");
+    assert_eq!(structured["format"], "markdown");
+    let plain = call(
+        &client,
+        "web_fetch",
+        json!({"url": format!("{}/crabs", pages.base_url()), "format": "text", "max_chars": 30}),
+    )
+    .await;
+    let structured = plain.structured_content.unwrap();
+    assert_eq!(structured["truncated"], true);
+    assert!(
+        structured["note"].as_str().unwrap().contains("cut at 30"),
+        "{structured}"
+    );
+
+    let refused = error_text(
+        &call(
+            &client,
+            "web_fetch",
+            json!({"url": "http://169.254.169.254/latest/meta-data/"}),
+        )
+        .await,
+    );
+    assert!(
+        refused.contains("169.254.169.254 is a link-local address"),
+        "{refused}"
+    );
+    let bad = error_text(
+        &call(
+            &client,
+            "web_fetch",
+            json!({"url": "https://example.org", "format": "pdf"}),
+        )
+        .await,
+    );
+    assert!(
+        bad.contains("`format` must be \"markdown\" or \"text\""),
+        "{bad}"
+    );
+    let _ = client.cancel().await;
+}
+
+/// A JSON-RPC POST to the service's `/mcp`, answered as JSON or one SSE event.
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (Option<String>, Option<Value>) {
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18");
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let response = request.body(body.to_string()).send().await.unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let text = response.text().await.unwrap();
+    let json = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|data| data.starts_with('{'))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .or_else(|| serde_json::from_str(&text).ok());
+    (session, json)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_sent_as_a_json_string_are_accepted() {
+    let engines = Engines::start().await;
+    let home = TestHome::new(&engines.config(""));
+    let service = Service::start(&home.home()).await;
+    crabtalk_kit::tls::install_ring();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let url = service.url();
+    let (session, init) = post(&http, &url, None, json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+    }))
+    .await;
+    assert!(init.unwrap()["result"]["capabilities"]["tools"].is_object());
+    let session = session.expect("a session id");
+    let _ = post(
+        &http,
+        &url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    let (_, reply) = post(&http, &url, Some(&session), json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "web_search", "arguments": "{\"query\": \"rust ownership\", \"count\": 2, \"engines\": [\"bing\"]}"}
+    }))
+    .await;
+    let result = &reply.unwrap()["result"];
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(
+        result["structuredContent"]["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2,
+        "{result}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_engine_shows_in_the_answer_in_engines_and_in_health() {
+    let engines = Engines::start().await;
+    engines
+        .bing
+        .route("/search", Reply::html(fixture("bing-captcha.html")));
+    engines
+        .duckduckgo
+        .route("/html/", Reply::with_status(202, "text/html", ""));
+    let home = TestHome::new(&engines.config(""));
+    let service = Service::start(&home.home()).await;
+    let client = client(&service).await;
+    let found = call(&client, "web_search", json!({"query": "rust ownership"})).await;
+    let answer = found.structured_content.unwrap();
+    let status = |name: &str| {
+        answer["engines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["engine"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(status("bing")["status"], "blocked", "{answer}");
+    assert!(status("bing")["suspended_until"].is_string());
+    assert_eq!(status("duckduckgo")["status"], "rate_limited");
+    assert!(
+        answer["note"]
+            .as_str()
+            .unwrap()
+            .contains("2 of 6 engines did not answer"),
+        "{answer}"
+    );
+
+    let listed = support::cli_async(home.path(), &["engines", "--json"]).await;
+    assert!(listed.status.success(), "{}", text(&listed));
+    let views: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let bing = views["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["engine"] == "bing")
+        .unwrap()
+        .clone();
+    assert_eq!(bing["health"], "blocked");
+    assert!(bing["suspended_until"].is_string(), "{bing}");
+    let people = text(&support::cli_async(home.path(), &["engines"]).await);
+    assert!(
+        people.contains("duckduckgo")
+            && people.contains("rate_limited")
+            && people.contains("suspended until"),
+        "{people}"
+    );
+
+    // `crabup ps` reads the same through GET /health.
+    let port = service.port();
+    let health = tokio::task::spawn_blocking(move || crabtalk_command_health(port))
+        .await
+        .unwrap();
+    assert!(health.contains("bing blocked (suspended until"), "{health}");
+    let _ = client.cancel().await;
+}
+
+/// `GET /health` as text.
+fn crabtalk_command_health(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_in_the_daemon_calls_web_search_and_gets_fused_results() {
+    let engines = Engines::start().await;
+    let llm = ScriptedLlm::start().await;
+    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
+    let home = daemon.home();
+    std::fs::create_dir_all(home.component_config_dir()).unwrap();
+    std::fs::write(
+        home.component_config("search.toml").unwrap(),
+        engines.config(""),
+    )
+    .unwrap();
+    let service = Service::start(&home).await;
+    let client = daemon.client().await;
+    within("the daemon to connect to search", async {
+        loop {
+            let list = client
+                .list_mcps(crabtalk_proto::msg::ListMcpsMsg {
+                    agent: "crab".into(),
+                })
+                .await
+                .unwrap();
+            if list.mcps.iter().any(|info| {
+                info.name == "search"
+                    && info.status == crabtalk_proto::msg::McpStatus::Connected as i32
+                    && info.tool_count == 2
+            }) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    llm.push(LlmReply::tools(vec![ToolCall::new(
+        "call-1",
+        "search__web_search",
+        json!({"query": "rust ownership", "count": 3}),
+    )]));
+    llm.push(LlmReply::text("Ownership is a set of rules."));
+    let turn = crabtalk_testkit::turn::Turn::run(
+        &client,
+        crabtalk_testkit::turn::message("crab", "user", "what is ownership in rust?"),
+    )
+    .await;
+    assert_eq!(turn.text(), "Ownership is a set of rules.");
+    let result = &turn.tool_results()[0];
+    let answer: Value = serde_json::from_str(&result.output)
+        .unwrap_or_else(|err| panic!("{err}: {result:?}\n{}", service.log()));
+    let results = answer["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    assert_eq!(
+        results[0]["url"],
+        "https://doc.rust-lang.org/book/ch04-01-what-is-ownership.html"
+    );
+    let by: Vec<&str> = results[0]["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["engine"].as_str().unwrap())
+        .collect();
+    assert_eq!(by, ["duckduckgo", "bing", "mojeek", "brave", "searxng"]);
+    // The model's second request carries the tool result.
+    let second = llm.requests()[1].to_string();
+    assert!(second.contains("what-is-ownership"), "{second}");
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_idle_service_sleeps() {
+    let home = TestHome::new("");
+    let service = Service::start(&home.home()).await;
+    let idle = crabtalk_testkit::usage::measure_idle(service.child.id(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    eprintln!("idle: {idle}");
+    assert!(idle.core_share() <= 0.01, "{idle}");
+}
