@@ -1,0 +1,228 @@
+//! A turn of the agent, streamed into the chat.
+//!
+//! [`start`] sends the message to the daemon (`StreamMsg` with the trigger
+//! `telegram`) and returns once the daemon has taken it (its
+//! `StreamStart`), so the poller may record the update as handled; the
+//! rest runs in its own task: `typing` every 4 s, text into a
+//! [`LiveReply`], tool calls as status lines, thinking left out,
+//! questions handed to [`ask`](super::ask), errors in words.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crabtalk_proto::client::{ClientError, ReplyStream};
+use crabtalk_proto::msg::{StreamEvent, StreamMsg, stream_event::Event};
+use futures::StreamExt;
+
+use super::{Conversation, Gateway, TRIGGER, error_words};
+use crate::config::ToolStatus;
+use crate::outbox::LiveReply;
+
+/// How often "typing…" is sent while a turn runs (Telegram shows it 5 s).
+pub const TYPING_EVERY: Duration = Duration::from_secs(4);
+
+/// How long the daemon may take to take a message.
+const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Starts a turn with `content` in `conversation`.
+pub async fn start(gateway: &Arc<Gateway>, conversation: Conversation, content: String) {
+    let address = conversation.address;
+    let client = match tokio::time::timeout(Duration::from_secs(3), gateway.daemon.client()).await {
+        Ok(Ok(client)) => client,
+        _ => {
+            tracing::warn!(chat = %address, "the daemon is not reachable; the message was not passed on");
+            let _ = gateway
+                .outbox
+                .prepared(
+                    address,
+                    "⚠️ The agent is not reachable right now (crabtalkd is not running), so your message did not reach it. Send it again in a moment.",
+                    None,
+                );
+            return;
+        }
+    };
+    let request = StreamMsg {
+        agent: conversation.agent.clone(),
+        content,
+        sender: Some(conversation.sender()),
+        trigger: Some(TRIGGER.into()),
+        ..Default::default()
+    };
+    let mut stream = match client.stream(request).await {
+        Ok(stream) => stream,
+        Err(err) => return refused(gateway, &conversation, &err),
+    };
+    let first = match tokio::time::timeout(ACCEPT_TIMEOUT, stream.next()).await {
+        Ok(Some(Ok(event))) => event,
+        Ok(Some(Err(err))) => return refused(gateway, &conversation, &err),
+        Ok(None) | Err(_) => {
+            let _ = gateway.outbox.prepared(
+                address,
+                "⚠️ The agent did not take the message (no answer from crabtalkd). Send it again in a moment.",
+                None,
+            );
+            return;
+        }
+    };
+    *gateway
+        .running
+        .lock()
+        .entry(conversation.sender())
+        .or_default() += 1;
+    let gateway = gateway.clone();
+    tokio::spawn(async move {
+        follow(&gateway, &conversation, first, stream).await;
+        let mut running = gateway.running.lock();
+        if let Some(count) = running.get_mut(&conversation.sender()) {
+            *count -= 1;
+            if *count == 0 {
+                running.remove(&conversation.sender());
+            }
+        }
+    });
+}
+
+fn refused(gateway: &Gateway, conversation: &Conversation, err: &ClientError) {
+    let text = match err {
+        ClientError::Server(error) => error_words(&error.message),
+        other => error_words(&other.to_string()),
+    };
+    tracing::warn!(chat = %conversation.address, "the daemon refused a turn: {err}");
+    let _ = gateway.outbox.prepared(conversation.address, &text, None);
+}
+
+/// Streams the turn into the chat until it ends.
+async fn follow(
+    gateway: &Arc<Gateway>,
+    conversation: &Conversation,
+    first: StreamEvent,
+    mut stream: ReplyStream<StreamEvent>,
+) {
+    let typing = {
+        let gateway = gateway.clone();
+        let address = conversation.address;
+        tokio::spawn(async move {
+            loop {
+                let to = crate::address::ChatAddress {
+                    chat: gateway.chats.current_chat(address.chat),
+                    ..address
+                };
+                if !gateway.outbox.is_paused(to.chat)
+                    && let Err(err) = gateway.api.typing(to).await
+                {
+                    tracing::debug!("typing: {err}");
+                }
+                tokio::time::sleep(TYPING_EVERY).await;
+            }
+        })
+    };
+    let mut turn = TurnView::new(gateway, conversation);
+    turn.event(first).await;
+    loop {
+        match stream.next().await {
+            Some(Ok(event)) => {
+                if turn.event(event).await {
+                    break;
+                }
+            }
+            Some(Err(err)) => {
+                tracing::warn!(chat = %conversation.address, "a turn's stream broke: {err}");
+                turn.reply.push_line(&format!(
+                    "⚠️ The connection to the agent was lost before the reply ended ({err}). The agent may still finish; its reply is in the conversation."
+                ));
+                break;
+            }
+            None => break,
+        }
+    }
+    typing.abort();
+    turn.reply.seal();
+    gateway.asks.close_run(gateway, turn.run_id, "(the turn ended)");
+}
+
+/// One turn's view in the chat.
+struct TurnView<'a> {
+    gateway: &'a Arc<Gateway>,
+    conversation: &'a Conversation,
+    reply: Arc<LiveReply>,
+    run_id: Option<u64>,
+}
+
+impl<'a> TurnView<'a> {
+    fn new(gateway: &'a Arc<Gateway>, conversation: &'a Conversation) -> Self {
+        let reply = gateway.outbox.live(conversation.address);
+        gateway.live.lock().push(Arc::downgrade(&reply));
+        Self {
+            gateway,
+            conversation,
+            reply,
+            run_id: None,
+        }
+    }
+
+    /// Shows one event; whether the turn ended.
+    async fn event(&mut self, event: StreamEvent) -> bool {
+        let Some(event) = event.event else {
+            return false;
+        };
+        match event {
+            Event::Start(start) => self.run_id = Some(start.run_id),
+            Event::Chunk(chunk) => self.reply.push(&chunk.content),
+            Event::ToolStart(start) => {
+                for call in start.calls.iter().filter(|c| c.name != "ask_user") {
+                    if let Some(line) = status_line(self.gateway.config.tool_status, &call.name, &call.arguments) {
+                        self.reply.push_line(&line);
+                    }
+                }
+            }
+            Event::AskUser(ask) => {
+                // The question goes below what was said so far; what the
+                // agent says after the answer starts a new message.
+                self.reply.seal();
+                self.gateway.asks.open(
+                    self.gateway,
+                    self.conversation.clone(),
+                    self.run_id,
+                    ask.call_id,
+                    ask.questions,
+                );
+                self.reply = self.gateway.outbox.live(self.conversation.address);
+                self.gateway.live.lock().push(Arc::downgrade(&self.reply));
+            }
+            Event::ToolResult(result) => {
+                self.gateway
+                    .asks
+                    .tool_result(self.gateway, &result.call_id, "(no answer in time)");
+            }
+            Event::End(end) => {
+                if !end.error.is_empty() {
+                    self.reply.push_line(&error_words(&end.error));
+                }
+                return true;
+            }
+            // Thinking is not sent; the rest has nothing to show.
+            _ => {}
+        }
+        false
+    }
+}
+
+/// A tool call's status line, as configured.
+pub fn status_line(status: ToolStatus, name: &str, arguments: &str) -> Option<String> {
+    let name: String = name.chars().filter(|c| !"*_`[]".contains(*c)).collect();
+    match status {
+        ToolStatus::Off => None,
+        ToolStatus::Name => Some(format!("🔧 _{name}_")),
+        ToolStatus::Detail => {
+            let mut args: String = arguments
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(80)
+                .collect();
+            if arguments.chars().count() > 80 {
+                args.push('…');
+            }
+            Some(format!("🔧 _{name}_ `{}`", args.replace('`', "'")))
+        }
+    }
+}
