@@ -129,7 +129,7 @@ async fn identify(
         said = Some(text);
         tokio::select! {
             () = shutdown.requested() => return None,
-            () = tokio::time::sleep(delay) => {}
+            () = file_changes(home, delay) => {}
         }
         // A corrected file is picked up without a restart.
         if let Ok(fresh) = TelegramConfig::load_checked(home)
@@ -140,6 +140,21 @@ async fn identify(
                 *api = Api::new(&url, &token, long_poll_bound(&fresh), api.throttle().clone());
             }
             *config = fresh;
+        }
+    }
+}
+
+/// Waits `delay`, or less if `config/telegram.toml` changes meanwhile
+/// (its modification time, looked at every 2 s).
+async fn file_changes(home: &Home, delay: Duration) {
+    let path = TelegramConfig::path(home);
+    let modified = || std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+    let before = modified();
+    let deadline = tokio::time::Instant::now() + delay;
+    while tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_secs(2).min(delay)).await;
+        if modified() != before {
+            return;
         }
     }
 }

@@ -32,9 +32,10 @@ pub fn split(pieces: &[Piece], limit: usize) -> Vec<Part> {
 fn cut_points(text: &str, limit: usize) -> Vec<usize> {
     let mut cuts = Vec::new();
     let mut start = 0;
+    let mut remaining = units(text);
     loop {
         let rest = &text[start..];
-        if units(rest) <= limit {
+        if remaining <= limit {
             return cuts;
         }
         // The longest prefix of `rest` within the limit.
@@ -60,6 +61,7 @@ fn cut_points(text: &str, limit: usize) -> Vec<usize> {
         .find(|at| *at > floor && *at < window.len() + 1)
         .unwrap_or(end);
         let at = if at == 0 { end.max(first_char_len(rest)) } else { at };
+        remaining -= units(&rest[..at]);
         start += at;
         cuts.push(start);
     }
