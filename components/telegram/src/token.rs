@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use teloxide_core::prelude::Requester;
+use teloxide_core::requests::{JsonRequest, Payload};
 use teloxide_core::{ApiError, Bot, RequestError};
 
 /// How long `getMe` may take.
@@ -54,20 +54,42 @@ pub fn bot(api_url: &url::Url, token: &str, timeout: Duration) -> Bot {
     Bot::with_client(token, client).set_api_url(api_url.clone())
 }
 
+/// `getMe`, its result read as plain JSON (only `id`, `username` and
+/// `first_name` matter here).
+#[derive(Debug, Clone, serde::Serialize)]
+struct GetMe {}
+
+impl Payload for GetMe {
+    type Output = serde_json::Value;
+    const NAME: &'static str = "getMe";
+}
+
 /// Asks the Bot API at `api_url` who `token` belongs to.
 pub async fn get_me(api_url: &url::Url, token: &str) -> Result<BotIdentity, TokenError> {
-    let bot = bot(api_url, token, GET_ME_TIMEOUT);
+    ask_get_me(&bot(api_url, token, GET_ME_TIMEOUT)).await
+}
+
+/// [`get_me`] with a client made already.
+pub async fn ask_get_me(bot: &Bot) -> Result<BotIdentity, TokenError> {
+    let api_url = bot.api_url();
     let unreachable = |reason: String| TokenError::Unreachable {
         url: api_url.to_string(),
         reason,
     };
-    match tokio::time::timeout(GET_ME_TIMEOUT, bot.get_me()).await {
+    let request = JsonRequest::new(bot.clone(), GetMe {});
+    match tokio::time::timeout(GET_ME_TIMEOUT, request).await {
         Err(_) => Err(unreachable(format!("no answer within {GET_ME_TIMEOUT:?}"))),
-        Ok(Ok(me)) => Ok(BotIdentity {
-            id: me.user.id.0,
-            username: me.user.username.clone().unwrap_or_default(),
-            first_name: me.user.first_name.clone(),
-        }),
+        Ok(Ok(me)) => {
+            let id = me.get("id").and_then(serde_json::Value::as_u64).ok_or_else(|| {
+                TokenError::Other(format!("getMe answered without the bot's id: {me}"))
+            })?;
+            let text = |key: &str| me.get(key).and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
+            Ok(BotIdentity {
+                id,
+                username: text("username"),
+                first_name: text("first_name"),
+            })
+        }
         Ok(Err(err)) => Err(classify(err, &unreachable)),
     }
 }

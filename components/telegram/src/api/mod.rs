@@ -19,7 +19,7 @@ use teloxide_core::payloads::{
     SendChatActionSetters, SendMessageSetters,
 };
 use teloxide_core::prelude::Requester;
-use teloxide_core::requests::JsonRequest;
+use teloxide_core::requests::{HasPayload, JsonRequest, Payload};
 use teloxide_core::types::{
     BotCommand, CallbackQueryId, ChatAction, ChatId, FileId, InlineKeyboardMarkup,
     LinkPreviewOptions, MessageId, ParseMode, ThreadId,
@@ -153,11 +153,15 @@ impl Api {
         &self.throttle
     }
 
-    async fn call<P>(&self, request: JsonRequest<P>) -> Result<P::Output, ApiFailure>
+    /// Sends `request` and reads its result as plain JSON: the gateway
+    /// needs a few fields of it (a message id, a file path), and a server
+    /// that leaves out a field the library's types insist on is no reason
+    /// to fail.
+    async fn call<P>(&self, request: JsonRequest<P>) -> Result<serde_json::Value, ApiFailure>
     where
-        P: teloxide_core::requests::Payload + serde::Serialize + Send + 'static,
-        P::Output: serde::de::DeserializeOwned + Send,
+        P: Payload + serde::Serialize + Clone + Send + 'static,
     {
+        let request = JsonRequest::new(self.bot.clone(), Raw(request.payload_ref().clone()));
         let _permit = self.throttle.acquire().await;
         match tokio::time::timeout(REQUEST_TIMEOUT, request).await {
             Ok(result) => result.map_err(ApiFailure::from_request),
@@ -170,8 +174,7 @@ impl Api {
     /// Who the bot is.
     pub async fn get_me(&self) -> Result<BotIdentity, TokenError> {
         let _permit = self.throttle.acquire().await;
-        let url = self.bot.api_url();
-        crate::token::get_me(&url, self.bot.token()).await
+        crate::token::ask_get_me(&self.bot).await
     }
 
     pub async fn delete_webhook(&self) -> Result<(), ApiFailure> {
@@ -222,7 +225,7 @@ impl Api {
         if let Some(keyboard) = keyboard {
             request = request.reply_markup(keyboard);
         }
-        self.call(request).await.map(|message| message.id.0)
+        message_id(&self.call(request).await?)
     }
 
     /// Replaces the text of message `id` in `chat`.
@@ -290,9 +293,13 @@ impl Api {
     /// Where file `file_id` can be downloaded from.
     pub async fn get_file(&self, file_id: &str) -> Result<RemoteFile, ApiFailure> {
         let file = self.call(self.bot.get_file(FileId(file_id.to_owned()))).await?;
+        let path = file
+            .get("file_path")
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| ApiFailure::Other(format!("getFile answered without a file_path: {file}")))?;
         Ok(RemoteFile {
-            path: file.path,
-            size: u64::from(file.meta.size),
+            path: path.to_owned(),
+            size: file.get("file_size").and_then(serde_json::Value::as_u64).unwrap_or(0),
         })
     }
 
@@ -336,6 +343,29 @@ impl Api {
         }
         result.map(|()| written)
     }
+}
+
+/// A request whose result is read as plain JSON.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(transparent)]
+pub struct Raw<P>(pub P);
+
+impl<P: Payload> Payload for Raw<P> {
+    type Output = serde_json::Value;
+    const NAME: &'static str = P::NAME;
+
+    fn timeout_hint(&self) -> Option<Duration> {
+        self.0.timeout_hint()
+    }
+}
+
+/// The `message_id` of a sent or edited message.
+fn message_id(result: &serde_json::Value) -> Result<i32, ApiFailure> {
+    result
+        .get("message_id")
+        .and_then(serde_json::Value::as_i64)
+        .and_then(|id| i32::try_from(id).ok())
+        .ok_or_else(|| ApiFailure::Other(format!("a message without a message_id: {result}")))
 }
 
 fn split_text(text: &Text) -> (String, Option<ParseMode>) {

@@ -81,7 +81,9 @@ pub async fn run(gateway: Arc<Gateway>, mut offsets: OffsetStore, problems: crat
                         tracing::debug!(update = id, "update handled before; ignored");
                         continue;
                     }
-                    match serde_json::from_value::<Update>(value.clone()) {
+                    // From text: the library's update types read JSON text
+                    // (some of them fail on an already parsed `Value`).
+                    match serde_json::from_str::<Update>(&value.to_string()) {
                         Ok(update) => super::inbound::update(&gateway, update).await,
                         Err(err) => tracing::warn!(
                             update = id,

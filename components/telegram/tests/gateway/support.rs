@@ -160,6 +160,9 @@ impl Setup {
 
 impl Drop for Setup {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("── the gateway's log ──\n{}", self.log());
+        }
         self.kill9_gateway();
     }
 }
