@@ -127,7 +127,7 @@ async fn follow(
             }
             Some(Err(err)) => {
                 tracing::warn!(chat = %conversation.address, "a turn's stream broke: {err}");
-                turn.reply.push_line(&format!(
+                turn.reply().push_line(&format!(
                     "⚠️ The connection to the agent was lost before the reply ended ({err}). The agent may still finish; its reply is in the conversation."
                 ));
                 break;
@@ -136,7 +136,9 @@ async fn follow(
         }
     }
     typing.abort();
-    turn.reply.seal();
+    if let Some(reply) = &turn.reply {
+        reply.seal();
+    }
     gateway.asks.close_run(gateway, turn.run_id, "(the turn ended)");
 }
 
@@ -144,20 +146,28 @@ async fn follow(
 struct TurnView<'a> {
     gateway: &'a Arc<Gateway>,
     conversation: &'a Conversation,
-    reply: Arc<LiveReply>,
+    /// The message the turn streams into, made when there is something to
+    /// show (a reply waiting for text would hold up the chat's queue).
+    reply: Option<Arc<LiveReply>>,
     run_id: Option<u64>,
 }
 
 impl<'a> TurnView<'a> {
     fn new(gateway: &'a Arc<Gateway>, conversation: &'a Conversation) -> Self {
-        let reply = gateway.outbox.live(conversation.address);
-        gateway.live.lock().push(Arc::downgrade(&reply));
         Self {
             gateway,
             conversation,
-            reply,
+            reply: None,
             run_id: None,
         }
+    }
+
+    fn reply(&mut self) -> &Arc<LiveReply> {
+        self.reply.get_or_insert_with(|| {
+            let reply = self.gateway.outbox.live(self.conversation.address);
+            self.gateway.live.lock().push(Arc::downgrade(&reply));
+            reply
+        })
     }
 
     /// Shows one event; whether the turn ended.
@@ -167,18 +177,20 @@ impl<'a> TurnView<'a> {
         };
         match event {
             Event::Start(start) => self.run_id = Some(start.run_id),
-            Event::Chunk(chunk) => self.reply.push(&chunk.content),
+            Event::Chunk(chunk) if !chunk.content.is_empty() => self.reply().push(&chunk.content),
             Event::ToolStart(start) => {
                 for call in start.calls.iter().filter(|c| c.name != "ask_user") {
                     if let Some(line) = status_line(self.gateway.config.tool_status, &call.name, &call.arguments) {
-                        self.reply.push_line(&line);
+                        self.reply().push_line(&line);
                     }
                 }
             }
             Event::AskUser(ask) => {
                 // The question goes below what was said so far; what the
                 // agent says after the answer starts a new message.
-                self.reply.seal();
+                if let Some(reply) = self.reply.take() {
+                    reply.seal();
+                }
                 self.gateway.asks.open(
                     self.gateway,
                     self.conversation.clone(),
@@ -186,8 +198,6 @@ impl<'a> TurnView<'a> {
                     ask.call_id,
                     ask.questions,
                 );
-                self.reply = self.gateway.outbox.live(self.conversation.address);
-                self.gateway.live.lock().push(Arc::downgrade(&self.reply));
             }
             Event::ToolResult(result) => {
                 self.gateway
@@ -196,7 +206,7 @@ impl<'a> TurnView<'a> {
             }
             Event::End(end) => {
                 if !end.error.is_empty() {
-                    self.reply.push_line(&error_words(&end.error));
+                    self.reply().push_line(&error_words(&end.error));
                 }
                 return true;
             }

@@ -67,7 +67,10 @@ async fn pairing_codes_are_bounded_and_approved_only_on_the_machine() {
             api.calls_of("getUpdates").iter().any(|c| c.params["offset"].as_i64() == Some(last + 1))
         })
         .await;
-    assert_eq!(setup.api.messages(bob.id).len(), 2, "at most two answers to a stranger");
+    setup
+        .api
+        .wait_until("two answers to the stranger", |api| api.messages(bob.id).len() >= 2)
+        .await;
     assert!(setup.llm.requests().is_empty());
     let listed = pair(&setup, &["list"]);
     assert!(listed.contains(&code) && listed.contains("Bob"), "{listed}");
@@ -76,6 +79,15 @@ async fn pairing_codes_are_bounded_and_approved_only_on_the_machine() {
     setup.api.text(&bob, "am I in?");
     setup.api.wait_for_text(bob.id, "welcome, Bob").await;
     assert_eq!(setup.model_saw(0), "am I in?");
+    // Replies in a chat go out in order: anything queued before the
+    // welcome is there now. Two answers to a stranger, no more.
+    let codes = setup
+        .api
+        .messages(bob.id)
+        .iter()
+        .filter(|m| m.text.contains("this code"))
+        .count();
+    assert_eq!(codes, 2, "{:?}", setup.api.messages(bob.id));
     // Revoked: out again.
     pair(&setup, &["revoke", "222"]);
     let after = setup.api.text(&bob, "still there?");

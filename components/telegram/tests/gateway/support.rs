@@ -45,8 +45,9 @@ impl Setup {
 
     pub fn write_config(&self, extra: &str) {
         let allow = if extra.contains("allow =") { "" } else { "allow = [111]\n" };
+        let poll = if extra.contains("poll_timeout_secs") { "" } else { "poll_timeout_secs = 5\n" };
         let text = format!(
-            "token = \"{TOKEN}\"\napi_base_url = \"{}\"\npoll_timeout_secs = 5\n{allow}{extra}\n",
+            "token = \"{TOKEN}\"\napi_base_url = \"{}\"\n{poll}{allow}{extra}\n",
             self.api.url()
         );
         let path = self.home().component_config("telegram").unwrap();

@@ -336,14 +336,14 @@ impl FakeBotApi {
     /// A private document from `user`.
     pub fn document(&self, user: &TgUser, file_id: &str, name: &str, size: u64) -> i64 {
         let chat = json!({"id": user.id, "type": "private", "first_name": user.first_name});
-        let extra = json!({"document": {"file_id": file_id, "file_unique_id": "d", "file_name": name, "file_size": size}});
+        let extra = json!({"document": {"file_id": file_id, "file_unique_id": "d", "file_name": name, "mime_type": "application/octet-stream", "file_size": size}});
         self.push_update(json!({"message": Self::message_json(chat, user, "", extra)}))
     }
 
     /// A private voice note from `user`.
     pub fn voice(&self, user: &TgUser, file_id: &str, size: u64) -> i64 {
         let chat = json!({"id": user.id, "type": "private", "first_name": user.first_name});
-        let extra = json!({"voice": {"file_id": file_id, "file_unique_id": "v", "duration": 3, "file_size": size}});
+        let extra = json!({"voice": {"file_id": file_id, "file_unique_id": "v", "duration": 3, "mime_type": "audio/ogg", "file_size": size}});
         self.push_update(json!({"message": Self::message_json(chat, user, "", extra)}))
     }
 
