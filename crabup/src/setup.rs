@@ -129,7 +129,11 @@ fn telegram_token(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
         }
         match get_me_blocking(&api, &token) {
             Ok(bot) => {
-                writeln!(prompt.output, "Telegram knows this token: it is @{}.", bot.username)?;
+                writeln!(
+                    prompt.output,
+                    "Telegram knows this token: it is @{}.",
+                    bot.username
+                )?;
                 break token;
             }
             Err(err) if err.is_transient() => {
@@ -187,11 +191,18 @@ mod tests {
 
     /// A fake Bot API in its own thread (the setup blocks on its own
     /// runtime).
-    fn fake_bot_api() -> (String, std::thread::JoinHandle<()>, tokio::sync::oneshot::Sender<()>) {
+    fn fake_bot_api() -> (
+        String,
+        std::thread::JoinHandle<()>,
+        tokio::sync::oneshot::Sender<()>,
+    ) {
         let (url_tx, url_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             runtime.block_on(async move {
                 let api = crabtalk_testkit::telegram::FakeBotApi::start().await;
                 url_tx.send(api.url()).unwrap();

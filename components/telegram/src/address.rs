@@ -79,7 +79,9 @@ mod tests {
             assert_eq!(address.sender(), sender);
             assert_eq!(ChatAddress::from_sender(sender), Some(address));
         }
-        for other in ["user", "tg:", "tg:x", "tg:0", "tg:1:x", "tg:1:0", "cron", "tg:1:2:3"] {
+        for other in [
+            "user", "tg:", "tg:x", "tg:0", "tg:1:x", "tg:1:0", "cron", "tg:1:2:3",
+        ] {
             assert_eq!(ChatAddress::from_sender(other), None, "{other}");
         }
         assert!(ChatAddress::chat(42).is_private());

@@ -24,7 +24,11 @@ pub fn pair(home: &Home, command: PairCommand) -> anyhow::Result<()> {
             } else {
                 println!("Waiting:");
                 for p in &file.pending {
-                    let username = p.username.as_deref().map(|u| format!(" @{u}")).unwrap_or_default();
+                    let username = p
+                        .username
+                        .as_deref()
+                        .map(|u| format!(" @{u}"))
+                        .unwrap_or_default();
                     println!(
                         "  {}  {}{} (user {}), asked {}, expires {}",
                         p.code,
@@ -39,7 +43,12 @@ pub fn pair(home: &Home, command: PairCommand) -> anyhow::Result<()> {
             if !file.approved.is_empty() {
                 println!("Approved:");
                 for a in &file.approved {
-                    println!("  {} {} (since {})", a.user_id, a.name, a.approved_at.format("%Y-%m-%d"));
+                    println!(
+                        "  {} {} (since {})",
+                        a.user_id,
+                        a.name,
+                        a.approved_at.format("%Y-%m-%d")
+                    );
                 }
             }
             Ok(())
@@ -62,7 +71,10 @@ pub fn pair(home: &Home, command: PairCommand) -> anyhow::Result<()> {
         }
         PairCommand::Revoke { user_id } => {
             let revoked = store.revoke(user_id, now).context("revoking")?;
-            println!("User {} ({}) may no longer talk to the agent.", revoked.user_id, revoked.name);
+            println!(
+                "User {} ({}) may no longer talk to the agent.",
+                revoked.user_id, revoked.name
+            );
             Ok(())
         }
     }

@@ -271,7 +271,10 @@ mod tests {
             .unwrap();
         assert!(config.allow.is_empty() && !config.pairing && config.groups.is_empty());
         assert!(config.require_mention);
-        assert_eq!(config.api_url().unwrap().as_str(), "https://api.telegram.org/");
+        assert_eq!(
+            config.api_url().unwrap().as_str(),
+            "https://api.telegram.org/"
+        );
         assert_eq!(config.agent_name(), "");
     }
 
@@ -279,7 +282,11 @@ mod tests {
     fn checks_point_at_the_key() {
         for (text, at, says) in [
             ("allow = [1]\n", "t.toml:1:1: token", "no bot token"),
-            ("token = \"nope\"\n", "t.toml:1:1: token", "does not look like"),
+            (
+                "token = \"nope\"\n",
+                "t.toml:1:1: token",
+                "does not look like",
+            ),
             (
                 "token = \"1:a\"\napi_base_url = \"ftp://x\"\n",
                 "t.toml:2:1: api_base_url",
@@ -300,7 +307,11 @@ mod tests {
                 "t.toml:1:1: token_env",
                 "not set",
             ),
-            ("token = \"1:a\"\nagent = \" \"\n", "t.toml:2:1: agent", "empty"),
+            (
+                "token = \"1:a\"\nagent = \" \"\n",
+                "t.toml:2:1: agent",
+                "empty",
+            ),
         ] {
             let file = ConfigFile::new("/t.toml", text);
             let config: TelegramConfig = file.parse().unwrap();

@@ -32,8 +32,8 @@ impl GatewayLock {
     /// Takes the lock of `home`, or says who holds it.
     pub fn take(home: &Home) -> anyhow::Result<Self> {
         let path = Self::path(home);
-        let mut file = open(&path)
-            .map_err(|err| anyhow::anyhow!("cannot open {}: {err}", path.display()))?;
+        let mut file =
+            open(&path).map_err(|err| anyhow::anyhow!("cannot open {}: {err}", path.display()))?;
         if !try_lock(&file)? {
             return Err(AlreadyRunning {
                 home: home.root().display().to_string(),
@@ -99,7 +99,10 @@ mod tests {
         let home = Home::new(dir.path());
         let first = GatewayLock::take(&home).unwrap();
         let err = GatewayLock::take(&home).unwrap_err().to_string();
-        assert!(err.contains(&format!("pid {}", std::process::id())), "{err}");
+        assert!(
+            err.contains(&format!("pid {}", std::process::id())),
+            "{err}"
+        );
         drop(first);
         GatewayLock::take(&home).unwrap();
     }

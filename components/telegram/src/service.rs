@@ -114,7 +114,10 @@ async fn identify(
         let text = error.to_string();
         let delay = match &error {
             TokenError::Refused(_) => {
-                tracing::error!("{text} (in {}); the gateway waits and tries again every minute", TelegramConfig::path(home).display());
+                tracing::error!(
+                    "{text} (in {}); the gateway waits and tries again every minute",
+                    TelegramConfig::path(home).display()
+                );
                 Duration::from_secs(60)
             }
             _ => {
@@ -137,7 +140,12 @@ async fn identify(
         {
             tracing::info!("{} changed; using it", TelegramConfig::path(home).display());
             if let (Ok(token), Ok(url)) = (fresh.token(), fresh.api_url()) {
-                *api = Api::new(&url, &token, long_poll_bound(&fresh), api.throttle().clone());
+                *api = Api::new(
+                    &url,
+                    &token,
+                    long_poll_bound(&fresh),
+                    api.throttle().clone(),
+                );
             }
             *config = fresh;
         }

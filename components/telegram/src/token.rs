@@ -80,10 +80,18 @@ pub async fn ask_get_me(bot: &Bot) -> Result<BotIdentity, TokenError> {
     match tokio::time::timeout(GET_ME_TIMEOUT, request).await {
         Err(_) => Err(unreachable(format!("no answer within {GET_ME_TIMEOUT:?}"))),
         Ok(Ok(me)) => {
-            let id = me.get("id").and_then(serde_json::Value::as_u64).ok_or_else(|| {
-                TokenError::Other(format!("getMe answered without the bot's id: {me}"))
-            })?;
-            let text = |key: &str| me.get(key).and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
+            let id = me
+                .get("id")
+                .and_then(serde_json::Value::as_u64)
+                .ok_or_else(|| {
+                    TokenError::Other(format!("getMe answered without the bot's id: {me}"))
+                })?;
+            let text = |key: &str| {
+                me.get(key)
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
             Ok(BotIdentity {
                 id,
                 username: text("username"),

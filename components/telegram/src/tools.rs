@@ -86,7 +86,10 @@ pub fn tool_list() -> Vec<Tool> {
 }
 
 impl TelegramTools {
-    pub fn new(gateway: watch::Receiver<Option<Arc<Gateway>>>, problems: crate::service::Problems) -> Self {
+    pub fn new(
+        gateway: watch::Receiver<Option<Arc<Gateway>>>,
+        problems: crate::service::Problems,
+    ) -> Self {
         Self { gateway, problems }
     }
 
@@ -96,12 +99,20 @@ impl TelegramTools {
             if problems.is_empty() {
                 "the gateway is not connected to Telegram yet; try again in a moment".into()
             } else {
-                format!("the gateway is not connected to Telegram: {}", problems.join("; "))
+                format!(
+                    "the gateway is not connected to Telegram: {}",
+                    problems.join("; ")
+                )
             }
         })
     }
 
-    async fn call(&self, name: &str, arguments: Value, meta: &serde_json::Map<String, Value>) -> Result<Value, String> {
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        meta: &serde_json::Map<String, Value>,
+    ) -> Result<Value, String> {
         match name {
             "telegram_send" => {
                 let args: SendArgs = parse_args(arguments)?;
@@ -142,11 +153,17 @@ impl TelegramTools {
                 }
                 Ok(json!({ "chats": chats }))
             }
-            other => Err(format!("no tool `{other}`; the tools are telegram_send and telegram_chats")),
+            other => Err(format!(
+                "no tool `{other}`; the tools are telegram_send and telegram_chats"
+            )),
         }
     }
 
-    async fn send(&self, args: SendArgs, meta: &serde_json::Map<String, Value>) -> Result<Value, String> {
+    async fn send(
+        &self,
+        args: SendArgs,
+        meta: &serde_json::Map<String, Value>,
+    ) -> Result<Value, String> {
         let gateway = self.gateway()?;
         let address = match &args.chat_id {
             Some(value) => {
@@ -157,7 +174,10 @@ impl TelegramTools {
                 address
             }
             None => {
-                let sender = meta.get(META_SENDER).and_then(Value::as_str).unwrap_or_default();
+                let sender = meta
+                    .get(META_SENDER)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 ChatAddress::from_sender(sender).ok_or_else(|| {
                     format!(
                         "no chat_id, and the calling conversation ({}) is not a Telegram chat; give chat_id (telegram_chats lists them)",
@@ -191,9 +211,14 @@ impl TelegramTools {
 
 /// The chat a `chat_id` argument names.
 fn chat_of(value: &Value) -> Result<ChatAddress, String> {
-    let bad = || format!("chat_id {value}: give a numeric chat id (42, -1001234567890) or a tg: sender");
+    let bad =
+        || format!("chat_id {value}: give a numeric chat id (42, -1001234567890) or a tg: sender");
     match value {
-        Value::Number(n) => n.as_i64().filter(|c| *c != 0).map(ChatAddress::chat).ok_or_else(bad),
+        Value::Number(n) => n
+            .as_i64()
+            .filter(|c| *c != 0)
+            .map(ChatAddress::chat)
+            .ok_or_else(bad),
         Value::String(text) => {
             let text = text.trim();
             if let Some(address) = ChatAddress::from_sender(text) {
@@ -204,7 +229,11 @@ fn chat_of(value: &Value) -> Result<ChatAddress, String> {
                     "chat_id {text:?}: @names are not supported; use the chat's numeric id (telegram_chats lists them)"
                 ));
             }
-            text.parse::<i64>().ok().filter(|c| *c != 0).map(ChatAddress::chat).ok_or_else(bad)
+            text.parse::<i64>()
+                .ok()
+                .filter(|c| *c != 0)
+                .map(ChatAddress::chat)
+                .ok_or_else(bad)
         }
         _ => Err(bad()),
     }
@@ -213,7 +242,9 @@ fn chat_of(value: &Value) -> Result<ChatAddress, String> {
 /// Arguments; a JSON string holding the object is accepted too.
 fn parse_args<T: serde::de::DeserializeOwned>(arguments: Value) -> Result<T, String> {
     let arguments = match arguments {
-        Value::String(text) => serde_json::from_str(&text).map_err(|err| format!("the arguments are a string that is not a JSON object: {err}"))?,
+        Value::String(text) => serde_json::from_str(&text).map_err(|err| {
+            format!("the arguments are a string that is not a JSON object: {err}")
+        })?,
         Value::Null => json!({}),
         other => other,
     };
@@ -261,8 +292,15 @@ mod tests {
     fn chat_ids_are_numbers_strings_or_senders() {
         assert_eq!(chat_of(&json!(42)), Ok(ChatAddress::chat(42)));
         assert_eq!(chat_of(&json!("-100123")), Ok(ChatAddress::chat(-100123)));
-        assert_eq!(chat_of(&json!("tg:-100123:7")), Ok(ChatAddress::topic(-100123, 7)));
-        assert!(chat_of(&json!("@news")).unwrap_err().contains("not supported"));
+        assert_eq!(
+            chat_of(&json!("tg:-100123:7")),
+            Ok(ChatAddress::topic(-100123, 7))
+        );
+        assert!(
+            chat_of(&json!("@news"))
+                .unwrap_err()
+                .contains("not supported")
+        );
         assert!(chat_of(&json!(0)).is_err());
         assert!(chat_of(&json!([1])).is_err());
     }

@@ -10,10 +10,34 @@ use crabtalk_testkit::telegram::html;
 use proptest::prelude::*;
 
 const WORDS: &[&str] = &[
-    "the", "gateway", "streams", "replies", "telegram", "message", "a", "of", "in", "limit",
-    "😀", "👨‍👩‍👧", "a&b<c>\"d\"", "**bold**", "_it_", "***both***", "~~gone~~", "`co<de>`",
-    "[link](https://example.com/?a=1&b=2)", "**bold _nested `code`_**", "&amp;", "漢字", "かな",
-    "한국어", "カタカナ", "中文字符", "👍🏽", "x\u{301}",
+    "the",
+    "gateway",
+    "streams",
+    "replies",
+    "telegram",
+    "message",
+    "a",
+    "of",
+    "in",
+    "limit",
+    "😀",
+    "👨‍👩‍👧",
+    "a&b<c>\"d\"",
+    "**bold**",
+    "_it_",
+    "***both***",
+    "~~gone~~",
+    "`co<de>`",
+    "[link](https://example.com/?a=1&b=2)",
+    "**bold _nested `code`_**",
+    "&amp;",
+    "漢字",
+    "かな",
+    "한국어",
+    "カタカナ",
+    "中文字符",
+    "👍🏽",
+    "x\u{301}",
 ];
 
 fn word() -> impl Strategy<Value = String> {
@@ -90,4 +114,3 @@ proptest! {
         prop_assert_eq!(joined, whole);
     }
 }
-

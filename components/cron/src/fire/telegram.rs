@@ -6,7 +6,7 @@
 //! The run id makes the call idempotent: the gateway also relays the
 //! replies of turns cron starts in a `tg:` conversation, and whichever of
 //! the two comes first sends; the other gets the same message ids back
-//! (the gateway's ledger, RFC 0071).
+//! (the gateway's ledger, RFC 0070).
 
 use crabtalk_home::{Home, PortFile};
 use rmcp::ServiceExt;
@@ -29,7 +29,12 @@ impl TelegramDelivery {
     }
 
     /// Sends `text` to `chat`; the ids of the messages sent.
-    pub async fn send(&self, chat: &str, text: &str, run_id: Option<u64>) -> Result<Vec<i64>, String> {
+    pub async fn send(
+        &self,
+        chat: &str,
+        text: &str,
+        run_id: Option<u64>,
+    ) -> Result<Vec<i64>, String> {
         let port_file = self
             .home
             .port_file("telegram")

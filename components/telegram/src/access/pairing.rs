@@ -74,7 +74,9 @@ pub struct Stranger {
 /// Why a pairing command failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PairingError {
-    #[error("no pending pairing code {0:?} (codes expire after an hour; `crabtalk-telegram pair list` shows the pending ones)")]
+    #[error(
+        "no pending pairing code {0:?} (codes expire after an hour; `crabtalk-telegram pair list` shows the pending ones)"
+    )]
     UnknownCode(String),
     #[error("user {0} is not approved (`crabtalk-telegram pair list` shows who is)")]
     NotApproved(i64),
@@ -118,7 +120,11 @@ impl PairingStore {
 
     /// A stranger wrote: the text to answer with, if any (a new code, the
     /// same code again, or nothing).
-    pub fn stranger(&self, who: &Stranger, now: DateTime<Utc>) -> Result<Option<String>, PairingError> {
+    pub fn stranger(
+        &self,
+        who: &Stranger,
+        now: DateTime<Utc>,
+    ) -> Result<Option<String>, PairingError> {
         self.edit(now, |file| {
             if file.denied.contains(&who.user_id) || file.approved.iter().any(|a| a.user_id == who.user_id) {
                 return None;
@@ -301,7 +307,13 @@ mod tests {
         let code = store.read(now).pending[0].code.clone();
         assert!(first.contains(&code) && code.len() == 6);
         // Two answers per stranger, then silence.
-        assert!(store.stranger(&stranger(1), now).unwrap().unwrap().contains(&code));
+        assert!(
+            store
+                .stranger(&stranger(1), now)
+                .unwrap()
+                .unwrap()
+                .contains(&code)
+        );
         assert_eq!(store.stranger(&stranger(1), now).unwrap(), None);
         // At most three codes wait.
         assert!(store.stranger(&stranger(2), now).unwrap().is_some());

@@ -142,7 +142,12 @@ pub struct Api {
 impl Api {
     /// A client for `token` at `api_url`; a long poll may take up to
     /// `longest` (requests are cut off after that).
-    pub fn new(api_url: &url::Url, token: &str, longest: Duration, throttle: Arc<Throttle>) -> Self {
+    pub fn new(
+        api_url: &url::Url,
+        token: &str,
+        longest: Duration,
+        throttle: Arc<Throttle>,
+    ) -> Self {
         Self {
             bot: crate::token::bot(api_url, token, longest.max(REQUEST_TIMEOUT)),
             throttle,
@@ -182,7 +187,9 @@ impl Api {
     }
 
     pub async fn set_my_commands(&self, commands: Vec<BotCommand>) -> Result<(), ApiFailure> {
-        self.call(self.bot.set_my_commands(commands)).await.map(drop)
+        self.call(self.bot.set_my_commands(commands))
+            .await
+            .map(drop)
     }
 
     /// One long poll: the updates from `offset` on, each as raw JSON.
@@ -260,7 +267,9 @@ impl Api {
         let request = self
             .bot
             .edit_message_reply_markup(ChatId(chat), MessageId(id))
-            .reply_markup(keyboard.unwrap_or_else(|| InlineKeyboardMarkup::new(Vec::<Vec<_>>::new())));
+            .reply_markup(
+                keyboard.unwrap_or_else(|| InlineKeyboardMarkup::new(Vec::<Vec<_>>::new())),
+            );
         self.call(request).await.map(drop)
     }
 
@@ -272,7 +281,9 @@ impl Api {
 
     /// "typing…" in `to` (Telegram shows it for five seconds).
     pub async fn typing(&self, to: ChatAddress) -> Result<(), ApiFailure> {
-        let mut request = self.bot.send_chat_action(ChatId(to.chat), ChatAction::Typing);
+        let mut request = self
+            .bot
+            .send_chat_action(ChatId(to.chat), ChatAction::Typing);
         if let Some(topic) = to.topic {
             request = request.message_thread_id(ThreadId(MessageId(topic)));
         }
@@ -292,14 +303,21 @@ impl Api {
 
     /// Where file `file_id` can be downloaded from.
     pub async fn get_file(&self, file_id: &str) -> Result<RemoteFile, ApiFailure> {
-        let file = self.call(self.bot.get_file(FileId(file_id.to_owned()))).await?;
+        let file = self
+            .call(self.bot.get_file(FileId(file_id.to_owned())))
+            .await?;
         let path = file
             .get("file_path")
             .and_then(serde_json::Value::as_str)
-            .ok_or_else(|| ApiFailure::Other(format!("getFile answered without a file_path: {file}")))?;
+            .ok_or_else(|| {
+                ApiFailure::Other(format!("getFile answered without a file_path: {file}"))
+            })?;
         Ok(RemoteFile {
             path: path.to_owned(),
-            size: file.get("file_size").and_then(serde_json::Value::as_u64).unwrap_or(0),
+            size: file
+                .get("file_size")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0),
         })
     }
 
@@ -314,7 +332,9 @@ impl Api {
             &file.path,
         )
         .boxed();
-        let io = |err: std::io::Error| ApiFailure::Other(format!("cannot write {}: {err}", to.display()));
+        let io = |err: std::io::Error| {
+            ApiFailure::Other(format!("cannot write {}: {err}", to.display()))
+        };
         let mut options = tokio::fs::OpenOptions::new();
         options.write(true).create(true).truncate(true);
         #[cfg(unix)]
@@ -337,7 +357,11 @@ impl Api {
             Ok(())
         })
         .await
-        .unwrap_or_else(|_| Err(ApiFailure::Network("the download took over 2 minutes".into())));
+        .unwrap_or_else(|_| {
+            Err(ApiFailure::Network(
+                "the download took over 2 minutes".into(),
+            ))
+        });
         if result.is_err() {
             let _ = tokio::fs::remove_file(to).await;
         }
@@ -397,11 +421,18 @@ mod tests {
             ApiFailure::CantParseEntities(_)
         ));
         assert_eq!(
-            api("Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"),
+            api(
+                "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"
+            ),
             ApiFailure::Conflict(WEBHOOK_SET.into())
         );
-        assert!(matches!(api("Conflict: terminated by other getUpdates request"), ApiFailure::Conflict(text) if text.contains("another program")));
+        assert!(
+            matches!(api("Conflict: terminated by other getUpdates request"), ApiFailure::Conflict(text) if text.contains("another program"))
+        );
         assert!(matches!(api("Unauthorized"), ApiFailure::Unauthorized(_)));
-        assert!(matches!(api("Bad Request: chat not found"), ApiFailure::Other(_)));
+        assert!(matches!(
+            api("Bad Request: chat not found"),
+            ApiFailure::Other(_)
+        ));
     }
 }

@@ -106,7 +106,11 @@ impl Asks {
     /// Sends the current question of ask `id`.
     fn show(&self, gateway: &Arc<Gateway>, id: u32) {
         let Some((address, html, keyboard)) = self.open.lock().get(&id).map(|ask| {
-            (ask.conversation.address, ask.question_html(), ask.keyboard(id))
+            (
+                ask.conversation.address,
+                ask.question_html(),
+                ask.keyboard(id),
+            )
         }) else {
             return;
         };
@@ -142,7 +146,10 @@ impl Asks {
             tracing::warn!("cannot answer a button press: {err}");
         }
         if matches!(outcome, Pressed::Stale) {
-            tracing::info!(data, "a button of a question that is no longer open was pressed; removing its keyboard");
+            tracing::info!(
+                data,
+                "a button of a question that is no longer open was pressed; removing its keyboard"
+            );
             if let Some(message) = message {
                 gateway.outbox.edit(
                     message.chat.id.0,
@@ -204,7 +211,10 @@ impl Asks {
             Press::Other => {
                 ask.awaiting_text = true;
                 if let Some(message_id) = ask.message_id {
-                    let html = format!("{}\n\n<i>✍️ Type your answer as a message.</i>", ask.question_html());
+                    let html = format!(
+                        "{}\n\n<i>✍️ Type your answer as a message.</i>",
+                        ask.question_html()
+                    );
                     gateway.outbox.edit(
                         ask.conversation.address.chat,
                         Edit {
@@ -281,7 +291,11 @@ impl Asks {
         let gateway = gateway.clone();
         tokio::spawn(async move {
             let sent = match gateway.daemon.current() {
-                Some(client) => client.reply_to_ask(reply).await.map(drop).map_err(|e| e.to_string()),
+                Some(client) => client
+                    .reply_to_ask(reply)
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string()),
                 None => Err("the daemon is not reachable".into()),
             };
             if let Err(err) = sent {
@@ -371,7 +385,11 @@ impl Ask {
             html.push_str(&format!("<b>{}</b>\n", escape(q.header.trim())));
         }
         html.push_str(&escape(q.question.trim()));
-        for option in q.options.iter().filter(|o| !o.description.trim().is_empty()) {
+        for option in q
+            .options
+            .iter()
+            .filter(|o| !o.description.trim().is_empty())
+        {
             html.push_str(&format!(
                 "\n• <b>{}</b> — {}",
                 escape(option.label.trim()),
@@ -392,7 +410,11 @@ impl Ask {
             .enumerate()
             .map(|(index, option)| {
                 let label = if q.multi_select {
-                    let mark = if self.ticked.get(index).copied().unwrap_or(false) { "✅" } else { "▫️" };
+                    let mark = if self.ticked.get(index).copied().unwrap_or(false) {
+                        "✅"
+                    } else {
+                        "▫️"
+                    };
                     format!("{mark} {}", option.label)
                 } else {
                     option.label.clone()
@@ -425,7 +447,11 @@ impl Ask {
             .iter()
             .zip(&self.answers)
             .map(|(q, answer)| {
-                let label = if q.header.trim().is_empty() { &q.question } else { &q.header };
+                let label = if q.header.trim().is_empty() {
+                    &q.question
+                } else {
+                    &q.header
+                };
                 format!("{}: {answer}", label.trim())
             })
             .collect::<Vec<_>>()
@@ -442,7 +468,15 @@ mod tests {
         assert_eq!(parse_data("a:3:0:2"), Some((3, 0, Press::Option(2))));
         assert_eq!(parse_data("a:3:1:o"), Some((3, 1, Press::Other)));
         assert_eq!(parse_data("a:3:1:d"), Some((3, 1, Press::Done)));
-        for junk in ["", "a:", "a:x:0:1", "a:1:0", "a:1:0:1:2", "b:1:0:1", "a:1:0:z"] {
+        for junk in [
+            "",
+            "a:",
+            "a:x:0:1",
+            "a:1:0",
+            "a:1:0:1:2",
+            "b:1:0:1",
+            "a:1:0:z",
+        ] {
             assert_eq!(parse_data(junk), None, "{junk}");
         }
     }

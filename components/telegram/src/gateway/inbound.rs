@@ -22,14 +22,21 @@ pub async fn update(gateway: &Arc<Gateway>, update: Update) {
         UpdateKind::Message(message) => self::message(gateway, &message).await,
         UpdateKind::CallbackQuery(query) => {
             let allowed = match query.regular_message() {
-                Some(message) if message.chat.is_private() => gateway.access.user_allowed(query.from.id.0 as i64),
-                Some(message) => gateway.access.group_allowed(message.chat.id.0, &gateway.chats),
+                Some(message) if message.chat.is_private() => {
+                    gateway.access.user_allowed(query.from.id.0 as i64)
+                }
+                Some(message) => gateway
+                    .access
+                    .group_allowed(message.chat.id.0, &gateway.chats),
                 None => false,
             };
             if allowed {
                 gateway.asks.callback(gateway, &query).await;
             } else {
-                tracing::info!(user = query.from.id.0, "a button press from someone who may not talk to the agent; ignored");
+                tracing::info!(
+                    user = query.from.id.0,
+                    "a button press from someone who may not talk to the agent; ignored"
+                );
                 let _ = gateway.api.answer_callback(&query.id.0, None).await;
             }
         }
@@ -41,7 +48,10 @@ pub async fn update(gateway: &Arc<Gateway>, update: Update) {
                 text.chars().take(300).collect::<String>()
             );
         }
-        _ => tracing::debug!(update = update.id.0, "an update of a kind the gateway does not use"),
+        _ => tracing::debug!(
+            update = update.id.0,
+            "an update of a kind the gateway does not use"
+        ),
     }
 }
 
@@ -101,11 +111,15 @@ fn without_mention(gateway: &Gateway, text: &str) -> String {
 async fn message(gateway: &Arc<Gateway>, message: &Message) {
     let chat = message.chat.id.0;
     if let Some(new) = message.migrate_to_chat_id() {
-        gateway.chats.migrated(gateway.chats.conversation_chat(chat), new.0);
+        gateway
+            .chats
+            .migrated(gateway.chats.conversation_chat(chat), new.0);
         return;
     }
     if let Some(old) = message.migrate_from_chat_id() {
-        gateway.chats.migrated(gateway.chats.conversation_chat(old.0), chat);
+        gateway
+            .chats
+            .migrated(gateway.chats.conversation_chat(old.0), chat);
         return;
     }
     let Some(from) = message.from.as_ref() else {
@@ -137,14 +151,19 @@ async fn message(gateway: &Arc<Gateway>, message: &Message) {
         }
     } else {
         if !gateway.access.group_allowed(chat, &gateway.chats) {
-            tracing::debug!(chat, "a message in a group that is not in `groups`; ignored");
+            tracing::debug!(
+                chat,
+                "a message in a group that is not in `groups`; ignored"
+            );
             return;
         }
         if gateway.access.require_mention() && !addressed(gateway, message) {
             return;
         }
     }
-    gateway.chats.seen(chat, kind, &title, message.chat.username());
+    gateway
+        .chats
+        .seen(chat, kind, &title, message.chat.username());
     let topic = message
         .thread_id
         .filter(|_| message.is_topic_message)
@@ -154,7 +173,10 @@ async fn message(gateway: &Arc<Gateway>, message: &Message) {
         topic,
     };
     let conversation = gateway.conversation(address);
-    let raw = message.text().or_else(|| message.caption()).unwrap_or_default();
+    let raw = message
+        .text()
+        .or_else(|| message.caption())
+        .unwrap_or_default();
     let text = if private {
         raw.trim().to_owned()
     } else {
@@ -183,7 +205,10 @@ async fn message(gateway: &Arc<Gateway>, message: &Message) {
         content.push_str(&line);
     }
     if content.trim().is_empty() {
-        tracing::debug!(chat, "a message with nothing the agent can read (a sticker, a poll…); ignored");
+        tracing::debug!(
+            chat,
+            "a message with nothing the agent can read (a sticker, a poll…); ignored"
+        );
         return;
     }
     if !private {
@@ -195,7 +220,10 @@ async fn message(gateway: &Arc<Gateway>, message: &Message) {
 /// A message from someone who may not talk to the agent.
 async fn stranger(gateway: &Arc<Gateway>, message: &Message, user: i64) {
     let Some(store) = gateway.access.pairing() else {
-        tracing::info!(user, "a message from a user who is not in `allow`; ignored (pairing is off)");
+        tracing::info!(
+            user,
+            "a message from a user who is not in `allow`; ignored (pairing is off)"
+        );
         return;
     };
     let from = message.from.as_ref();
@@ -206,10 +234,11 @@ async fn stranger(gateway: &Arc<Gateway>, message: &Message, user: i64) {
     };
     match store.stranger(&who, chrono::Utc::now()) {
         Ok(Some(reply)) => {
-            let _ = gateway.outbox.prepared(ChatAddress::chat(message.chat.id.0), &reply, None);
+            let _ = gateway
+                .outbox
+                .prepared(ChatAddress::chat(message.chat.id.0), &reply, None);
         }
         Ok(None) => tracing::debug!(user, "a stranger wrote again; not answered"),
         Err(err) => tracing::warn!("pairing: {err}"),
     }
 }
-

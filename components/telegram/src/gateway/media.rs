@@ -26,9 +26,12 @@ struct Attachment {
 
 fn attachment(message: &Message) -> Option<Attachment> {
     if let Some(sizes) = message.photo() {
-        let largest = sizes
-            .iter()
-            .max_by_key(|p| (u64::from(p.width) * u64::from(p.height), u64::from(p.file.size)))?;
+        let largest = sizes.iter().max_by_key(|p| {
+            (
+                u64::from(p.width) * u64::from(p.height),
+                u64::from(p.file.size),
+            )
+        })?;
         return Some(Attachment {
             kind: "photo",
             file_id: largest.file.id.0.clone(),
@@ -41,7 +44,10 @@ fn attachment(message: &Message) -> Option<Attachment> {
             kind: "document",
             file_id: document.file.id.0.clone(),
             size: u64::from(document.file.size),
-            name: document.file_name.clone().unwrap_or_else(|| "document".into()),
+            name: document
+                .file_name
+                .clone()
+                .unwrap_or_else(|| "document".into()),
         });
     }
     if let Some(voice) = message.voice() {
@@ -72,7 +78,10 @@ pub fn safe_name(name: &str) -> String {
 
 /// `$CRABTALK_HOME/files/telegram/<chat>/`.
 pub fn folder(home: &crabtalk_home::Home, chat: i64) -> PathBuf {
-    home.root().join("files").join("telegram").join(chat.to_string())
+    home.root()
+        .join("files")
+        .join("telegram")
+        .join(chat.to_string())
 }
 
 /// Saves the message's attachment; the line that tells the agent about
@@ -92,12 +101,20 @@ pub async fn save(gateway: &Gateway, message: &Message) -> Option<String> {
         Ok(path) => Some(format!("[{} saved at {}]", attachment.kind, path.display())),
         Err(err) => {
             tracing::warn!(chat, "a {} could not be saved: {err}", attachment.kind);
-            Some(format!("[a {} was sent but could not be saved: {err}]", attachment.kind))
+            Some(format!(
+                "[a {} was sent but could not be saved: {err}]",
+                attachment.kind
+            ))
         }
     }
 }
 
-async fn download(gateway: &Gateway, chat: i64, message_id: i32, attachment: &Attachment) -> Result<PathBuf, String> {
+async fn download(
+    gateway: &Gateway,
+    chat: i64,
+    message_id: i32,
+    attachment: &Attachment,
+) -> Result<PathBuf, String> {
     let file: RemoteFile = gateway
         .api
         .get_file(&attachment.file_id)
@@ -106,7 +123,10 @@ async fn download(gateway: &Gateway, chat: i64, message_id: i32, attachment: &At
     let dir = folder(&gateway.home, chat);
     create_dirs(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
     let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
-    let path = dir.join(format!("{stamp}-{message_id}-{}", safe_name(&attachment.name)));
+    let path = dir.join(format!(
+        "{stamp}-{message_id}-{}",
+        safe_name(&attachment.name)
+    ));
     gateway
         .api
         .download(&file, &path)

@@ -45,7 +45,11 @@ impl Backoff {
 }
 
 /// Polls until shutdown.
-pub async fn run(gateway: Arc<Gateway>, mut offsets: OffsetStore, problems: crate::service::Problems) {
+pub async fn run(
+    gateway: Arc<Gateway>,
+    mut offsets: OffsetStore,
+    problems: crate::service::Problems,
+) {
     let poll_timeout = Duration::from_secs(gateway.config.poll_timeout_secs);
     let restart_after = Duration::from_secs(gateway.config.poll_restart_secs);
     let stopping = gateway.shutdown.requested();
@@ -53,7 +57,10 @@ pub async fn run(gateway: Arc<Gateway>, mut offsets: OffsetStore, problems: crat
     let mut backoff = Backoff::new(Duration::from_secs(60));
     let mut failing: Option<String> = None;
     loop {
-        let poll = tokio::time::timeout(restart_after, gateway.api.get_updates(offsets.next(), poll_timeout));
+        let poll = tokio::time::timeout(
+            restart_after,
+            gateway.api.get_updates(offsets.next(), poll_timeout),
+        );
         let answer = tokio::select! {
             () = &mut stopping => return,
             answer = poll => answer,
@@ -70,7 +77,8 @@ pub async fn run(gateway: Arc<Gateway>, mut offsets: OffsetStore, problems: crat
                     problems.clear("poll");
                 }
                 for value in updates {
-                    let Some(id) = value.get("update_id").and_then(serde_json::Value::as_i64) else {
+                    let Some(id) = value.get("update_id").and_then(serde_json::Value::as_i64)
+                    else {
                         tracing::warn!(
                             "an update without an update_id was skipped: {}",
                             value.to_string().chars().take(300).collect::<String>()

@@ -38,7 +38,9 @@ pub async fn run(gateway: Arc<Gateway>) {
             }
             Ok(Followed::Item(event)) => handle(&gateway, event),
             Err(err) => {
-                tracing::warn!("the daemon refused the event subscription ({err}); replies of other turns are not relayed");
+                tracing::warn!(
+                    "the daemon refused the event subscription ({err}); replies of other turns are not relayed"
+                );
                 return;
             }
         }
@@ -55,7 +57,9 @@ fn handle(gateway: &Arc<Gateway>, event: AgentEventMsg) {
     let kind = AgentEventKind::try_from(event.kind).unwrap_or(AgentEventKind::TextDelta);
     match kind {
         AgentEventKind::Done => {
-            gateway.asks.close_run(gateway, Some(event.run_id), "(the turn ended)");
+            gateway
+                .asks
+                .close_run(gateway, Some(event.run_id), "(the turn ended)");
             let text = event.content.trim();
             if !event.error.is_empty() {
                 tracing::info!(run = event.run_id, chat = %address, "a relayed turn failed ({}); nothing sent", event.error);
@@ -75,12 +79,18 @@ fn handle(gateway: &Arc<Gateway>, event: AgentEventMsg) {
                 let outbox = gateway.outbox.clone();
                 let sent = gateway
                     .ledger
-                    .deliver_once(run_id, address, || async move { outbox.send(address, &text, None).await })
+                    .deliver_once(run_id, address, || async move {
+                        outbox.send(address, &text, None).await
+                    })
                     .await;
                 match sent {
-                    Ok((ids, true)) => tracing::info!(run = run_id, chat = %address, "relayed a reply ({} messages)", ids.len()),
+                    Ok((ids, true)) => {
+                        tracing::info!(run = run_id, chat = %address, "relayed a reply ({} messages)", ids.len())
+                    }
                     Ok((_, false)) => tracing::debug!(run = run_id, "already delivered"),
-                    Err(err) => tracing::warn!(run = run_id, chat = %address, "cannot relay a reply: {err}"),
+                    Err(err) => {
+                        tracing::warn!(run = run_id, chat = %address, "cannot relay a reply: {err}")
+                    }
                 }
             });
         }
@@ -98,11 +108,19 @@ fn handle(gateway: &Arc<Gateway>, event: AgentEventMsg) {
                 event.conversation_agent.clone()
             };
             let conversation = Conversation { address, agent };
-            gateway.asks.open(gateway, conversation, Some(event.run_id), call_id, questions);
+            gateway.asks.open(
+                gateway,
+                conversation,
+                Some(event.run_id),
+                call_id,
+                questions,
+            );
         }
         AgentEventKind::ToolResult => {
             // `content` is the call id.
-            gateway.asks.tool_result(gateway, &event.content, "(no answer in time)");
+            gateway
+                .asks
+                .tool_result(gateway, &event.content, "(no answer in time)");
         }
         _ => {}
     }
@@ -112,7 +130,12 @@ fn handle(gateway: &Arc<Gateway>, event: AgentEventMsg) {
 fn parse_questions(json: &str) -> Option<(String, Vec<AskQuestion>)> {
     let value: serde_json::Value = serde_json::from_str(json).ok()?;
     let call_id = value.get("call_id")?.as_str()?.to_owned();
-    let text = |v: &serde_json::Value, key: &str| v.get(key).and_then(|x| x.as_str()).unwrap_or_default().to_owned();
+    let text = |v: &serde_json::Value, key: &str| {
+        v.get(key)
+            .and_then(|x| x.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
     let questions = value
         .get("questions")?
         .as_array()?
@@ -120,7 +143,10 @@ fn parse_questions(json: &str) -> Option<(String, Vec<AskQuestion>)> {
         .map(|q| AskQuestion {
             question: text(q, "question"),
             header: text(q, "header"),
-            multi_select: q.get("multi_select").and_then(|m| m.as_bool()).unwrap_or(false),
+            multi_select: q
+                .get("multi_select")
+                .and_then(|m| m.as_bool())
+                .unwrap_or(false),
             options: q
                 .get("options")
                 .and_then(|o| o.as_array())

@@ -10,7 +10,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crabtalk_proto::msg::{CompactMsg, ErrorMsg, GetAgentMsg, KillMsg, ListAgentsMsg, ListSkillsMsg};
+use crabtalk_proto::msg::{
+    CompactMsg, ErrorMsg, GetAgentMsg, KillMsg, ListAgentsMsg, ListSkillsMsg,
+};
 use teloxide_core::types::BotCommand;
 
 use super::{Conversation, Gateway};
@@ -19,7 +21,10 @@ use super::{Conversation, Gateway};
 pub const OWN: [(&str, &str); 5] = [
     ("start", "Start talking to the agent"),
     ("help", "What this bot can do"),
-    ("new", "Start a new conversation (the old one is summarised)"),
+    (
+        "new",
+        "Start a new conversation (the old one is summarised)",
+    ),
     ("stop", "Stop the running reply"),
     ("agent", "Show or switch the agent: /agent <name>"),
 ];
@@ -48,7 +53,12 @@ impl<'a> Slash<'a> {
             Some((name, bot)) => (name, Some(bot)),
             None => (head, None),
         };
-        if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+        if name.is_empty()
+            || name.len() > 64
+            || !name
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+        {
             return None;
         }
         Some(Self {
@@ -63,11 +73,19 @@ impl<'a> Slash<'a> {
 pub fn command_for_skill(skill: &str) -> Option<String> {
     let command: String = skill
         .chars()
-        .map(|c| if c == '-' { '_' } else { c.to_ascii_lowercase() })
+        .map(|c| {
+            if c == '-' {
+                '_'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
         .collect();
     let valid = !command.is_empty()
         && command.len() <= 32
-        && command.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        && command
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
     (valid && !OWN.iter().any(|(own, _)| *own == command)).then_some(command)
 }
 
@@ -86,7 +104,10 @@ pub async fn register(gateway: &Arc<Gateway>) {
         if let Some(command) = command_for_skill(&skill)
             && !map.contains_key(&command)
         {
-            commands.push(BotCommand::new(command.clone(), format!("Run the {skill} skill")));
+            commands.push(BotCommand::new(
+                command.clone(),
+                format!("Run the {skill} skill"),
+            ));
             map.insert(command, skill);
         }
     }
@@ -113,7 +134,9 @@ async fn skills(gateway: &Gateway) -> Vec<String> {
         Vec::new()
     } else {
         client
-            .get_agent(GetAgentMsg { name: agent.to_owned() })
+            .get_agent(GetAgentMsg {
+                name: agent.to_owned(),
+            })
             .await
             .map(|info| info.skills)
             .unwrap_or_default()
@@ -125,7 +148,11 @@ async fn skills(gateway: &Gateway) -> Vec<String> {
 
 /// What a command did: `None` when it is a skill to run as a turn (the
 /// content to send).
-pub async fn handle(gateway: &Arc<Gateway>, conversation: &Conversation, slash: &Slash<'_>) -> Option<String> {
+pub async fn handle(
+    gateway: &Arc<Gateway>,
+    conversation: &Conversation,
+    slash: &Slash<'_>,
+) -> Option<String> {
     let reply = match slash.name.as_str() {
         "start" => format!(
             "Hello! Messages here go to the agent{}. {}",
@@ -194,14 +221,19 @@ async fn new_conversation(gateway: &Gateway, conversation: &Conversation) -> Str
         fresh,
     };
     match client.compact(compact(false)).await {
-        Ok(_) => "🆕 New conversation. The old one was summarised and archived in the agent's memory.".into(),
-        Err(crabtalk_proto::client::ClientError::Server(ErrorMsg { code: 404 | 409, .. })) => {
-            "🆕 New conversation (there was nothing to summarise).".into()
+        Ok(_) => {
+            "🆕 New conversation. The old one was summarised and archived in the agent's memory."
+                .into()
         }
+        Err(crabtalk_proto::client::ClientError::Server(ErrorMsg {
+            code: 404 | 409, ..
+        })) => "🆕 New conversation (there was nothing to summarise).".into(),
         Err(err) => {
             tracing::warn!(chat = %conversation.address, "compaction failed ({err}); starting afresh without a summary");
             match client.compact(compact(true)).await {
-                Ok(_) => format!("🆕 New conversation. (The old one could not be summarised: {err}; it is kept as it was.)"),
+                Ok(_) => format!(
+                    "🆕 New conversation. (The old one could not be summarised: {err}; it is kept as it was.)"
+                ),
                 Err(err) => super::error_words(&err.to_string()),
             }
         }
@@ -212,7 +244,12 @@ async fn stop(gateway: &Gateway, conversation: &Conversation) -> String {
     let Some(client) = gateway.daemon.current() else {
         return super::error_words("the daemon is not running");
     };
-    let running = gateway.running.lock().get(&conversation.sender()).copied().unwrap_or(0);
+    let running = gateway
+        .running
+        .lock()
+        .get(&conversation.sender())
+        .copied()
+        .unwrap_or(0);
     if let Err(err) = client
         .kill(KillMsg {
             agent: conversation.agent.clone(),
@@ -249,9 +286,16 @@ async fn agent(gateway: &Gateway, conversation: &Conversation, args: &str) -> St
             agents.join(", ")
         );
     }
-    match client.get_agent(GetAgentMsg { name: name.to_owned() }).await {
+    match client
+        .get_agent(GetAgentMsg {
+            name: name.to_owned(),
+        })
+        .await
+    {
         Ok(info) => {
-            gateway.chats.set_agent(conversation.address.chat, Some(info.name.clone()));
+            gateway
+                .chats
+                .set_agent(conversation.address.chat, Some(info.name.clone()));
             format!("This chat now talks to **{}**.", info.name)
         }
         Err(crabtalk_proto::client::ClientError::Server(ErrorMsg { code: 404, .. })) => {
@@ -269,11 +313,19 @@ mod tests {
     fn commands_parse_with_and_without_the_bot() {
         assert_eq!(
             Slash::parse("/stop"),
-            Some(Slash { name: "stop".into(), bot: None, args: "" })
+            Some(Slash {
+                name: "stop".into(),
+                bot: None,
+                args: ""
+            })
         );
         assert_eq!(
             Slash::parse("/Agent@crab_bot  helper "),
-            Some(Slash { name: "agent".into(), bot: Some("crab_bot"), args: "helper" })
+            Some(Slash {
+                name: "agent".into(),
+                bot: Some("crab_bot"),
+                args: "helper"
+            })
         );
         assert_eq!(Slash::parse("hello"), None);
         assert_eq!(Slash::parse("/"), None);
@@ -282,7 +334,10 @@ mod tests {
 
     #[test]
     fn skills_become_telegram_commands() {
-        assert_eq!(command_for_skill("daily-report").as_deref(), Some("daily_report"));
+        assert_eq!(
+            command_for_skill("daily-report").as_deref(),
+            Some("daily_report")
+        );
         assert_eq!(command_for_skill("Summarize").as_deref(), Some("summarize"));
         assert_eq!(command_for_skill("help"), None);
         assert_eq!(command_for_skill("é"), None);

@@ -139,7 +139,9 @@ async fn follow(
     if let Some(reply) = &turn.reply {
         reply.seal();
     }
-    gateway.asks.close_run(gateway, turn.run_id, "(the turn ended)");
+    gateway
+        .asks
+        .close_run(gateway, turn.run_id, "(the turn ended)");
 }
 
 /// One turn's view in the chat.
@@ -180,7 +182,9 @@ impl<'a> TurnView<'a> {
             Event::Chunk(chunk) if !chunk.content.is_empty() => self.reply().push(&chunk.content),
             Event::ToolStart(start) => {
                 for call in start.calls.iter().filter(|c| c.name != "ask_user") {
-                    if let Some(line) = status_line(self.gateway.config.tool_status, &call.name, &call.arguments) {
+                    if let Some(line) =
+                        status_line(self.gateway.config.tool_status, &call.name, &call.arguments)
+                    {
                         self.reply().push_line(&line);
                     }
                 }

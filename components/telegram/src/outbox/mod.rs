@@ -28,8 +28,8 @@ use tokio::time::Instant;
 use crate::address::ChatAddress;
 use crate::api::{Api, ApiFailure, Text};
 use crate::state::chats::ChatBook;
-pub use live::{Delivery, LiveReply};
 use live::Shown;
+pub use live::{Delivery, LiveReply};
 
 /// Between two messages or edits in a private chat.
 pub const PRIVATE_GAP: Duration = Duration::from_millis(1000);
@@ -307,7 +307,10 @@ impl Worker {
             let sent = self.inner.api.send_message(to, &notice, None).await;
             self.ended();
             if let Err(err) = sent {
-                tracing::warn!(chat = to.chat, "cannot tell the chat about the pause: {err}");
+                tracing::warn!(
+                    chat = to.chat,
+                    "cannot tell the chat about the pause: {err}"
+                );
             }
             Box::pin(self.slot()).await;
         }
@@ -326,7 +329,10 @@ impl Worker {
                 if *wait >= LONG_PAUSE {
                     state.untold_pause = Some(*wait);
                 }
-                tracing::warn!(chat = state.chat, "Telegram's flood control: pausing the chat for {wait:?}");
+                tracing::warn!(
+                    chat = state.chat,
+                    "Telegram's flood control: pausing the chat for {wait:?}"
+                );
                 Outcome::Again
             }
             ApiFailure::Migrated(new) => {
@@ -334,7 +340,9 @@ impl Worker {
                     let mut state = self.lane.state.lock();
                     std::mem::replace(&mut state.chat, *new)
                 };
-                self.inner.chats.migrated(self.inner.chats.conversation_chat(old), *new);
+                self.inner
+                    .chats
+                    .migrated(self.inner.chats.conversation_chat(old), *new);
                 Outcome::Again
             }
             ApiFailure::Network(_) if *attempts + 1 < NETWORK_ATTEMPTS => {
@@ -354,16 +362,17 @@ impl Worker {
             let (parts, sealed) = reply.desired();
             let shown = reply.shown();
             let keyboard = reply.keyboard();
-            let next = (0..parts.len().max(shown.len())).find(|i| match (parts.get(*i), shown.get(*i)) {
-                (Some(part), Some(shown)) => {
-                    if shown.plain {
-                        shown.html != part.text
-                    } else {
-                        shown.html != part.html
+            let next =
+                (0..parts.len().max(shown.len())).find(|i| match (parts.get(*i), shown.get(*i)) {
+                    (Some(part), Some(shown)) => {
+                        if shown.plain {
+                            shown.html != part.text
+                        } else {
+                            shown.html != part.html
+                        }
                     }
-                }
-                _ => true,
-            });
+                    _ => true,
+                });
             let Some(index) = next else {
                 if sealed {
                     reply.finish(Delivery::Delivered(reply.message_ids()));
@@ -379,7 +388,11 @@ impl Worker {
             let shown = reply.shown();
             if index >= parts.len() && index < shown.len() {
                 // The text got shorter in parts: a message too many.
-                let result = self.inner.api.delete_message(self.chat(), shown[index].id).await;
+                let result = self
+                    .inner
+                    .api
+                    .delete_message(self.chat(), shown[index].id)
+                    .await;
                 self.ended();
                 if let Err(err) = result {
                     tracing::debug!("cannot delete a surplus part: {err}");
@@ -387,9 +400,15 @@ impl Worker {
                 reply.forget_shown_from(index);
                 continue;
             }
-            let Some(part) = parts.get(index) else { continue };
+            let Some(part) = parts.get(index) else {
+                continue;
+            };
             let last = index + 1 == parts.len();
-            let keyboard = if last && sealed { keyboard.clone() } else { None };
+            let keyboard = if last && sealed {
+                keyboard.clone()
+            } else {
+                None
+            };
             let plain = shown.get(index).is_some_and(|s| s.plain);
             let text = if plain {
                 Text::Plain(part.text.clone())
@@ -410,7 +429,11 @@ impl Worker {
             self.ended();
             let record = |id: i32, plain: bool| Shown {
                 id,
-                html: if plain { part.text.clone() } else { part.html.clone() },
+                html: if plain {
+                    part.text.clone()
+                } else {
+                    part.html.clone()
+                },
                 plain,
             };
             match result {
@@ -424,11 +447,21 @@ impl Worker {
                     }
                 }
                 Err(ApiFailure::CantParseEntities(why)) if !plain => {
-                    tracing::warn!(chat = to.chat, "Telegram refused the formatting ({why}); sending that part as plain text");
+                    tracing::warn!(
+                        chat = to.chat,
+                        "Telegram refused the formatting ({why}); sending that part as plain text"
+                    );
                     // Shown as plain from now on: the next try sends text.
                     let id = shown.get(index).map(|s| s.id);
                     match id {
-                        Some(id) => reply.set_shown(index, Shown { id, html: String::new(), plain: true }),
+                        Some(id) => reply.set_shown(
+                            index,
+                            Shown {
+                                id,
+                                html: String::new(),
+                                plain: true,
+                            },
+                        ),
                         None => {
                             let sent = self
                                 .inner
@@ -438,12 +471,10 @@ impl Worker {
                             self.ended();
                             match sent {
                                 Ok(id) => reply.set_shown(index, record(id, true)),
-                                Err(err) => {
-                                    match self.after_failure(&err, &mut attempts) {
-                                        Outcome::Failed(why) => return self.give_up(reply, &why),
-                                        _ => continue,
-                                    }
-                                }
+                                Err(err) => match self.after_failure(&err, &mut attempts) {
+                                    Outcome::Failed(why) => return self.give_up(reply, &why),
+                                    _ => continue,
+                                },
                             }
                         }
                     }
@@ -453,7 +484,10 @@ impl Worker {
                     Outcome::Failed(why) if shown.get(index).is_some() => {
                         // The message cannot be edited (deleted, too old):
                         // the rest goes in new messages.
-                        tracing::warn!(chat = to.chat, "cannot edit a reply ({why}); continuing in a new message");
+                        tracing::warn!(
+                            chat = to.chat,
+                            "cannot edit a reply ({why}); continuing in a new message"
+                        );
                         reply.forget_shown_from(index);
                         attempts += 1;
                         if attempts >= NETWORK_ATTEMPTS {
@@ -467,7 +501,10 @@ impl Worker {
     }
 
     fn give_up(&self, reply: &LiveReply, why: &str) {
-        tracing::warn!(chat = reply.to().chat, "a reply could not be delivered: {why}");
+        tracing::warn!(
+            chat = reply.to().chat,
+            "a reply could not be delivered: {why}"
+        );
         reply.finish(Delivery::Failed(why.to_owned()));
     }
 

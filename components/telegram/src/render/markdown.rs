@@ -19,7 +19,8 @@ use super::{Piece, Tag};
 
 /// The pieces of `markdown`.
 pub fn pieces(markdown: &str) -> Vec<Piece> {
-    let options = Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS;
+    let options =
+        Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS;
     let mut builder = Builder::default();
     for event in Parser::new_ext(markdown, options) {
         builder.event(event);
@@ -146,7 +147,10 @@ impl Builder {
                     CodeBlockKind::Fenced(info) => info
                         .split_whitespace()
                         .next()
-                        .filter(|lang| lang.chars().all(|c| c.is_ascii_alphanumeric() || "+-_#.".contains(c)))
+                        .filter(|lang| {
+                            lang.chars()
+                                .all(|c| c.is_ascii_alphanumeric() || "+-_#.".contains(c))
+                        })
                         .map(str::to_owned),
                     CodeBlockKind::Indented => None,
                 };
@@ -314,7 +318,10 @@ mod tests {
     #[test]
     fn markdown_becomes_the_telegram_subset() {
         for (markdown, expected) in [
-            ("**b** *i* ~~s~~ `c`", "<b>b</b> <i>i</i> <s>s</s> <code>c</code>"),
+            (
+                "**b** *i* ~~s~~ `c`",
+                "<b>b</b> <i>i</i> <s>s</s> <code>c</code>",
+            ),
             ("# Title\n\ntext", "<b>Title</b>\n\ntext"),
             ("a < b && c > d", "a &lt; b &amp;&amp; c &gt; d"),
             (
@@ -322,12 +329,21 @@ mod tests {
                 "<pre><code class=\"language-rust\">fn x() {}</code></pre>",
             ),
             ("```\nplain\n```", "<pre>plain</pre>"),
-            ("[site](https://x.y/?a=1&b=\"2\")", "<a href=\"https://x.y/?a=1&amp;b=&quot;2&quot;\">site</a>"),
+            (
+                "[site](https://x.y/?a=1&b=\"2\")",
+                "<a href=\"https://x.y/?a=1&amp;b=&quot;2&quot;\">site</a>",
+            ),
             ("[bad](javascript:alert(1))", "bad"),
-            ("> quoted\n> > deeper", "<blockquote>quoted\n\ndeeper</blockquote>"),
+            (
+                "> quoted\n> > deeper",
+                "<blockquote>quoted\n\ndeeper</blockquote>",
+            ),
             ("- one\n- two\n  1. sub", "• one\n• two\n  1. sub"),
             ("- [ ] todo\n- [x] done", "• ☐ todo\n• ☑ done"),
-            ("| a | bb |\n|---|---|\n| ccc | d |", "<pre>a   | bb\n----+---\nccc | d</pre>"),
+            (
+                "| a | bb |\n|---|---|\n| ccc | d |",
+                "<pre>a   | bb\n----+---\nccc | d</pre>",
+            ),
             ("<script>x</script>", "&lt;script&gt;x&lt;/script&gt;"),
             ("****", "———"),
             ("***bold italic***", "<i><b>bold italic</b></i>"),

@@ -50,7 +50,9 @@ impl Tag {
             Self::Strike => "<s>".into(),
             Self::Code => "<code>".into(),
             Self::Pre(None) => "<pre>".into(),
-            Self::Pre(Some(lang)) => format!("<pre><code class=\"language-{}\">", escape_attr(lang)),
+            Self::Pre(Some(lang)) => {
+                format!("<pre><code class=\"language-{}\">", escape_attr(lang))
+            }
             Self::Link(url) => format!("<a href=\"{}\">", escape_attr(url)),
             Self::Quote => "<blockquote>".into(),
         }
@@ -130,10 +132,15 @@ pub fn strip_html(html: &str) -> String {
             rest = rest.find('>').map_or("", |end| &rest[end + 1..]);
             continue;
         }
-        let (replacement, len) = [("&amp;", '&'), ("&lt;", '<'), ("&gt;", '>'), ("&quot;", '"')]
-            .iter()
-            .find(|(entity, _)| rest.starts_with(entity))
-            .map_or(('&', 1), |(entity, c)| (*c, entity.len()));
+        let (replacement, len) = [
+            ("&amp;", '&'),
+            ("&lt;", '<'),
+            ("&gt;", '>'),
+            ("&quot;", '"'),
+        ]
+        .iter()
+        .find(|(entity, _)| rest.starts_with(entity))
+        .map_or(('&', 1), |(entity, c)| (*c, entity.len()));
         out.push(replacement);
         rest = &rest[len..];
     }

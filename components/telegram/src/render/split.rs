@@ -60,7 +60,11 @@ fn cut_points(text: &str, limit: usize) -> Vec<usize> {
         .flatten()
         .find(|at| *at > floor && *at < window.len() + 1)
         .unwrap_or(end);
-        let at = if at == 0 { end.max(first_char_len(rest)) } else { at };
+        let at = if at == 0 {
+            end.max(first_char_len(rest))
+        } else {
+            at
+        };
         remaining -= units(&rest[..at]);
         start += at;
         cuts.push(start);
@@ -210,6 +214,10 @@ mod tests {
         let para = format!("{}\n\n", "word ".repeat(500));
         let parts = render(&para.repeat(3));
         assert!(parts.len() >= 2);
-        assert!(parts[0].text.ends_with("\n\n"), "{:?}", &parts[0].text[parts[0].text.len() - 10..]);
+        assert!(
+            parts[0].text.ends_with("\n\n"),
+            "{:?}",
+            &parts[0].text[parts[0].text.len() - 10..]
+        );
     }
 }

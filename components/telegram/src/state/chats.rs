@@ -112,7 +112,12 @@ impl ChatBook {
     /// The chat id a conversation in `chat` is named after (its id before
     /// any migration).
     pub fn conversation_chat(&self, chat: i64) -> i64 {
-        self.file.lock().migrated.get(&chat).copied().unwrap_or(chat)
+        self.file
+            .lock()
+            .migrated
+            .get(&chat)
+            .copied()
+            .unwrap_or(chat)
     }
 
     /// The chat id messages for the conversation of `chat` go to now.

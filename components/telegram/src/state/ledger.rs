@@ -75,12 +75,7 @@ impl Ledger {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Vec<i32>, String>>,
     {
-        let lock = self
-            .locks
-            .lock()
-            .entry((run_id, to))
-            .or_default()
-            .clone();
+        let lock = self.locks.lock().entry((run_id, to)).or_default().clone();
         let _held = lock.lock().await;
         if let Some(ids) = self.find(run_id, to) {
             return Ok((ids, false));

@@ -22,7 +22,10 @@ use serde::de::DeserializeOwned;
 pub(crate) fn read_json<T: DeserializeOwned + Default>(path: &Path) -> T {
     match std::fs::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
-            tracing::warn!("{} does not parse ({err}); starting it afresh", path.display());
+            tracing::warn!(
+                "{} does not parse ({err}); starting it afresh",
+                path.display()
+            );
             T::default()
         }),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => T::default(),

@@ -12,9 +12,24 @@ async fn an_empty_allow_list_lets_nobody_in() {
     let mut setup = Setup::start("allow = []").await;
     setup.start_gateway().await;
     let first = setup.api.text(&alice(), "hello?");
-    setup.api.wait_until("the update to be confirmed", |api| api.pending_updates() == 0 && api.calls_of("getUpdates").iter().any(|c| c.params["offset"].as_i64() == Some(first + 1))).await;
-    assert!(setup.llm.requests().is_empty(), "nobody may talk, yet the model was asked");
-    assert!(setup.api.messages(alice().id).is_empty(), "a stranger got an answer");
+    setup
+        .api
+        .wait_until("the update to be confirmed", |api| {
+            api.pending_updates() == 0
+                && api
+                    .calls_of("getUpdates")
+                    .iter()
+                    .any(|c| c.params["offset"].as_i64() == Some(first + 1))
+        })
+        .await;
+    assert!(
+        setup.llm.requests().is_empty(),
+        "nobody may talk, yet the model was asked"
+    );
+    assert!(
+        setup.api.messages(alice().id).is_empty(),
+        "a stranger got an answer"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -37,7 +52,11 @@ fn pair(setup: &Setup, args: &[&str]) -> String {
         .env("CRABTALK_HOME", setup.daemon.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -47,7 +66,10 @@ async fn pairing_codes_are_bounded_and_approved_only_on_the_machine() {
     setup.start_gateway().await;
     let bob = TgUser::new(222, "Bob");
     setup.api.text(&bob, "hi");
-    let first = setup.api.wait_for_text(bob.id, "give the owner this code").await;
+    let first = setup
+        .api
+        .wait_for_text(bob.id, "give the owner this code")
+        .await;
     let code: String = first
         .text
         .split("this code: ")
@@ -64,12 +86,16 @@ async fn pairing_codes_are_bounded_and_approved_only_on_the_machine() {
     setup
         .api
         .wait_until("the stranger's messages to be handled", |api| {
-            api.calls_of("getUpdates").iter().any(|c| c.params["offset"].as_i64() == Some(last + 1))
+            api.calls_of("getUpdates")
+                .iter()
+                .any(|c| c.params["offset"].as_i64() == Some(last + 1))
         })
         .await;
     setup
         .api
-        .wait_until("two answers to the stranger", |api| api.messages(bob.id).len() >= 2)
+        .wait_until("two answers to the stranger", |api| {
+            api.messages(bob.id).len() >= 2
+        })
         .await;
     assert!(setup.llm.requests().is_empty());
     let listed = pair(&setup, &["list"]);
@@ -94,7 +120,9 @@ async fn pairing_codes_are_bounded_and_approved_only_on_the_machine() {
     setup
         .api
         .wait_until("the revoked user's message to be handled", |api| {
-            api.calls_of("getUpdates").iter().any(|c| c.params["offset"].as_i64() == Some(after + 1))
+            api.calls_of("getUpdates")
+                .iter()
+                .any(|c| c.params["offset"].as_i64() == Some(after + 1))
         })
         .await;
     assert_eq!(setup.llm.requests().len(), 1);
@@ -106,10 +134,16 @@ async fn groups_answer_only_when_addressed_and_name_the_speaker() {
     let mut setup = Setup::start(&format!("groups = [{group}]")).await;
     setup.start_gateway().await;
     let carol = TgUser::new(333, "Carol");
-    setup.api.group_text(group, &carol, "talking among ourselves", false);
-    setup.api.group_text(-100_999, &carol, "@crab_test_bot over here", false);
+    setup
+        .api
+        .group_text(group, &carol, "talking among ourselves", false);
+    setup
+        .api
+        .group_text(-100_999, &carol, "@crab_test_bot over here", false);
     setup.llm.push(Reply::text("at your service"));
-    setup.api.group_text(group, &carol, "@crab_test_bot what time is it", false);
+    setup
+        .api
+        .group_text(group, &carol, "@crab_test_bot what time is it", false);
     let answer = setup.api.wait_for_text(group, "at your service").await;
     assert_eq!(setup.llm.requests().len(), 1);
     assert_eq!(setup.model_saw(0), "Carol (@carol): what time is it");
@@ -137,7 +171,9 @@ async fn a_group_without_require_mention_hears_everything_and_topics_are_convers
         .await
         .unwrap();
     assert!(
-        list.conversations.iter().any(|c| c.sender == format!("tg:{group}:7")),
+        list.conversations
+            .iter()
+            .any(|c| c.sender == format!("tg:{group}:7")),
         "{list:?}"
     );
 }
@@ -156,5 +192,8 @@ async fn a_group_that_becomes_a_supergroup_keeps_its_conversation() {
     setup.api.group_text(new, &carol, "what did I say?", false);
     setup.api.wait_for_text(new, "second answer").await;
     let second = setup.llm.requests()[1].to_string();
-    assert!(second.contains("remember 42"), "the conversation was not kept: {second}");
+    assert!(
+        second.contains("remember 42"),
+        "the conversation was not kept: {second}"
+    );
 }

@@ -33,33 +33,57 @@ async fn single_multi_and_other_answers_go_back_in_one_reply() {
     let mut setup = Setup::start("").await;
     setup.start_gateway().await;
     let chat = alice().id;
-    setup.llm.push(Reply::tools(vec![ToolCall::new("ask1", "ask_user", questions())]));
+    setup.llm.push(Reply::tools(vec![ToolCall::new(
+        "ask1",
+        "ask_user",
+        questions(),
+    )]));
     setup.llm.push(Reply::text("Ordered."));
     setup.api.text(&alice(), "order a pizza");
 
     let size = setup.api.wait_for_text(chat, "Which size?").await;
     assert!(size.text.contains("Large — the big one"), "{}", size.text);
-    setup.api.callback(&alice(), chat, size.id, &button(&size, "Large"));
+    setup
+        .api
+        .callback(&alice(), chat, size.id, &button(&size, "Large"));
 
     let toppings = setup.api.wait_for_text(chat, "Which toppings?").await;
-    setup.api.callback(&alice(), chat, toppings.id, &button(&toppings, "Cheese"));
+    setup
+        .api
+        .callback(&alice(), chat, toppings.id, &button(&toppings, "Cheese"));
     setup
         .api
         .wait_until("the Cheese mark", |api| {
-            api.messages(chat).iter().any(|m| m.id == toppings.id && m.keyboard.as_ref().is_some_and(|k| k.to_string().contains("✅ Cheese")))
+            api.messages(chat).iter().any(|m| {
+                m.id == toppings.id
+                    && m.keyboard
+                        .as_ref()
+                        .is_some_and(|k| k.to_string().contains("✅ Cheese"))
+            })
         })
         .await;
-    setup.api.callback(&alice(), chat, toppings.id, &button(&toppings, "Basil"));
+    setup
+        .api
+        .callback(&alice(), chat, toppings.id, &button(&toppings, "Basil"));
     setup
         .api
         .wait_until("the Basil mark", |api| {
-            api.messages(chat).iter().any(|m| m.id == toppings.id && m.keyboard.as_ref().is_some_and(|k| k.to_string().contains("✅ Basil")))
+            api.messages(chat).iter().any(|m| {
+                m.id == toppings.id
+                    && m.keyboard
+                        .as_ref()
+                        .is_some_and(|k| k.to_string().contains("✅ Basil"))
+            })
         })
         .await;
-    setup.api.callback(&alice(), chat, toppings.id, &button(&toppings, "Done"));
+    setup
+        .api
+        .callback(&alice(), chat, toppings.id, &button(&toppings, "Done"));
 
     let notes = setup.api.wait_for_text(chat, "Anything else?").await;
-    setup.api.callback(&alice(), chat, notes.id, &button(&notes, "Other"));
+    setup
+        .api
+        .callback(&alice(), chat, notes.id, &button(&notes, "Other"));
     setup.api.wait_for_text(chat, "Type your answer").await;
     setup.api.text(&alice(), "extra crispy");
 
@@ -79,7 +103,12 @@ async fn single_multi_and_other_answers_go_back_in_one_reply() {
     // Every press answered; the answered questions have no keyboard left.
     assert_eq!(setup.api.calls_of("answerCallbackQuery").len(), 5);
     for id in [size.id, toppings.id, notes.id] {
-        let message = setup.api.messages(chat).into_iter().find(|m| m.id == id).unwrap();
+        let message = setup
+            .api
+            .messages(chat)
+            .into_iter()
+            .find(|m| m.id == id)
+            .unwrap();
         assert!(message.keyboard.is_none(), "{message:?}");
         assert!(message.text.contains('→'), "{}", message.text);
     }
@@ -94,10 +123,27 @@ async fn a_button_of_a_closed_question_is_answered_and_cleared() {
     setup.api.text(&alice(), "hi");
     let message = setup.api.wait_for_text(chat, "plain answer").await;
     setup.api.callback(&alice(), chat, message.id, "a:999:0:1");
-    setup.api.wait_until("the stale press answered", |api| !api.calls_of("answerCallbackQuery").is_empty()).await;
+    setup
+        .api
+        .wait_until("the stale press answered", |api| {
+            !api.calls_of("answerCallbackQuery").is_empty()
+        })
+        .await;
     let answer = &setup.api.calls_of("answerCallbackQuery")[0];
-    assert!(answer.params["text"].as_str().unwrap().contains("no longer open"), "{:?}", answer.params);
-    setup.api.wait_until("the keyboard cleared", |api| !api.calls_of("editMessageReplyMarkup").is_empty()).await;
+    assert!(
+        answer.params["text"]
+            .as_str()
+            .unwrap()
+            .contains("no longer open"),
+        "{:?}",
+        answer.params
+    );
+    setup
+        .api
+        .wait_until("the keyboard cleared", |api| {
+            !api.calls_of("editMessageReplyMarkup").is_empty()
+        })
+        .await;
     setup.log_says("no longer open was pressed").await;
 }
 
@@ -106,14 +152,20 @@ async fn stop_clears_an_open_question() {
     let mut setup = Setup::start("").await;
     setup.start_gateway().await;
     let chat = alice().id;
-    setup.llm.push(Reply::tools(vec![ToolCall::new("ask2", "ask_user", json!({"questions": [{"question": "Sure?", "options": [{"label": "Yes"}]}]}))]));
+    setup.llm.push(Reply::tools(vec![ToolCall::new(
+        "ask2",
+        "ask_user",
+        json!({"questions": [{"question": "Sure?", "options": [{"label": "Yes"}]}]}),
+    )]));
     setup.api.text(&alice(), "do it");
     let question = setup.api.wait_for_text(chat, "Sure?").await;
     setup.api.text(&alice(), "/stop");
     setup
         .api
         .wait_until("the keyboard cleared", |api| {
-            api.messages(chat).iter().any(|m| m.id == question.id && m.keyboard.is_none())
+            api.messages(chat)
+                .iter()
+                .any(|m| m.id == question.id && m.keyboard.is_none())
         })
         .await;
     setup.api.wait_for_text(chat, "Stopped").await;

@@ -20,10 +20,17 @@ async fn commands_and_skills_are_registered_and_unknown_ones_get_help() {
     setup
         .api
         .wait_until("the skill in the menu", |api| {
-            api.commands().iter().any(|c| c["command"] == "daily_report")
+            api.commands()
+                .iter()
+                .any(|c| c["command"] == "daily_report")
         })
         .await;
-    let names: Vec<String> = setup.api.commands().iter().map(|c| c["command"].as_str().unwrap().to_owned()).collect();
+    let names: Vec<String> = setup
+        .api
+        .commands()
+        .iter()
+        .map(|c| c["command"].as_str().unwrap().to_owned())
+        .collect();
     for own in ["start", "help", "new", "stop", "agent"] {
         assert!(names.contains(&own.to_string()), "{names:?}");
     }
@@ -35,11 +42,17 @@ async fn commands_and_skills_are_registered_and_unknown_ones_get_help() {
     setup.api.text(&alice(), "/daily_report for today");
     setup.api.wait_for_text(chat, "report written").await;
     let saw = setup.model_saw(0);
-    assert!(saw.contains("Write a short daily report.") && saw.contains("for today"), "{saw}");
+    assert!(
+        saw.contains("Write a short daily report.") && saw.contains("for today"),
+        "{saw}"
+    );
     setup.api.text(&alice(), "/agent");
     setup.api.wait_for_text(chat, "This chat talks to").await;
     setup.api.text(&alice(), "/agent nobody");
-    setup.api.wait_for_text(chat, "no agent called nobody").await;
+    setup
+        .api
+        .wait_for_text(chat, "no agent called nobody")
+        .await;
     setup.api.text(&alice(), "/start");
     setup.api.wait_for_text(chat, "Hello!").await;
 }
@@ -63,7 +76,11 @@ async fn stop_ends_a_running_turn_within_two_seconds() {
         .map(|c| c.at)
         .next()
         .unwrap();
-    assert!(stopped - asked < Duration::from_secs(2), "stopped {:?} after /stop", stopped - asked);
+    assert!(
+        stopped - asked < Duration::from_secs(2),
+        "stopped {:?} after /stop",
+        stopped - asked
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

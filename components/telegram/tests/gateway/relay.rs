@@ -29,7 +29,11 @@ async fn a_turn_another_client_starts_is_relayed_once_also_after_a_daemon_restar
     let chat = alice().id;
     setup.llm.push(Reply::text("scheduled news"));
     let client = setup.daemon.client().await;
-    Turn::run(&client, other_client_turn("tg:111", "news please", Some("cron"))).await;
+    Turn::run(
+        &client,
+        other_client_turn("tg:111", "news please", Some("cron")),
+    )
+    .await;
     setup.api.wait_for_text(chat, "scheduled news").await;
     // A silent reply and a turn for someone not allowed are not sent.
     setup.llm.push(Reply::text("[SILENT]"));
@@ -52,19 +56,33 @@ async fn a_turn_another_client_starts_is_relayed_once_also_after_a_daemon_restar
     setup.llm.push(Reply::text("marker"));
     Turn::run(&client, other_client_turn("tg:111", "marker", None)).await;
     setup.api.wait_for_text(chat, "marker").await;
-    let texts: Vec<String> = setup.api.messages(chat).into_iter().map(|m| m.text).collect();
-    assert_eq!(texts, ["scheduled news", "after the restart", "marker"], "{texts:?}");
+    let texts: Vec<String> = setup
+        .api
+        .messages(chat)
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(
+        texts,
+        ["scheduled news", "after the restart", "marker"],
+        "{texts:?}"
+    );
     assert!(setup.api.messages(666).is_empty());
 }
 
 async fn mcp_call(port: u16, name: &str, arguments: Value) -> CallToolResult {
     crabtalk_kit::tls::install_ring();
     let client = ()
-        .serve(StreamableHttpClientTransport::from_uri(format!("http://127.0.0.1:{port}/mcp")))
+        .serve(StreamableHttpClientTransport::from_uri(format!(
+            "http://127.0.0.1:{port}/mcp"
+        )))
         .await
         .unwrap();
     let result = client
-        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.as_object().cloned().unwrap()))
+        .call_tool(
+            CallToolRequestParams::new(name.to_owned())
+                .with_arguments(arguments.as_object().cloned().unwrap()),
+        )
         .await
         .unwrap();
     let _ = client.cancel().await;
@@ -87,14 +105,34 @@ async fn telegram_send_with_a_run_id_delivers_a_relayed_reply_once() {
         crabtalk_proto::msg::stream_event::Event::Start(start) => start.run_id,
         other => panic!("{other:?}"),
     };
-    let first = mcp_call(port, "telegram_send", json!({"chat_id": 111, "text": "your reminder", "run_id": run_id})).await;
-    let second = mcp_call(port, "telegram_send", json!({"chat_id": "111", "text": "your reminder", "run_id": run_id})).await;
+    let first = mcp_call(
+        port,
+        "telegram_send",
+        json!({"chat_id": 111, "text": "your reminder", "run_id": run_id}),
+    )
+    .await;
+    let second = mcp_call(
+        port,
+        "telegram_send",
+        json!({"chat_id": "111", "text": "your reminder", "run_id": run_id}),
+    )
+    .await;
     let ids = |r: &CallToolResult| r.structured_content.as_ref().unwrap()["message_ids"].clone();
     assert_eq!(ids(&first), ids(&second), "{first:?} {second:?}");
     setup.api.wait_for_text(chat, "your reminder").await;
-    assert_eq!(setup.api.messages(chat).len(), 1, "{:?}", setup.api.messages(chat));
+    assert_eq!(
+        setup.api.messages(chat).len(),
+        1,
+        "{:?}",
+        setup.api.messages(chat)
+    );
     // Without a run id it sends; to a chat that may not talk, it refuses.
-    let plain = mcp_call(port, "telegram_send", json!({"chat_id": 111, "text": "**direct**"})).await;
+    let plain = mcp_call(
+        port,
+        "telegram_send",
+        json!({"chat_id": 111, "text": "**direct**"}),
+    )
+    .await;
     assert_eq!(plain.structured_content.as_ref().unwrap()["sent"], true);
     let message = setup.api.wait_for_text(chat, "direct").await;
     assert_eq!(message.html.as_deref(), Some("<b>direct</b>"));
@@ -113,7 +151,11 @@ async fn an_agent_sends_with_telegram_send_to_its_own_conversation() {
     crabtalk_testkit::within("the daemon to connect to the gateway's MCP", async {
         loop {
             let mcps = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
-            if mcps.mcps.iter().any(|m| m.name == "telegram" && m.status == McpStatus::Connected as i32) {
+            if mcps
+                .mcps
+                .iter()
+                .any(|m| m.name == "telegram" && m.status == McpStatus::Connected as i32)
+            {
                 return;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -126,7 +168,11 @@ async fn an_agent_sends_with_telegram_send_to_its_own_conversation() {
         json!({"text": "sent by the agent"}),
     )]));
     setup.llm.push(Reply::text("done sending"));
-    let turn = Turn::run(&client, other_client_turn("tg:111", "tell me on telegram", None)).await;
+    let turn = Turn::run(
+        &client,
+        other_client_turn("tg:111", "tell me on telegram", None),
+    )
+    .await;
     let results = turn.tool_results();
     assert!(!results[0].is_error, "{results:?}");
     assert!(results[0].output.contains("message_ids"), "{results:?}");

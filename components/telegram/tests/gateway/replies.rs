@@ -38,10 +38,17 @@ async fn a_fast_long_stream_keeps_the_limits_and_arrives_whole() {
         .wait_until("the whole reply", |api| api.chat_text(chat) == expected)
         .await;
     let calls = setup.api.calls();
-    let (most, gap) = pace(&calls, Duration::from_secs(1), &["sendMessage", "editMessageText", "deleteMessage"]);
+    let (most, gap) = pace(
+        &calls,
+        Duration::from_secs(1),
+        &["sendMessage", "editMessageText", "deleteMessage"],
+    );
     assert!(most <= 30, "{most} calls within one second");
     if let Some((_, gap)) = gap {
-        assert!(gap >= Duration::from_secs(1), "two messages or edits {gap:?} apart in a private chat");
+        assert!(
+            gap >= Duration::from_secs(1),
+            "two messages or edits {gap:?} apart in a private chat"
+        );
     }
     for message in setup.api.messages(chat) {
         assert!(message.html.is_some(), "sent as HTML");
@@ -53,16 +60,30 @@ async fn a_429_pauses_the_chat_and_a_long_one_is_told() {
     let mut setup = Setup::start("").await;
     setup.start_gateway().await;
     let chat = alice().id;
-    setup.api.fail_next("sendMessage", Some(chat), Fault::RetryAfter(10));
+    setup
+        .api
+        .fail_next("sendMessage", Some(chat), Fault::RetryAfter(10));
     setup.llm.push(Reply::text("after the pause"));
     setup.api.text(&alice(), "hi");
     setup.api.wait_for_text(chat, "after the pause").await;
     let sends = setup.api.calls_of("sendMessage");
     let refused = sends[0].at;
     let next = sends[1].at;
-    assert!(next - refused >= Duration::from_secs(10), "retried {:?} after a 429 asking for 10 s", next - refused);
-    let texts: Vec<String> = setup.api.messages(chat).into_iter().map(|m| m.text).collect();
-    assert!(texts[0].contains("Telegram paused this chat for 10 s"), "{texts:?}");
+    assert!(
+        next - refused >= Duration::from_secs(10),
+        "retried {:?} after a 429 asking for 10 s",
+        next - refused
+    );
+    let texts: Vec<String> = setup
+        .api
+        .messages(chat)
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert!(
+        texts[0].contains("Telegram paused this chat for 10 s"),
+        "{texts:?}"
+    );
     assert_eq!(texts[1], "after the pause");
 }
 
@@ -71,7 +92,9 @@ async fn formatting_telegram_refuses_is_sent_again_as_plain_text() {
     let mut setup = Setup::start("").await;
     setup.start_gateway().await;
     let chat = alice().id;
-    setup.api.fail_next("sendMessage", Some(chat), Fault::CantParseEntities);
+    setup
+        .api
+        .fail_next("sendMessage", Some(chat), Fault::CantParseEntities);
     setup.llm.push(Reply::text("**bold** and <tags>"));
     setup.api.text(&alice(), "hi");
     let message = setup.api.wait_for_text(chat, "bold and <tags>").await;
@@ -92,18 +115,31 @@ async fn tools_show_as_status_lines_thinking_is_not_sent_and_errors_are_words() 
     assert!(!setup.api.chat_text(chat).contains("SECRET"));
     setup.llm.push(Reply::Tools {
         text: "Let me read it.".into(),
-        calls: vec![ToolCall::new("c1", "read", json!({"path": "/nonexistent/file"}))],
+        calls: vec![ToolCall::new(
+            "c1",
+            "read",
+            json!({"path": "/nonexistent/file"}),
+        )],
     });
     setup.llm.push(Reply::text("It is not there."));
     setup.api.text(&alice(), "read it");
     let message = setup.api.wait_for_text(chat, "It is not there.").await;
     assert!(message.text.contains("🔧 read"), "{}", message.text);
-    assert!(message.text.starts_with("Let me read it."), "{}", message.text);
-    setup.llm.set_default(Reply::Status(500, "the provider broke".into()));
+    assert!(
+        message.text.starts_with("Let me read it."),
+        "{}",
+        message.text
+    );
+    setup
+        .llm
+        .set_default(Reply::Status(500, "the provider broke".into()));
     setup.api.text(&alice(), "fail");
     let failed = setup.api.wait_for_text(chat, "could not finish").await;
     assert!(failed.text.starts_with("⚠️"), "{}", failed.text);
-    assert!(!setup.api.calls_of("sendChatAction").is_empty(), "no typing was shown");
+    assert!(
+        !setup.api.calls_of("sendChatAction").is_empty(),
+        "no typing was shown"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -131,17 +167,32 @@ async fn photos_documents_and_voice_notes_are_saved_and_referenced() {
     assert_eq!(std::fs::read(path).unwrap(), b"\xff\xd8 a jpeg");
     setup.api.add_file("doc-1", b"%PDF");
     setup.llm.push(Reply::text("read the doc"));
-    setup.api.document(&alice(), "doc-1", "../../evil name.pdf", 4);
+    setup
+        .api
+        .document(&alice(), "doc-1", "../../evil name.pdf", 4);
     setup.api.wait_for_text(chat, "read the doc").await;
     let saw = setup.model_saw(1);
-    assert!(saw.contains("[document saved at ") && saw.ends_with("-evilname.pdf]"), "{saw}");
+    assert!(
+        saw.contains("[document saved at ") && saw.ends_with("-evilname.pdf]"),
+        "{saw}"
+    );
     setup.llm.push(Reply::text("too big"));
-    setup.api.document(&alice(), "doc-2", "huge.iso", 30 * 1024 * 1024);
+    setup
+        .api
+        .document(&alice(), "doc-2", "huge.iso", 30 * 1024 * 1024);
     setup.api.wait_for_text(chat, "too big").await;
-    assert!(setup.model_saw(2).contains("not downloaded"), "{}", setup.model_saw(2));
+    assert!(
+        setup.model_saw(2).contains("not downloaded"),
+        "{}",
+        setup.model_saw(2)
+    );
     setup.api.add_file("voice-1", b"OggS");
     setup.llm.push(Reply::text("heard"));
     setup.api.voice(&alice(), "voice-1", 4);
     setup.api.wait_for_text(chat, "heard").await;
-    assert!(setup.model_saw(3).contains("[voice note saved at "), "{}", setup.model_saw(3));
+    assert!(
+        setup.model_saw(3).contains("[voice note saved at "),
+        "{}",
+        setup.model_saw(3)
+    );
 }

@@ -36,16 +36,30 @@ impl Setup {
     /// `extra`.
     pub async fn start(extra: &str) -> Self {
         let llm = ScriptedLlm::start().await;
-        let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
+        let daemon =
+            TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
         let api = FakeBotApi::start().await;
-        let setup = Self { llm, daemon, api, gateway: None };
+        let setup = Self {
+            llm,
+            daemon,
+            api,
+            gateway: None,
+        };
         setup.write_config(extra);
         setup
     }
 
     pub fn write_config(&self, extra: &str) {
-        let allow = if extra.contains("allow =") { "" } else { "allow = [111]\n" };
-        let poll = if extra.contains("poll_timeout_secs") { "" } else { "poll_timeout_secs = 5\n" };
+        let allow = if extra.contains("allow =") {
+            ""
+        } else {
+            "allow = [111]\n"
+        };
+        let poll = if extra.contains("poll_timeout_secs") {
+            ""
+        } else {
+            "poll_timeout_secs = 5\n"
+        };
         let text = format!(
             "token = \"{TOKEN}\"\napi_base_url = \"{}\"\n{poll}{allow}{extra}\n",
             self.api.url()
@@ -73,7 +87,9 @@ impl Setup {
         let polls = self.api.calls_of("getUpdates").len();
         let log = self.log_path();
         self.api
-            .wait_until("the gateway's first poll", |api| api.calls_of("getUpdates").len() > polls)
+            .wait_until("the gateway's first poll", |api| {
+                api.calls_of("getUpdates").len() > polls
+            })
             .await;
         let _ = log;
     }
@@ -131,7 +147,11 @@ impl Setup {
             }
         })
         .await;
-        assert!(waited.is_ok(), "the log never said {needle:?}:\n{}", self.log());
+        assert!(
+            waited.is_ok(),
+            "the log never said {needle:?}:\n{}",
+            self.log()
+        );
     }
 
     /// The port the gateway's MCP tools are on (waiting for its file).
@@ -144,7 +164,9 @@ impl Setup {
     /// The user message of the `n`th model request (0-based).
     pub fn model_saw(&self, n: usize) -> String {
         let requests = self.llm.requests();
-        let request = requests.get(n).unwrap_or_else(|| panic!("no model request {n}: {requests:?}"));
+        let request = requests
+            .get(n)
+            .unwrap_or_else(|| panic!("no model request {n}: {requests:?}"));
         last_user_text(request)
     }
 

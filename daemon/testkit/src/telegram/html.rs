@@ -32,7 +32,19 @@ impl Parsed {
 }
 
 const TAGS: [&str; 14] = [
-    "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler", "a", "code",
+    "b",
+    "strong",
+    "i",
+    "em",
+    "u",
+    "ins",
+    "s",
+    "strike",
+    "del",
+    "span",
+    "tg-spoiler",
+    "a",
+    "code",
     "pre",
 ];
 const MORE_TAGS: [&str; 2] = ["blockquote", "tg-emoji"];
@@ -61,9 +73,9 @@ pub fn parse(html: &str) -> Result<Parsed, String> {
                 let inside = &html[i + 1..end];
                 if let Some(name) = inside.strip_prefix('/') {
                     let name = name.trim().to_ascii_lowercase();
-                    let open = stack.pop().ok_or_else(|| {
-                        format!("Unexpected end tag at byte offset {i}")
-                    })?;
+                    let open = stack
+                        .pop()
+                        .ok_or_else(|| format!("Unexpected end tag at byte offset {i}"))?;
                     if open.tag != name {
                         return Err(format!(
                             "Unmatched end tag at byte offset {i}, expected \"</{}>\", found \"</{name}>\"",
@@ -81,7 +93,9 @@ pub fn parse(html: &str) -> Result<Parsed, String> {
                         None => (inside.trim().to_ascii_lowercase(), ""),
                     };
                     if !TAGS.contains(&name.as_str()) && !MORE_TAGS.contains(&name.as_str()) {
-                        return Err(format!("Unsupported start tag \"{name}\" at byte offset {i}"));
+                        return Err(format!(
+                            "Unsupported start tag \"{name}\" at byte offset {i}"
+                        ));
                     }
                     check_attributes(&name, attrs, stack.last().map(|o| o.tag.as_str()), i)?;
                     if let Some(parent) = stack.last() {
@@ -126,13 +140,21 @@ pub fn parse(html: &str) -> Result<Parsed, String> {
                             .and_then(char::from_u32)
                             .ok_or_else(|| format!("Invalid character entity at byte offset {i}"))?
                     }
-                    other => return Err(format!("Unsupported HTML entity \"&{other};\" at byte offset {i}")),
+                    other => {
+                        return Err(format!(
+                            "Unsupported HTML entity \"&{other};\" at byte offset {i}"
+                        ));
+                    }
                 };
                 text.push(decoded);
                 units += decoded.len_utf16();
                 i = end + 1;
             }
-            '>' => return Err(format!("Character '>' is reserved and must be escaped as &gt; (byte offset {i})")),
+            '>' => {
+                return Err(format!(
+                    "Character '>' is reserved and must be escaped as &gt; (byte offset {i})"
+                ));
+            }
             c => {
                 text.push(c);
                 units += c.len_utf16();
@@ -149,8 +171,14 @@ pub fn parse(html: &str) -> Result<Parsed, String> {
     Ok(Parsed { text, entities })
 }
 
-fn check_attributes(name: &str, attrs: &str, parent: Option<&str>, at: usize) -> Result<(), String> {
-    let attrs = parse_attributes(attrs).ok_or_else(|| format!("Can't parse attributes of \"{name}\" at byte offset {at}"))?;
+fn check_attributes(
+    name: &str,
+    attrs: &str,
+    parent: Option<&str>,
+    at: usize,
+) -> Result<(), String> {
+    let attrs = parse_attributes(attrs)
+        .ok_or_else(|| format!("Can't parse attributes of \"{name}\" at byte offset {at}"))?;
     let allowed: &[&str] = match name {
         "a" => &["href"],
         "code" => &["class"],
@@ -161,20 +189,26 @@ fn check_attributes(name: &str, attrs: &str, parent: Option<&str>, at: usize) ->
     };
     for (key, value) in &attrs {
         if !allowed.contains(&key.as_str()) {
-            return Err(format!("Unsupported attribute \"{key}\" of \"{name}\" at byte offset {at}"));
+            return Err(format!(
+                "Unsupported attribute \"{key}\" of \"{name}\" at byte offset {at}"
+            ));
         }
         if name == "code" && (parent != Some("pre") || !value.starts_with("language-")) {
             return Err(format!("Unsupported class of \"code\" at byte offset {at}"));
         }
         if name == "span" && value != "tg-spoiler" {
-            return Err(format!("Tag \"span\" must have class \"tg-spoiler\" at byte offset {at}"));
+            return Err(format!(
+                "Tag \"span\" must have class \"tg-spoiler\" at byte offset {at}"
+            ));
         }
     }
     if name == "a" && !attrs.iter().any(|(k, v)| k == "href" && !v.is_empty()) {
         return Err(format!("Tag \"a\" must have an href at byte offset {at}"));
     }
     if name == "span" && attrs.is_empty() {
-        return Err(format!("Tag \"span\" must have class \"tg-spoiler\" at byte offset {at}"));
+        return Err(format!(
+            "Tag \"span\" must have class \"tg-spoiler\" at byte offset {at}"
+        ));
     }
     Ok(())
 }
@@ -187,7 +221,9 @@ fn parse_attributes(mut text: &str) -> Option<Vec<(String, String)>> {
         if text.is_empty() {
             return Some(out);
         }
-        let key_end = text.find(|c: char| c == '=' || c.is_whitespace()).unwrap_or(text.len());
+        let key_end = text
+            .find(|c: char| c == '=' || c.is_whitespace())
+            .unwrap_or(text.len());
         let key = text[..key_end].to_ascii_lowercase();
         text = text[key_end..].trim_start();
         let Some(rest) = text.strip_prefix('=') else {
@@ -216,10 +252,20 @@ mod tests {
 
     #[test]
     fn the_subset_is_read_and_everything_else_refused() {
-        let parsed = parse("<b>bold</b> &lt;x&gt; &amp; <pre><code class=\"language-rust\">fn</code></pre> 😀").unwrap();
+        let parsed = parse(
+            "<b>bold</b> &lt;x&gt; &amp; <pre><code class=\"language-rust\">fn</code></pre> 😀",
+        )
+        .unwrap();
         assert_eq!(parsed.text, "bold <x> & fn 😀");
         assert_eq!(parsed.units(), 17);
-        assert_eq!(parsed.entities[0], Entity { tag: "b".into(), offset: 0, length: 4 });
+        assert_eq!(
+            parsed.entities[0],
+            Entity {
+                tag: "b".into(),
+                offset: 0,
+                length: 4
+            }
+        );
         assert!(parse("<a href=\"https://x?a=1&amp;b=2\">l</a>").is_ok());
         for bad in [
             "<b>open",

@@ -266,7 +266,14 @@ impl FakeBotApi {
         self.group_message(chat, Some(topic), user, text, false)
     }
 
-    fn group_message(&self, chat: i64, topic: Option<i64>, user: &TgUser, text: &str, reply_to_bot: bool) -> i64 {
+    fn group_message(
+        &self,
+        chat: i64,
+        topic: Option<i64>,
+        user: &TgUser,
+        text: &str,
+        reply_to_bot: bool,
+    ) -> i64 {
         let chat_json = json!({"id": chat, "type": "supergroup", "title": "Test group", "is_forum": topic.is_some()});
         let mut extra = json!({});
         if let Some(topic) = topic {
@@ -451,17 +458,26 @@ impl FakeBotApi {
     /// Waits for a message in `chat` whose text contains `needle`.
     pub async fn wait_for_text(&self, chat: i64, needle: &str) -> Sent {
         let mut found = None;
-        self.wait_until(&format!("a message containing {needle:?} in chat {chat}"), |api| {
-            found = api.messages(chat).into_iter().find(|m| m.text.contains(needle));
-            found.is_some()
-        })
+        self.wait_until(
+            &format!("a message containing {needle:?} in chat {chat}"),
+            |api| {
+                found = api
+                    .messages(chat)
+                    .into_iter()
+                    .find(|m| m.text.contains(needle));
+                found.is_some()
+            },
+        )
         .await;
         found.expect("found above")
     }
 
     /// The visible text of every message in `chat`, in order.
     pub fn chat_text(&self, chat: i64) -> String {
-        self.messages(chat).iter().map(|m| m.text.as_str()).collect()
+        self.messages(chat)
+            .iter()
+            .map(|m| m.text.as_str())
+            .collect()
     }
 }
 
@@ -527,7 +543,8 @@ fn params(headers: &HeaderMap, query: Option<String>, body: &Bytes) -> Value {
     let mut out = serde_json::Map::new();
     let form = |text: &str, out: &mut serde_json::Map<String, Value>| {
         for (key, value) in url::form_urlencoded::parse(text.as_bytes()) {
-            let value = serde_json::from_str::<Value>(&value).unwrap_or(Value::String(value.into_owned()));
+            let value =
+                serde_json::from_str::<Value>(&value).unwrap_or(Value::String(value.into_owned()));
             out.insert(key.into_owned(), value);
         }
     };
@@ -596,7 +613,8 @@ async fn method(
             ok(json!(true))
         }
         "setmycommands" => {
-            shared.inner.lock().unwrap().commands = params["commands"].as_array().cloned().unwrap_or_default();
+            shared.inner.lock().unwrap().commands =
+                params["commands"].as_array().cloned().unwrap_or_default();
             ok(json!(true))
         }
         "sendchataction" | "answercallbackquery" => ok(json!(true)),
@@ -606,7 +624,11 @@ async fn method(
         "deletemessage" => {
             let id = params["message_id"].as_i64();
             let mut inner = shared.inner.lock().unwrap();
-            match inner.messages.iter_mut().find(|m| Some(m.chat) == chat && Some(m.id) == id) {
+            match inner
+                .messages
+                .iter_mut()
+                .find(|m| Some(m.chat) == chat && Some(m.id) == id)
+            {
                 Some(message) => {
                     message.deleted = true;
                     drop(inner);
@@ -772,10 +794,12 @@ fn edit_message(shared: &Arc<Shared>, params: &Value, chat: Option<i64>, text: b
     } else {
         None
     };
-    let keyboard = params
-        .get("reply_markup")
-        .cloned()
-        .filter(|k| !k.is_null() && k["inline_keyboard"].as_array().is_none_or(|rows| !rows.is_empty()));
+    let keyboard = params.get("reply_markup").cloned().filter(|k| {
+        !k.is_null()
+            && k["inline_keyboard"]
+                .as_array()
+                .is_none_or(|rows| !rows.is_empty())
+    });
     let mut inner = shared.inner.lock().unwrap();
     let Some(message) = inner
         .messages
@@ -805,7 +829,10 @@ fn edit_message(shared: &Arc<Shared>, params: &Value, chat: Option<i64>, text: b
     ok(result)
 }
 
-async fn download(State(shared): State<Arc<Shared>>, Path((bot, path)): Path<(String, String)>) -> Response {
+async fn download(
+    State(shared): State<Arc<Shared>>,
+    Path((bot, path)): Path<(String, String)>,
+) -> Response {
     if bot.strip_prefix("bot") != Some(TOKEN) {
         return error(401, "Unauthorized", None);
     }
@@ -819,15 +846,25 @@ async fn download(State(shared): State<Arc<Shared>>, Path((bot, path)): Path<(St
 /// The largest number of calls that arrived within any window of
 /// `window`, and the smallest gap between two calls of `methods` to the
 /// same chat (for checking a client's pace).
-pub fn pace(calls: &[Call], window: Duration, methods: &[&str]) -> (usize, Option<(i64, Duration)>) {
+pub fn pace(
+    calls: &[Call],
+    window: Duration,
+    methods: &[&str],
+) -> (usize, Option<(i64, Duration)>) {
     let mut most = 0;
     for (i, call) in calls.iter().enumerate() {
-        let within = calls[i..].iter().filter(|c| c.at < call.at + window).count();
+        let within = calls[i..]
+            .iter()
+            .filter(|c| c.at < call.at + window)
+            .count();
         most = most.max(within);
     }
     let mut last: HashMap<i64, Instant> = HashMap::new();
     let mut smallest: Option<(i64, Duration)> = None;
-    for call in calls.iter().filter(|c| methods.iter().any(|m| c.method.eq_ignore_ascii_case(m))) {
+    for call in calls
+        .iter()
+        .filter(|c| methods.iter().any(|m| c.method.eq_ignore_ascii_case(m)))
+    {
         let Some(chat) = call.chat() else { continue };
         if let Some(previous) = last.insert(chat, call.at) {
             let gap = call.at - previous;
