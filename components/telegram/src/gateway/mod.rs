@@ -87,6 +87,14 @@ impl Gateway {
         Conversation { address, agent }
     }
 
+    /// Remembers a streaming reply, to seal it at shutdown (replies that
+    /// are gone are forgotten here).
+    pub fn track(&self, reply: &Arc<crate::outbox::LiveReply>) {
+        let mut live = self.live.lock();
+        live.retain(|reply| reply.strong_count() > 0);
+        live.push(Arc::downgrade(reply));
+    }
+
     /// Seals every reply still streaming (at shutdown).
     pub fn seal_all(&self) {
         for reply in self.live.lock().drain(..) {

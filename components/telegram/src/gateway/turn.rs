@@ -167,7 +167,7 @@ impl<'a> TurnView<'a> {
     fn reply(&mut self) -> &Arc<LiveReply> {
         self.reply.get_or_insert_with(|| {
             let reply = self.gateway.outbox.live(self.conversation.address);
-            self.gateway.live.lock().push(Arc::downgrade(&reply));
+            self.gateway.track(&reply);
             reply
         })
     }

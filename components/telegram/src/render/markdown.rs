@@ -236,11 +236,7 @@ impl Builder {
             TagEnd::List(_) => {
                 self.lists.pop();
             }
-            TagEnd::Link => {
-                if self.skipped_links.pop() == Some(false) {
-                    self.close();
-                }
-            }
+            TagEnd::Link if self.skipped_links.pop() == Some(false) => self.close(),
             TagEnd::Table => {
                 let rows = self.table.take().unwrap_or_default();
                 self.open(Tag::Pre(None));

@@ -35,11 +35,14 @@ pub struct Delivered {
     pub at: String,
 }
 
+/// A delivery's key: the run and the chat.
+type Key = (u64, ChatAddress);
+
 /// The ledger of one home.
 pub struct Ledger {
     path: PathBuf,
     entries: parking_lot::Mutex<Vec<Delivered>>,
-    locks: parking_lot::Mutex<HashMap<(u64, ChatAddress), Arc<tokio::sync::Mutex<()>>>>,
+    locks: parking_lot::Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Ledger {

@@ -180,7 +180,7 @@ async fn a_group_without_require_mention_hears_everything_and_topics_are_convers
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_that_becomes_a_supergroup_keeps_its_conversation() {
-    let (old, new) = (-4_000, -100_4_000);
+    let (old, new) = (-4_000, -1_004_000);
     let mut setup = Setup::start(&format!("groups = [{old}]\nrequire_mention = false")).await;
     setup.start_gateway().await;
     let carol = TgUser::new(333, "Carol");

@@ -196,8 +196,7 @@ pub fn last_user_text(request: &Value) -> String {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|m| m["role"] == "user")
-        .last()
+        .rfind(|m| m["role"] == "user")
         .map(|m| match &m["content"] {
             Value::String(text) => text.clone(),
             other => other.to_string(),

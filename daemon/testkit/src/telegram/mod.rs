@@ -706,7 +706,7 @@ async fn get_updates(shared: &Arc<Shared>, params: &Value) -> Response {
 }
 
 /// The text of a send or edit, read as Telegram would.
-fn read_text(params: &Value) -> Result<(String, Option<String>), Response> {
+fn read_text(params: &Value) -> Result<(String, Option<String>), Box<Response>> {
     let text = params["text"].as_str().unwrap_or_default();
     let html = params["parse_mode"]
         .as_str()
@@ -715,21 +715,21 @@ fn read_text(params: &Value) -> Result<(String, Option<String>), Response> {
         match html::parse(text) {
             Ok(parsed) => parsed.text,
             Err(why) => {
-                return Err(error(
+                return Err(Box::new(error(
                     400,
                     &format!("Bad Request: can't parse entities: {why}"),
                     None,
-                ));
+                )));
             }
         }
     } else {
         text.to_owned()
     };
     if visible.trim().is_empty() {
-        return Err(error(400, "Bad Request: message text is empty", None));
+        return Err(Box::new(error(400, "Bad Request: message text is empty", None)));
     }
     if visible.chars().map(char::len_utf16).sum::<usize>() > 4096 {
-        return Err(error(400, "Bad Request: message is too long", None));
+        return Err(Box::new(error(400, "Bad Request: message is too long", None)));
     }
     Ok((visible, html.then(|| text.to_owned())))
 }
@@ -762,7 +762,7 @@ fn send_message(shared: &Arc<Shared>, params: &Value, chat: Option<i64>) -> Resp
     };
     let (text, html) = match read_text(params) {
         Ok(read) => read,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let mut inner = shared.inner.lock().unwrap();
     let next = inner.next_message.entry(chat).or_insert(0);
@@ -789,7 +789,7 @@ fn edit_message(shared: &Arc<Shared>, params: &Value, chat: Option<i64>, text: b
     let read = if text {
         match read_text(params) {
             Ok(read) => Some(read),
-            Err(response) => return response,
+            Err(response) => return *response,
         }
     } else {
         None
