@@ -279,15 +279,28 @@ impl Api {
             .map(drop)
     }
 
-    /// "typing…" in `to` (Telegram shows it for five seconds).
-    pub async fn typing(&self, to: ChatAddress) -> Result<(), ApiFailure> {
+    /// "typing…" in `to` (Telegram shows it for five seconds). Skipped
+    /// (`Ok(false)`) when the global limit has no room right now: replies
+    /// come first.
+    pub async fn typing(&self, to: ChatAddress) -> Result<bool, ApiFailure> {
+        let Some(permit) = self.throttle.try_acquire() else {
+            return Ok(false);
+        };
         let mut request = self
             .bot
             .send_chat_action(ChatId(to.chat), ChatAction::Typing);
         if let Some(topic) = to.topic {
             request = request.message_thread_id(ThreadId(MessageId(topic)));
         }
-        self.call(request).await.map(drop)
+        let request = JsonRequest::new(self.bot.clone(), Raw(request.payload_ref().clone()));
+        let result = tokio::time::timeout(REQUEST_TIMEOUT, request).await;
+        drop(permit);
+        match result {
+            Ok(result) => result.map(|_| true).map_err(ApiFailure::from_request),
+            Err(_) => Err(ApiFailure::Network(format!(
+                "no answer within {REQUEST_TIMEOUT:?}"
+            ))),
+        }
     }
 
     /// Answers a button press (with a short notice, if any).

@@ -65,6 +65,28 @@ impl Throttle {
         Self::new(GLOBAL_PER_SECOND, Duration::from_secs(1))
     }
 
+    /// A permit if a request may start right now and nobody waits for
+    /// one (for what may be skipped under pressure, like "typing…").
+    pub fn try_acquire(self: &Arc<Self>) -> Option<Permit> {
+        let _turn = self.turnstile.try_lock().ok()?;
+        let mut state = self.state.lock();
+        let now = Instant::now();
+        while state
+            .ended
+            .front()
+            .is_some_and(|at| now.duration_since(*at) >= self.window)
+        {
+            state.ended.pop_front();
+        }
+        if state.in_flight + state.ended.len() < self.max {
+            state.in_flight += 1;
+            return Some(Permit {
+                throttle: self.clone(),
+            });
+        }
+        None
+    }
+
     /// Waits until a request may start.
     pub async fn acquire(self: &Arc<Self>) -> Permit {
         let _turn = self.turnstile.lock().await;
@@ -124,5 +146,17 @@ mod tests {
             assert!(in_window <= 5, "{starts:?}");
         }
         assert!(starts[11] >= Duration::from_secs(2), "{starts:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn skippable_requests_get_no_permit_when_the_window_is_full() {
+        let throttle = Throttle::new(2, Duration::from_secs(1));
+        let a = throttle.try_acquire().expect("room");
+        let _b = throttle.acquire().await;
+        assert!(throttle.try_acquire().is_none());
+        drop(a);
+        assert!(throttle.try_acquire().is_none(), "answered within the window");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(throttle.try_acquire().is_some());
     }
 }

@@ -18,7 +18,8 @@ use super::{Conversation, Gateway, TRIGGER, error_words};
 use crate::config::ToolStatus;
 use crate::outbox::LiveReply;
 
-/// How often "typing…" is sent while a turn runs (Telegram shows it 5 s).
+/// How often "typing…" is sent while a turn runs (Telegram shows it 5 s);
+/// a beat is skipped when the global limit has no room (replies first).
 pub const TYPING_EVERY: Duration = Duration::from_secs(4);
 
 /// How long the daemon may take to take a message.

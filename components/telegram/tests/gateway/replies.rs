@@ -196,3 +196,25 @@ async fn photos_documents_and_voice_notes_are_saved_and_referenced() {
         setup.model_saw(3)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_gets_at_most_one_message_or_edit_every_three_seconds() {
+    let group = -100_700;
+    let mut setup = Setup::start(&format!("groups = [{group}]\nrequire_mention = false")).await;
+    setup.start_gateway().await;
+    let reply = long_reply();
+    let expected: String = crabtalk_telegram::render::render(reply.trim_end())
+        .into_iter()
+        .map(|p| p.text)
+        .collect();
+    setup.llm.push(Reply::text(&reply));
+    setup.api.group_text(group, &crate::support::alice(), "write the report", false);
+    setup
+        .api
+        .wait_until("the whole reply in the group", |api| api.chat_text(group) == expected)
+        .await;
+    let calls: Vec<_> = setup.api.calls().into_iter().filter(|c| c.chat() == Some(group)).collect();
+    let (_, gap) = pace(&calls, Duration::from_secs(1), &["sendMessage", "editMessageText", "deleteMessage"]);
+    let (_, gap) = gap.expect("several messages");
+    assert!(gap >= Duration::from_secs(3), "two messages or edits {gap:?} apart in a group");
+}
