@@ -9,7 +9,7 @@
 //!
 //! It starts `target/release/crabtalk-telegram run` (the binary next to
 //! this example) in a fresh temp `CRABTALK_HOME`, waits until it polls,
-//! lets start-up settle, then reads `/proc/<pid>/stat` and
+//! lets start-up settle (5 s), then reads `/proc/<pid>/stat` and
 //! `/proc/<pid>/status` at the start and the end of the window, and
 //! prints where the resident memory is (`/proc/<pid>/smaps_rollup`).
 
@@ -58,7 +58,9 @@ async fn main() {
         !api.calls_of("getUpdates").is_empty()
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Start-up settles: the gateway gives back its start-up pages after 3 s.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let calls_before = api.calls().len();
     let before = usage::Usage::of(pid).unwrap();
     tokio::time::sleep(Duration::from_secs(secs)).await;
     let after = usage::Usage::of(pid).unwrap();
@@ -69,7 +71,7 @@ async fn main() {
         100.0 * cpu.as_secs_f64() / secs as f64,
         before.rss_bytes as f64 / 1048576.0,
         after.rss_bytes as f64 / 1048576.0,
-        api.calls().len(),
+        api.calls().len() - calls_before,
     );
     if let Ok(rollup) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
         for line in rollup.lines().filter(|l| {

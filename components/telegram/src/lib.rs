@@ -36,6 +36,8 @@ pub mod api;
 #[cfg(feature = "service")]
 pub mod commands;
 #[cfg(feature = "service")]
+pub mod footprint;
+#[cfg(feature = "service")]
 pub mod gateway;
 #[cfg(feature = "service")]
 pub mod lock;
