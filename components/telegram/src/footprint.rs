@@ -33,13 +33,18 @@ pub fn release_startup_pages() {
             let Some((start, end)) = range.split_once('-') else {
                 continue;
             };
-            let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else {
+            let (Ok(start), Ok(end)) = (
+                usize::from_str_radix(start, 16),
+                usize::from_str_radix(end, 16),
+            ) else {
                 continue;
             };
             // SAFETY: advice on a mapping of this process's own executable;
             // MADV_PAGEOUT only drops clean pages, which are read again on
             // their next use. No memory is unmapped or changed.
-            let rc = unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_PAGEOUT) };
+            let rc = unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_PAGEOUT)
+            };
             if rc == 0 {
                 released += end - start;
             }

@@ -155,7 +155,10 @@ mod tests {
         let _b = throttle.acquire().await;
         assert!(throttle.try_acquire().is_none());
         drop(a);
-        assert!(throttle.try_acquire().is_none(), "answered within the window");
+        assert!(
+            throttle.try_acquire().is_none(),
+            "answered within the window"
+        );
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert!(throttle.try_acquire().is_some());
     }

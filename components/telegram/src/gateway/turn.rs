@@ -1,9 +1,9 @@
 //! A turn of the agent, streamed into the chat.
 //!
 //! [`start`] sends the message to the daemon (`StreamMsg` with the trigger
-//! `telegram`) and returns once the daemon has taken it (its
-//! `StreamStart`), so the poller may record the update as handled; the
-//! rest runs in its own task: `typing` every 4 s, text into a
+//! `telegram`) and returns once it is sent, so the poller may record the
+//! update as handled (a refusal arrives as the stream's first frame and is
+//! told to the chat); the rest runs in its own task: `typing` every 4 s, text into a
 //! [`LiveReply`], tool calls as status lines, thinking left out,
 //! questions handed to [`ask`](super::ask), errors in words.
 
@@ -21,9 +21,6 @@ use crate::outbox::LiveReply;
 /// How often "typing…" is sent while a turn runs (Telegram shows it 5 s);
 /// a beat is skipped when the global limit has no room (replies first).
 pub const TYPING_EVERY: Duration = Duration::from_secs(4);
-
-/// How long the daemon may take to take a message.
-const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Starts a turn with `content` in `conversation`.
 pub async fn start(gateway: &Arc<Gateway>, conversation: Conversation, content: String) {
@@ -49,21 +46,12 @@ pub async fn start(gateway: &Arc<Gateway>, conversation: Conversation, content: 
         trigger: Some(TRIGGER.into()),
         ..Default::default()
     };
-    let mut stream = match client.stream(request).await {
+    // Sent: the daemon has the message (a turn already running in this
+    // conversation makes it wait its turn there, so its `StreamStart` may
+    // come much later; the stream is read in its own task).
+    let stream = match client.stream(request).await {
         Ok(stream) => stream,
         Err(err) => return refused(gateway, &conversation, &err),
-    };
-    let first = match tokio::time::timeout(ACCEPT_TIMEOUT, stream.next()).await {
-        Ok(Some(Ok(event))) => event,
-        Ok(Some(Err(err))) => return refused(gateway, &conversation, &err),
-        Ok(None) | Err(_) => {
-            let _ = gateway.outbox.prepared(
-                address,
-                "⚠️ The agent did not take the message (no answer from crabtalkd). Send it again in a moment.",
-                None,
-            );
-            return;
-        }
     };
     *gateway
         .running
@@ -72,7 +60,7 @@ pub async fn start(gateway: &Arc<Gateway>, conversation: Conversation, content: 
         .or_default() += 1;
     let gateway = gateway.clone();
     tokio::spawn(async move {
-        follow(&gateway, &conversation, first, stream).await;
+        follow(&gateway, &conversation, stream).await;
         let mut running = gateway.running.lock();
         if let Some(count) = running.get_mut(&conversation.sender()) {
             *count -= 1;
@@ -96,7 +84,6 @@ fn refused(gateway: &Gateway, conversation: &Conversation, err: &ClientError) {
 async fn follow(
     gateway: &Arc<Gateway>,
     conversation: &Conversation,
-    first: StreamEvent,
     mut stream: ReplyStream<StreamEvent>,
 ) {
     let typing = {
@@ -118,13 +105,16 @@ async fn follow(
         })
     };
     let mut turn = TurnView::new(gateway, conversation);
-    turn.event(first).await;
     loop {
         match stream.next().await {
             Some(Ok(event)) => {
                 if turn.event(event).await {
                     break;
                 }
+            }
+            Some(Err(err)) if turn.run_id.is_none() => {
+                refused(gateway, conversation, &err);
+                break;
             }
             Some(Err(err)) => {
                 tracing::warn!(chat = %conversation.address, "a turn's stream broke: {err}");

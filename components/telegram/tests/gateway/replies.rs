@@ -208,13 +208,53 @@ async fn a_group_gets_at_most_one_message_or_edit_every_three_seconds() {
         .map(|p| p.text)
         .collect();
     setup.llm.push(Reply::text(&reply));
-    setup.api.group_text(group, &crate::support::alice(), "write the report", false);
     setup
         .api
-        .wait_until("the whole reply in the group", |api| api.chat_text(group) == expected)
+        .group_text(group, &crate::support::alice(), "write the report", false);
+    setup
+        .api
+        .wait_until("the whole reply in the group", |api| {
+            api.chat_text(group) == expected
+        })
         .await;
-    let calls: Vec<_> = setup.api.calls().into_iter().filter(|c| c.chat() == Some(group)).collect();
-    let (_, gap) = pace(&calls, Duration::from_secs(1), &["sendMessage", "editMessageText", "deleteMessage"]);
+    let calls: Vec<_> = setup
+        .api
+        .calls()
+        .into_iter()
+        .filter(|c| c.chat() == Some(group))
+        .collect();
+    let (_, gap) = pace(
+        &calls,
+        Duration::from_secs(1),
+        &["sendMessage", "editMessageText", "deleteMessage"],
+    );
     let (_, gap) = gap.expect("several messages");
-    assert!(gap >= Duration::from_secs(3), "two messages or edits {gap:?} apart in a group");
+    assert!(
+        gap >= Duration::from_secs(3),
+        "two messages or edits {gap:?} apart in a group"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_during_a_running_turn_waits_its_turn_and_holds_up_nobody() {
+    let mut setup = Setup::start("allow = [111, 222]").await;
+    setup.start_gateway().await;
+    let bob = crabtalk_testkit::telegram::TgUser::new(222, "Bob");
+    setup.llm.push(Reply::Gated("first done".into()));
+    setup.llm.push(Reply::text("bob's answer"));
+    setup.llm.push(Reply::text("second done"));
+    setup.api.text(&alice(), "first");
+    setup.llm.wait_for_requests(1).await;
+    setup.api.text(&alice(), "second");
+    setup.api.text(&bob, "me too");
+    setup.api.wait_for_text(bob.id, "bob's answer").await;
+    setup.llm.release();
+    setup.api.wait_for_text(alice().id, "second done").await;
+    let texts: Vec<String> = setup
+        .api
+        .messages(alice().id)
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(texts, ["first done", "second done"]);
 }

@@ -726,10 +726,18 @@ fn read_text(params: &Value) -> Result<(String, Option<String>), Box<Response>> 
         text.to_owned()
     };
     if visible.trim().is_empty() {
-        return Err(Box::new(error(400, "Bad Request: message text is empty", None)));
+        return Err(Box::new(error(
+            400,
+            "Bad Request: message text is empty",
+            None,
+        )));
     }
     if visible.chars().map(char::len_utf16).sum::<usize>() > 4096 {
-        return Err(Box::new(error(400, "Bad Request: message is too long", None)));
+        return Err(Box::new(error(
+            400,
+            "Bad Request: message is too long",
+            None,
+        )));
     }
     Ok((visible, html.then(|| text.to_owned())))
 }
