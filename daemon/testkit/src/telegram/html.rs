@@ -257,7 +257,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(parsed.text, "bold <x> & fn 😀");
-        assert_eq!(parsed.units(), 17);
+        assert_eq!(parsed.units(), 16);
         assert_eq!(
             parsed.entities[0],
             Entity {
