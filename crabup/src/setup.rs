@@ -4,9 +4,11 @@
 //! whatever a service cannot run without is checked before it starts:
 //!
 //! - telegram needs a bot token in `config/telegram.toml`. With a terminal,
-//!   crabup asks for it and saves it (mode 0600) with the gateway's own
-//!   config type, so the file is always one the gateway reads; without a
-//!   terminal, `start` fails and says how to provide it.
+//!   crabup asks for it, checks it with the Bot API's `getMe` (at the
+//!   file's `api_base_url`, when set), and saves it (mode 0600) with the
+//!   gateway's own config type, so the file is always one the gateway
+//!   reads; an empty `allow` gets `pairing = true`. Without a terminal,
+//!   `start` fails and says how to provide it.
 //! - the daemon starts without any provider, so it is never refused; with
 //!   a terminal and no provider key yet, crabup offers to save one in
 //!   `$CRABTALK_HOME/env` (mode 0600), which every service loads at start.
@@ -17,6 +19,7 @@ use anyhow::{Context as _, bail};
 use crabtalk_command::Service;
 use crabtalk_home::{EnvFile, Home, write_atomic_private};
 use crabtalk_telegram::config::TelegramConfig;
+use crabtalk_telegram::token::get_me_blocking;
 
 /// A terminal to ask questions on, when there is one.
 pub struct Prompt<'a> {
@@ -112,20 +115,55 @@ fn telegram_token(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
             path.display()
         );
     };
+    let api = config
+        .api_url()
+        .map_err(|err| anyhow::anyhow!("{}: api_base_url: {err}", path.display()))?;
     config.token = loop {
         let token = prompt.ask("Telegram bot token (from @BotFather): ")?;
-        if TelegramConfig::looks_like_token(&token) {
-            break token;
+        if !TelegramConfig::looks_like_token(&token) {
+            writeln!(
+                prompt.output,
+                "A bot token looks like 123456:ABC-…; try again."
+            )?;
+            continue;
         }
-        writeln!(
-            prompt.output,
-            "A bot token looks like 123456:ABC-…; try again."
-        )?;
+        match get_me_blocking(&api, &token) {
+            Ok(bot) => {
+                writeln!(
+                    prompt.output,
+                    "Telegram knows this token: it is @{}.",
+                    bot.username
+                )?;
+                break token;
+            }
+            Err(err) if err.is_transient() => {
+                writeln!(prompt.output, "Could not check the token: {err}.")?;
+                let answer = prompt.ask("Save it without checking? [y/N] ")?;
+                if answer.eq_ignore_ascii_case("y") || answer.eq_ignore_ascii_case("yes") {
+                    break token;
+                }
+            }
+            Err(err) => writeln!(prompt.output, "{err}. Try again.")?,
+        }
     };
+    // Nobody may talk to a bot with an empty allow-list: let people ask
+    // with a pairing code, approved on this machine.
+    let pairing = config.allow.is_empty() && !config.pairing;
+    if pairing {
+        config.pairing = true;
+    }
     config
         .save(home)
         .with_context(|| format!("saving {}", path.display()))?;
     writeln!(prompt.output, "Saved the token to {}.", path.display())?;
+    if pairing {
+        writeln!(
+            prompt.output,
+            "Nobody may talk to the bot yet. Pairing is on: whoever writes to it gets a code; \
+             approve yours with `crabtalk-telegram pair approve <code>` (or list user ids in \
+             `allow` in that file)."
+        )?;
+    }
     Ok(())
 }
 
@@ -151,11 +189,42 @@ mod tests {
         );
     }
 
+    /// A fake Bot API in its own thread (the setup blocks on its own
+    /// runtime).
+    fn fake_bot_api() -> (
+        String,
+        std::thread::JoinHandle<()>,
+        tokio::sync::oneshot::Sender<()>,
+    ) {
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let api = crabtalk_testkit::telegram::FakeBotApi::start().await;
+                url_tx.send(api.url()).unwrap();
+                let _ = stop_rx.await;
+            });
+        });
+        (url_rx.recv().unwrap(), thread, stop_tx)
+    }
+
     #[test]
-    fn telegram_asks_for_a_token_and_saves_it_privately() {
+    fn telegram_asks_for_a_token_checks_it_with_get_me_and_saves_it_privately() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::new(dir.path());
-        let mut input = Cursor::new("not a token\n123:abc\n");
+        let (url, thread, stop) = fake_bot_api();
+        TelegramConfig {
+            api_base_url: Some(url),
+            ..Default::default()
+        }
+        .save(&home)
+        .unwrap();
+        let good = crabtalk_testkit::telegram::TOKEN;
+        let mut input = Cursor::new(format!("not a token\n123:refused\n{good}\n"));
         let mut output = Vec::new();
         let prompt = Prompt {
             input: &mut input,
@@ -164,7 +233,13 @@ mod tests {
         ensure_ready(&home, &telegram(), Some(prompt)).unwrap();
         let path = home.component_config("telegram").unwrap();
         let saved: toml::Table = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        assert_eq!(saved["token"].as_str(), Some("123:abc"));
+        assert_eq!(saved["token"].as_str(), Some(good));
+        assert_eq!(saved["pairing"].as_bool(), Some(true));
+        let said = String::from_utf8(output.clone()).unwrap();
+        assert!(said.contains("Telegram refused the bot token"), "{said}");
+        assert!(said.contains("it is @crab_test_bot"), "{said}");
+        stop.send(()).unwrap();
+        thread.join().unwrap();
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -174,6 +249,31 @@ mod tests {
             );
         }
         assert!(String::from_utf8(output).unwrap().contains("try again"));
+    }
+
+    #[test]
+    fn an_unreachable_bot_api_asks_before_saving_unchecked() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        TelegramConfig {
+            api_base_url: Some(url),
+            ..Default::default()
+        }
+        .save(&home)
+        .unwrap();
+        let mut input = Cursor::new("123:abc\ny\n");
+        let mut output = Vec::new();
+        let prompt = Prompt {
+            input: &mut input,
+            output: &mut output,
+        };
+        ensure_ready(&home, &telegram(), Some(prompt)).unwrap();
+        let said = String::from_utf8(output).unwrap();
+        assert!(said.contains("Could not check the token"), "{said}");
+        assert_eq!(TelegramConfig::load(&home).unwrap().token, "123:abc");
         // Configured now: no question asked, no terminal needed.
         ensure_ready(&home, &telegram(), None).unwrap();
     }

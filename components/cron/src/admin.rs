@@ -67,7 +67,9 @@ pub struct EntryFields {
     pub missed_within: Option<String>,
     #[serde(default)]
     pub enabled: Option<bool>,
-    /// "none" (the reply stays in the conversation) or "telegram:<chat id>".
+    /// "none" (the reply stays in the conversation), "telegram:<chat id>" or
+    /// "telegram:<group id>:<topic id>"; default from a Telegram
+    /// conversation: its chat.
     #[serde(default)]
     pub deliver: Option<String>,
     /// How long a run may take, e.g. "10m".

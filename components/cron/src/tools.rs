@@ -5,7 +5,9 @@
 //! conversation that asked: the daemon puts the calling conversation in
 //! each call's `_meta` (`ai.crabtalk/agent`, `ai.crabtalk/sender`,
 //! `ai.crabtalk/origin`, and `ai.crabtalk/trigger` for turns a component
-//! started; RFC 0005). A call from a turn that cron itself started is
+//! started; RFC 0005). An entry made from a Telegram conversation (`tg:…`)
+//! delivers its replies to that chat unless `deliver` says otherwise. A
+//! call from a turn that cron itself started is
 //! refused, so schedules cannot replicate themselves even if a daemon
 //! offered the tools to such a turn.
 
@@ -22,6 +24,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::admin::{Admin, AdminError, Caller, EntryFields};
+use crate::config::Deliver;
 use crate::engine::{Clock, EngineHandle};
 
 /// `_meta` key: the calling conversation's agent.
@@ -151,11 +154,14 @@ impl CronTools {
                 if text(META_TRIGGER).as_deref() == Some("cron") {
                     return Err("turns started by cron cannot create schedules (no self-replicating schedules)".into());
                 }
-                let fields: EntryFields = args(arguments)?;
+                let mut fields: EntryFields = args(arguments)?;
                 let caller = Caller {
                     agent: text(META_AGENT),
                     sender: text(META_SENDER),
                 };
+                if fields.deliver.is_none() {
+                    fields.deliver = telegram_default(&fields, &caller);
+                }
                 let view = self.admin.add(&fields, &caller, now).map_err(message)?;
                 self.engine.reload().await;
                 Ok(json!({ "added": view }))
@@ -214,6 +220,21 @@ impl CronTools {
     }
 }
 
+/// An entry made from a Telegram conversation delivers its replies there
+/// unless `deliver` says otherwise: to the chat of the entry's sender when
+/// that is a `tg:` conversation, else to the calling chat. Through the
+/// run id the gateway sends each reply once, and the run log records the
+/// delivery with its message ids.
+fn telegram_default(fields: &EntryFields, caller: &Caller) -> Option<String> {
+    let of = |sender: &Option<String>| {
+        sender
+            .as_deref()
+            .and_then(Deliver::of_telegram_sender)
+            .map(|d| d.to_text())
+    };
+    of(&fields.sender).or_else(|| of(&caller.sender))
+}
+
 fn message(err: AdminError) -> String {
     err.to_string()
 }
@@ -260,5 +281,39 @@ impl ServerHandler for CronTools {
             Err(err) => CallToolResult::error(vec![ContentBlock::text(err)]),
         };
         Ok(result.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_from_telegram_conversations_deliver_there() {
+        let caller = |sender: &str| Caller {
+            agent: Some("crab".into()),
+            sender: Some(sender.into()),
+        };
+        let fields = |sender: Option<&str>| EntryFields {
+            sender: sender.map(str::to_owned),
+            ..Default::default()
+        };
+        assert_eq!(
+            telegram_default(&fields(None), &caller("tg:42")).as_deref(),
+            Some("telegram:42")
+        );
+        assert_eq!(
+            telegram_default(&fields(None), &caller("tg:-100123:7")).as_deref(),
+            Some("telegram:-100123:7")
+        );
+        assert_eq!(
+            telegram_default(&fields(Some("tg:99")), &caller("tg:42")).as_deref(),
+            Some("telegram:99")
+        );
+        assert_eq!(
+            telegram_default(&fields(Some("cron")), &caller("tg:42")).as_deref(),
+            Some("telegram:42")
+        );
+        assert_eq!(telegram_default(&fields(None), &caller("user")), None);
     }
 }

@@ -281,6 +281,8 @@ async fn an_rmcp_client_uses_every_tool() {
     assert_eq!(entry["id"], "stretch");
     assert_eq!(entry["agent"], "crab");
     assert_eq!(entry["sender"], "tg:42");
+    // Made from a Telegram conversation: its replies go to that chat.
+    assert_eq!(entry["deliver"], "telegram:42");
     let next = &entry["next"][0];
     assert!(
         next["local"].as_str().unwrap().ends_with("+05:30"),
@@ -426,15 +428,37 @@ async fn replies_are_delivered_through_telegram_send_with_its_message_ids() {
         .write(&setup.home().port_file("telegram").unwrap())
         .unwrap();
 
+    let watcher = setup.daemon.client().await;
+    let mut events = watcher
+        .subscribe_events(crabtalk_proto::msg::SubscribeEvents {})
+        .await
+        .unwrap();
     setup.llm.push(Reply::text("second headline"));
     let second: Value =
         serde_json::from_slice(&setup.cli(&["run", "news", "--json"]).stdout).unwrap();
     assert_eq!(second["delivery"]["status"], "delivered", "{second}");
     assert_eq!(second["delivery"]["message_ids"], json!([101]));
-    assert_eq!(
-        sent.lock().unwrap()[0],
-        json!({"chat_id": 42, "text": "second headline"})
-    );
+    // The run id of the fired turn goes along, so the gateway sends the
+    // reply once even when it also relays it.
+    let call = sent.lock().unwrap()[0].clone();
+    assert_eq!(call["chat_id"], 42);
+    assert_eq!(call["text"], "second headline");
+    let run_id = call["run_id"].as_u64().expect("a run id");
+    // …the fired turn's, which carries the trigger `cron`.
+    let done = crabtalk_testkit::within("the turn's DONE", async {
+        loop {
+            let event = futures::StreamExt::next(&mut events)
+                .await
+                .unwrap()
+                .unwrap();
+            if event.kind == crabtalk_proto::msg::AgentEventKind::Done as i32 {
+                return event;
+            }
+        }
+    })
+    .await;
+    assert_eq!(done.run_id, run_id);
+    assert_eq!(done.trigger, "cron");
 
     setup.llm.push(Reply::text("[SILENT]"));
     let silent: Value =

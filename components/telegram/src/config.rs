@@ -1,24 +1,94 @@
 //! `$CRABTALK_HOME/config/telegram.toml`: the gateway's configuration.
 //!
 //! ```toml
-//! token = "123456:ABC-DEF1234ghIkl"   # from @BotFather
+//! token = "123456:ABC-DEF1234ghIkl"   # from @BotFather (or token_env)
+//! allow = [111111111]                 # who may talk to the agent; empty: nobody
+//! pairing = true                      # strangers get a code to approve here
+//! groups = [-1001234567890]           # groups the bot answers in, when addressed
 //! ```
 //!
 //! The file holds the bot's token, so it is written private to the user
 //! (mode 0600). Unknown keys are refused, like every component's config
-//! (see `crabtalk_kit::config`).
+//! (see `crabtalk_kit::config`); [`TelegramConfig::check`] refuses values
+//! the gateway cannot use, at the key's `file:line:column`.
 
 use std::path::PathBuf;
 
 use crabtalk_home::{Home, write_atomic_private};
-use crabtalk_kit::config::{self, ConfigError};
+use crabtalk_kit::config::{self, ConfigError, ConfigFile};
 
-/// The gateway's configuration.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// Where the Bot API is unless `api_base_url` says otherwise.
+pub const TELEGRAM_API: &str = "https://api.telegram.org";
+
+/// The longest long poll Telegram holds a `getUpdates` for.
+pub const MAX_POLL_TIMEOUT_SECS: u64 = 50;
+
+/// The gateway's configuration, as written in the file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct TelegramConfig {
-    /// The bot token from @BotFather (`123456:ABC-…`); empty until set up.
+    /// The bot token from @BotFather (`123456:ABC-…`); empty when
+    /// `token_env` names it instead (or before first-run setup).
     pub token: String,
+    /// The name of an environment variable holding the token (it may be
+    /// set in `$CRABTALK_HOME/env`); used when `token` is empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_env: Option<String>,
+    /// The Bot API's base URL (default `https://api.telegram.org`; a local
+    /// Bot API server or a test server otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_base_url: Option<String>,
+    /// The agent chats talk to; absent: the daemon's default agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Telegram user ids that may talk to the agent in private chats. An
+    /// empty list means nobody (pairing aside), never everybody.
+    pub allow: Vec<i64>,
+    /// Whether a stranger gets a pairing code that a person approves on
+    /// this machine (`crabtalk-telegram pair approve <code>`).
+    pub pairing: bool,
+    /// Group chat ids the bot answers in.
+    pub groups: Vec<i64>,
+    /// In groups, answer only when addressed (`@bot`, a reply to the bot,
+    /// `/cmd@bot`). `false`: every message in a listed group.
+    pub require_mention: bool,
+    /// How tool calls show in a streamed reply.
+    pub tool_status: ToolStatus,
+    /// How long one `getUpdates` long poll waits for updates (1-50 s).
+    pub poll_timeout_secs: u64,
+    /// A poll with no answer for this long is abandoned and started again.
+    pub poll_restart_secs: u64,
+}
+
+/// How a reply shows the tools the agent calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolStatus {
+    /// One short line per call: `🔧 web_search`.
+    #[default]
+    Name,
+    /// The line with the start of its arguments.
+    Detail,
+    /// Nothing.
+    Off,
+}
+
+impl Default for TelegramConfig {
+    fn default() -> Self {
+        Self {
+            token: String::new(),
+            token_env: None,
+            api_base_url: None,
+            agent: None,
+            allow: Vec::new(),
+            pairing: false,
+            groups: Vec::new(),
+            require_mention: true,
+            tool_status: ToolStatus::Name,
+            poll_timeout_secs: 30,
+            poll_restart_secs: 120,
+        }
+    }
 }
 
 impl TelegramConfig {
@@ -34,9 +104,93 @@ impl TelegramConfig {
         config::load_or_default(&Self::path(home))
     }
 
-    /// Whether a token is set.
+    /// The configuration of `home`, which must exist, checked.
+    pub fn load_checked(home: &Home) -> Result<Self, ConfigError> {
+        let path = Self::path(home);
+        let file = ConfigFile::read(&path)?.ok_or(ConfigError::Missing { path })?;
+        let config: Self = file.parse()?;
+        config.check(&file)?;
+        Ok(config)
+    }
+
+    /// Whether a token is set (in the file, or the variable it names).
     pub fn has_token(&self) -> bool {
-        !self.token.trim().is_empty()
+        self.token().is_ok()
+    }
+
+    /// The token: `token`, else the variable `token_env` names.
+    pub fn token(&self) -> Result<String, String> {
+        let token = self.token.trim();
+        if !token.is_empty() {
+            return Ok(token.to_owned());
+        }
+        let Some(var) = self.token_env.as_deref().filter(|v| !v.is_empty()) else {
+            return Err("no bot token: set `token` (from @BotFather) or `token_env`".into());
+        };
+        match std::env::var(var) {
+            Ok(value) if !value.trim().is_empty() => Ok(value.trim().to_owned()),
+            _ => Err(format!(
+                "token_env = {var:?}, but that variable is not set; set it in $CRABTALK_HOME/env \
+                 or write the token as `token`"
+            )),
+        }
+    }
+
+    /// The Bot API base URL.
+    pub fn api_url(&self) -> Result<url::Url, String> {
+        let text = self.api_base_url.as_deref().unwrap_or(TELEGRAM_API);
+        let url = url::Url::parse(text).map_err(|err| format!("{text:?} is not a URL: {err}"))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(format!("{text:?} must be an http:// or https:// URL"));
+        }
+        Ok(url)
+    }
+
+    /// The agent chats talk to (`""`: the daemon's default).
+    pub fn agent_name(&self) -> &str {
+        self.agent.as_deref().unwrap_or_default()
+    }
+
+    /// Refuses what the gateway cannot use, at the key in `file`.
+    pub fn check(&self, file: &ConfigFile) -> Result<(), ConfigError> {
+        if let Err(message) = self.token() {
+            let key = if self.token_env.is_some() {
+                "token_env"
+            } else {
+                "token"
+            };
+            return Err(file.error_at_key(&[key], message));
+        }
+        if !self.token.trim().is_empty() && !Self::looks_like_token(self.token.trim()) {
+            return Err(file.error_at_key(
+                &["token"],
+                "does not look like a bot token (123456:ABC-…); copy it again from @BotFather",
+            ));
+        }
+        if let Err(message) = self.api_url() {
+            return Err(file.error_at_key(&["api_base_url"], message));
+        }
+        if !(1..=MAX_POLL_TIMEOUT_SECS).contains(&self.poll_timeout_secs) {
+            return Err(file.error_at_key(
+                &["poll_timeout_secs"],
+                format!("must be between 1 and {MAX_POLL_TIMEOUT_SECS}"),
+            ));
+        }
+        if self.poll_restart_secs < self.poll_timeout_secs + 5 {
+            return Err(file.error_at_key(
+                &["poll_restart_secs"],
+                "must be at least poll_timeout_secs + 5 (a poll may take that long)",
+            ));
+        }
+        if let Some(agent) = &self.agent
+            && agent.trim().is_empty()
+        {
+            return Err(file.error_at_key(
+                &["agent"],
+                "is empty; leave it out for the daemon's default agent",
+            ));
+        }
+        Ok(())
     }
 
     /// Whether `text` has the shape of a bot token: `<bot id>:<secret>`,
@@ -90,9 +244,12 @@ mod tests {
         );
         let config = TelegramConfig {
             token: "1:a".into(),
+            allow: vec![42],
+            ..Default::default()
         };
         let path = config.save(&home).unwrap();
         assert_eq!(TelegramConfig::load(&home).unwrap(), config);
+        assert_eq!(TelegramConfig::load_checked(&home).unwrap(), config);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -105,5 +262,64 @@ mod tests {
             err.contains("telegram.toml:1:1: unknown key `tokn`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn defaults_are_the_safe_ones() {
+        let config: TelegramConfig = ConfigFile::new("/t.toml", "token = \"1:a\"\n")
+            .parse()
+            .unwrap();
+        assert!(config.allow.is_empty() && !config.pairing && config.groups.is_empty());
+        assert!(config.require_mention);
+        assert_eq!(
+            config.api_url().unwrap().as_str(),
+            "https://api.telegram.org/"
+        );
+        assert_eq!(config.agent_name(), "");
+    }
+
+    #[test]
+    fn checks_point_at_the_key() {
+        for (text, at, says) in [
+            ("allow = [1]\n", "t.toml:1:1: token", "no bot token"),
+            (
+                "token = \"nope\"\n",
+                "t.toml:1:1: token",
+                "does not look like",
+            ),
+            (
+                "token = \"1:a\"\napi_base_url = \"ftp://x\"\n",
+                "t.toml:2:1: api_base_url",
+                "http",
+            ),
+            (
+                "token = \"1:a\"\npoll_timeout_secs = 0\n",
+                "t.toml:2:1: poll_timeout_secs",
+                "between 1 and 50",
+            ),
+            (
+                "token = \"1:a\"\npoll_restart_secs = 10\n",
+                "t.toml:2:1: poll_restart_secs",
+                "at least",
+            ),
+            (
+                "token_env = \"CRABTALK_TEST_UNSET_TOKEN_VAR\"\n",
+                "t.toml:1:1: token_env",
+                "not set",
+            ),
+            (
+                "token = \"1:a\"\nagent = \" \"\n",
+                "t.toml:2:1: agent",
+                "empty",
+            ),
+        ] {
+            let file = ConfigFile::new("/t.toml", text);
+            let config: TelegramConfig = file.parse().unwrap();
+            let err = config.check(&file).unwrap_err().to_string();
+            assert!(err.contains(at) && err.contains(says), "{text:?}: {err}");
+        }
+        let file = ConfigFile::new("/t.toml", "tool_status = \"loud\"\n");
+        let err = file.parse::<TelegramConfig>().unwrap_err().to_string();
+        assert!(err.contains("t.toml:1:15"), "{err}");
     }
 }

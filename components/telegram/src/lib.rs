@@ -1,14 +1,70 @@
-//! `crabtalk-telegram`: the crabtalk Telegram gateway.
+//! `crabtalk-telegram`: the gateway between Telegram chats and the
+//! crabtalk daemon.
 //!
-//! Not built yet. The binary already has its real command line — the one
-//! its service units run (`crabtalk-telegram run`, `-v`) — so units can be
-//! checked against it; `run` exits with 69
-//! ([`EX_UNAVAILABLE`](crabtalk_home::exit::EX_UNAVAILABLE)) and says so.
+//! A person writes to the bot; the gateway long-polls the Bot API
+//! ([`gateway::poller`]), decides whether the sender may talk to the agent
+//! ([`access`]: an allow-list, pairing codes approved on this machine,
+//! groups that answer when addressed), and starts a turn in the daemon for
+//! the conversation `tg:<user>` (groups: `tg:<chat>[:<topic>]`). The reply
+//! streams back as one message that is edited as text arrives
+//! ([`outbox`]: a queue per chat that keeps Telegram's per-chat and global
+//! limits and drops intermediate frames, never the final text), rendered
+//! from Markdown into Telegram's HTML subset and split by Telegram's own
+//! measure ([`render`]). Questions become inline keyboards, commands are
+//! registered with Telegram, media is saved under
+//! `$CRABTALK_HOME/files/telegram/`.
 //!
-//! Its configuration type is here already ([`config`]): the gateway owns
-//! the format of `config/telegram.toml`, and `crabup`'s first-run setup
-//! writes the file with this type (depending on this crate without the
-//! default `service` feature, so it links no HTTP server or MCP).
+//! Replies of turns that something else started for a `tg:` conversation
+//! (cron, delegation, events) are relayed to the chat exactly once
+//! ([`gateway::relay`], [`state::ledger`]); agents send messages with the
+//! MCP tools `telegram_send` and `telegram_chats` ([`tools`]).
+//!
+//! Without the default `service` feature the crate is the command line
+//! ([`cli`]), the config type ([`config`]) and the token check
+//! ([`token`]): what crabup links for first-run setup.
 
 pub mod cli;
 pub mod config;
+pub mod token;
+
+#[cfg(feature = "service")]
+pub mod access;
+#[cfg(feature = "service")]
+pub mod address;
+#[cfg(feature = "service")]
+pub mod api;
+#[cfg(feature = "service")]
+pub mod commands;
+#[cfg(feature = "service")]
+pub mod footprint;
+#[cfg(feature = "service")]
+pub mod gateway;
+#[cfg(feature = "service")]
+pub mod lock;
+#[cfg(feature = "service")]
+pub mod outbox;
+#[cfg(feature = "service")]
+pub mod render;
+#[cfg(feature = "service")]
+pub mod service;
+#[cfg(feature = "service")]
+pub mod state;
+#[cfg(feature = "service")]
+pub mod tools;
+
+/// `$CRABTALK_HOME/telegram/`: the gateway's own state.
+pub fn data_dir(home: &crabtalk_home::Home) -> std::path::PathBuf {
+    home.root().join("telegram")
+}
+
+/// Creates `dir` (and its parents) private to the user (0700 on Unix).
+pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}

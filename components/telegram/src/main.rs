@@ -1,8 +1,14 @@
-//! `crabtalk-telegram`: parses its command line and hands over to the component
-//! main helper (see the library for what is built).
+//! `crabtalk-telegram`: parses its command line and hands over to the
+//! library through the component kit (`run` is the gateway; `pair` the
+//! pairing commands).
 
-use crabtalk_telegram::cli;
+use crabtalk_telegram::cli::{self, Cli, Command};
 
 fn main() -> std::process::ExitCode {
-    crabtalk_kit::main_not_built(cli::service(), cli::ABOUT)
+    crabtalk_kit::main_with(cli::service(), |cli: Cli, component| async move {
+        match cli.command {
+            Command::Run => crabtalk_telegram::service::run(&component).await,
+            Command::Pair(pair) => crabtalk_telegram::commands::pair(component.home(), pair),
+        }
+    })
 }

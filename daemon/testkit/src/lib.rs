@@ -16,11 +16,15 @@
 //!   the benches of the memory store, the session index and the daemon.
 //! - [`usage`]: a process's CPU time and resident memory from `/proc`, for
 //!   idle-cost checks.
+//! - [`telegram`]: a fake Telegram Bot API (long poll, messages, edits,
+//!   keyboards, files) that reads HTML as Telegram does, answers scripted
+//!   429s, 409s and 400s, and records every call with its time.
 
 pub mod corpus;
 pub mod cpu;
 mod daemon;
 mod llm;
+pub mod telegram;
 pub mod turn;
 pub mod usage;
 

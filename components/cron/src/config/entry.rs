@@ -115,6 +115,20 @@ impl Deliver {
         let Some(chat) = text.strip_prefix("telegram:") else {
             return Err("unknown destination".into());
         };
+        // A forum topic: `telegram:<chat id>:<topic id>`.
+        if let Some((group, topic)) = chat.split_once(':') {
+            let group_ok = group.strip_prefix('-').is_some_and(|digits| {
+                !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+            });
+            let topic_ok = topic.parse::<u32>().is_ok_and(|t| t > 0);
+            if !group_ok || !topic_ok {
+                return Err(
+                    "a forum topic is telegram:<group chat id>:<topic id>, both numbers (the group's id is negative)"
+                        .into(),
+                );
+            }
+            return Ok(Self::Telegram(chat.to_owned()));
+        }
         let numeric = chat
             .strip_prefix('-')
             .unwrap_or(chat)
@@ -129,6 +143,15 @@ impl Deliver {
             return Err("the chat must be a numeric chat id or an @channel name".into());
         }
         Ok(Self::Telegram(chat.to_owned()))
+    }
+
+    /// The destination of the Telegram conversation `sender` (`tg:42`,
+    /// `tg:-100123:7`), if it is one.
+    pub fn of_telegram_sender(sender: &str) -> Option<Self> {
+        let chat = sender.strip_prefix("tg:")?;
+        Self::parse(&format!("telegram:{chat}"))
+            .ok()
+            .filter(|d| !matches!(d, Self::Telegram(c) if c.starts_with('@')))
     }
 
     pub fn to_text(&self) -> String {
@@ -269,15 +292,33 @@ mod tests {
             Deliver::parse("telegram:@news_room"),
             Ok(Deliver::Telegram("@news_room".into()))
         );
+        assert_eq!(
+            Deliver::parse("telegram:-1001234:7"),
+            Ok(Deliver::Telegram("-1001234:7".into()))
+        );
         for bad in [
             "telegram:",
             "telegram:abc",
             "slack:1",
             "telegram:-",
             "telegram:@",
+            "telegram:42:7",
+            "telegram:-100:0",
+            "telegram:-100:x",
+            "telegram:@news:3",
         ] {
             assert!(Deliver::parse(bad).is_err(), "{bad}");
         }
+        assert_eq!(
+            Deliver::of_telegram_sender("tg:42"),
+            Some(Deliver::Telegram("42".into()))
+        );
+        assert_eq!(
+            Deliver::of_telegram_sender("tg:-100123:7"),
+            Some(Deliver::Telegram("-100123:7".into()))
+        );
+        assert_eq!(Deliver::of_telegram_sender("user"), None);
+        assert_eq!(Deliver::of_telegram_sender("tg:@x"), None);
     }
 
     #[test]

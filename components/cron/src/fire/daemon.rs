@@ -69,10 +69,10 @@ impl DaemonFirer {
             Ok(client) => client,
             Err(err) => return outcome(Status::Error, Some(err), None, None),
         };
-        let reply =
+        let (reply, run_id) =
             match tokio::time::timeout(job.entry.timeout.as_std(), turn(&client, &job.entry)).await
             {
-                Ok(Ok(reply)) => reply,
+                Ok(Ok(done)) => done,
                 Ok(Err(err)) => return outcome(Status::Error, Some(err), None, None),
                 Err(_) => {
                     let _ = client
@@ -88,11 +88,11 @@ impl DaemonFirer {
                     return outcome(Status::Error, Some(err), None, None);
                 }
             };
-        let delivery = self.deliver(&job.entry, &reply).await;
+        let delivery = self.deliver(&job.entry, &reply, run_id).await;
         outcome(Status::Ok, None, Some(reply), delivery)
     }
 
-    async fn deliver(&self, entry: &Entry, reply: &str) -> Option<Delivery> {
+    async fn deliver(&self, entry: &Entry, reply: &str, run_id: Option<u64>) -> Option<Delivery> {
         let Deliver::Telegram(chat) = &entry.deliver else {
             return None;
         };
@@ -105,7 +105,7 @@ impl DaemonFirer {
                 error: None,
             });
         }
-        Some(match self.telegram.send(chat, reply).await {
+        Some(match self.telegram.send(chat, reply, run_id).await {
             Ok(message_ids) => Delivery {
                 status: "delivered".into(),
                 to,
@@ -136,13 +136,18 @@ impl Firer for DaemonFirer {
     }
 }
 
+/// The trigger cron's turns carry (RFC 0005): the daemon offers them no
+/// `cron__*` tools, and the telegram gateway relays their replies.
+pub const TRIGGER: &str = "cron";
+
 /// Runs the entry's turn to its end; the final reply (the text after the
-/// last tool call).
-async fn turn(client: &Client, entry: &Entry) -> Result<String, String> {
+/// last tool call) and the turn's run id (from its `StreamStart`).
+async fn turn(client: &Client, entry: &Entry) -> Result<(String, Option<u64>), String> {
     let request = StreamMsg {
         agent: entry.agent.clone(),
         content: entry.action.content(),
         sender: Some(entry.sender.clone()),
+        trigger: Some(TRIGGER.into()),
         ..Default::default()
     };
     let mut stream = client
@@ -150,16 +155,18 @@ async fn turn(client: &Client, entry: &Entry) -> Result<String, String> {
         .await
         .map_err(|err| format!("the daemon refused the turn: {err}"))?;
     let mut reply = String::new();
+    let mut run_id = None;
     while let Some(event) = stream.next().await {
         let event = event.map_err(|err| format!("the turn failed: {err}"))?;
         match event.event {
+            Some(Event::Start(start)) => run_id = Some(start.run_id).filter(|id| *id != 0),
             Some(Event::Chunk(chunk)) => reply.push_str(&chunk.content),
             Some(Event::ToolStart(_)) => reply.clear(),
             Some(Event::End(end)) => {
                 if !end.error.is_empty() {
                     return Err(format!("the turn ended with an error: {}", end.error));
                 }
-                return Ok(reply);
+                return Ok((reply, run_id));
             }
             _ => {}
         }

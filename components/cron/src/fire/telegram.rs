@@ -1,6 +1,12 @@
 //! Delivering a reply to Telegram through the telegram component's MCP
-//! tool `telegram_send {chat_id, text}`, found via `run/telegram.port`.
-//! A delivery counts only with the Telegram message ids the tool returns.
+//! tool `telegram_send {chat_id, topic?, text, run_id}`, found via
+//! `run/telegram.port`. A delivery counts only with the Telegram message
+//! ids the tool returns.
+//!
+//! The run id makes the call idempotent: the gateway also relays the
+//! replies of turns cron starts in a `tg:` conversation, and whichever of
+//! the two comes first sends; the other gets the same message ids back
+//! (the gateway's ledger, RFC 0070).
 
 use crabtalk_home::{Home, PortFile};
 use rmcp::ServiceExt;
@@ -23,7 +29,12 @@ impl TelegramDelivery {
     }
 
     /// Sends `text` to `chat`; the ids of the messages sent.
-    pub async fn send(&self, chat: &str, text: &str) -> Result<Vec<i64>, String> {
+    pub async fn send(
+        &self,
+        chat: &str,
+        text: &str,
+        run_id: Option<u64>,
+    ) -> Result<Vec<i64>, String> {
         let port_file = self
             .home
             .port_file("telegram")
@@ -38,10 +49,7 @@ impl TelegramDelivery {
             }
             Err(err) => return Err(format!("cannot read {}: {err}", port_file.display())),
         };
-        let chat_id = chat
-            .parse::<i64>()
-            .map_or_else(|_| json!(chat), |id| json!(id));
-        let arguments = json!({ "chat_id": chat_id, "text": text });
+        let arguments = arguments(chat, text, run_id);
         let call = async {
             crabtalk_kit::tls::install_ring();
             let url = format!("http://127.0.0.1:{port}/mcp");
@@ -60,6 +68,26 @@ impl TelegramDelivery {
             .map_err(|_| format!("telegram_send did not answer within {DELIVERY_TIMEOUT:?}"))??;
         message_ids(&result)
     }
+}
+
+/// The `telegram_send` arguments for `chat` (`42`, `@channel`, or a
+/// forum topic `-100123:7`).
+pub fn arguments(chat: &str, text: &str, run_id: Option<u64>) -> Value {
+    let (chat, topic) = match chat.split_once(':') {
+        Some((chat, topic)) => (chat, topic.parse::<i64>().ok()),
+        None => (chat, None),
+    };
+    let chat_id = chat
+        .parse::<i64>()
+        .map_or_else(|_| json!(chat), |id| json!(id));
+    let mut arguments = json!({ "chat_id": chat_id, "text": text });
+    if let Some(topic) = topic {
+        arguments["topic"] = json!(topic);
+    }
+    if let Some(run_id) = run_id {
+        arguments["run_id"] = json!(run_id);
+    }
+    arguments
 }
 
 /// The message ids in a `telegram_send` result: `message_ids` (or
@@ -95,4 +123,25 @@ pub fn message_ids(result: &CallToolResult) -> Result<Vec<i64>, String> {
                 .and_then(from)
         })
         .ok_or_else(|| format!("telegram_send answered without message ids: {text}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_carry_the_topic_and_the_run() {
+        assert_eq!(
+            arguments("42", "hi", Some(7)),
+            json!({"chat_id": 42, "text": "hi", "run_id": 7})
+        );
+        assert_eq!(
+            arguments("-100123:9", "hi", None),
+            json!({"chat_id": -100123, "topic": 9, "text": "hi"})
+        );
+        assert_eq!(
+            arguments("@news", "hi", None),
+            json!({"chat_id": "@news", "text": "hi"})
+        );
+    }
 }

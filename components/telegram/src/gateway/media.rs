@@ -1,0 +1,154 @@
+//! Photos (the largest size), documents (up to the 20 MB a bot may
+//! download) and voice notes are saved under
+//! `$CRABTALK_HOME/files/telegram/<chat>/` and referenced in the message
+//! to the agent by their path, so its tools (`read`, an MCP server) can
+//! open them. Captions are kept as the message's text. Voice notes are
+//! saved, not transcribed.
+//!
+//! File names from Telegram are untrusted: only letters, digits, `.`, `-`
+//! and `_` of them are kept, so a name can never leave its folder.
+
+use std::path::{Path, PathBuf};
+
+use teloxide_core::types::Message;
+
+use super::Gateway;
+use crate::api::{MAX_DOWNLOAD, RemoteFile};
+
+/// A file attached to a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Attachment {
+    kind: &'static str,
+    file_id: String,
+    size: u64,
+    name: String,
+}
+
+fn attachment(message: &Message) -> Option<Attachment> {
+    if let Some(sizes) = message.photo() {
+        let largest = sizes.iter().max_by_key(|p| {
+            (
+                u64::from(p.width) * u64::from(p.height),
+                u64::from(p.file.size),
+            )
+        })?;
+        return Some(Attachment {
+            kind: "photo",
+            file_id: largest.file.id.0.clone(),
+            size: u64::from(largest.file.size),
+            name: "photo.jpg".into(),
+        });
+    }
+    if let Some(document) = message.document() {
+        return Some(Attachment {
+            kind: "document",
+            file_id: document.file.id.0.clone(),
+            size: u64::from(document.file.size),
+            name: document
+                .file_name
+                .clone()
+                .unwrap_or_else(|| "document".into()),
+        });
+    }
+    if let Some(voice) = message.voice() {
+        return Some(Attachment {
+            kind: "voice note",
+            file_id: voice.file.id.0.clone(),
+            size: u64::from(voice.file.size),
+            name: "voice.ogg".into(),
+        });
+    }
+    None
+}
+
+/// A file name that cannot leave its folder.
+pub fn safe_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        .take(80)
+        .collect();
+    let cleaned = cleaned.trim_start_matches('.');
+    if cleaned.is_empty() {
+        "file".into()
+    } else {
+        cleaned.to_owned()
+    }
+}
+
+/// `$CRABTALK_HOME/files/telegram/<chat>/`.
+pub fn folder(home: &crabtalk_home::Home, chat: i64) -> PathBuf {
+    home.root()
+        .join("files")
+        .join("telegram")
+        .join(chat.to_string())
+}
+
+/// Saves the message's attachment; the line that tells the agent about
+/// it (also when it could not be saved), or `None` without one.
+pub async fn save(gateway: &Gateway, message: &Message) -> Option<String> {
+    let attachment = attachment(message)?;
+    let chat = message.chat.id.0;
+    if attachment.size > MAX_DOWNLOAD && attachment.size != u64::from(u32::MAX) {
+        return Some(format!(
+            "[a {} \"{}\" of {} MB was sent; it was not downloaded: bots may download at most 20 MB]",
+            attachment.kind,
+            attachment.name,
+            attachment.size / 1024 / 1024
+        ));
+    }
+    match download(gateway, chat, message.id.0, &attachment).await {
+        Ok(path) => Some(format!("[{} saved at {}]", attachment.kind, path.display())),
+        Err(err) => {
+            tracing::warn!(chat, "a {} could not be saved: {err}", attachment.kind);
+            Some(format!(
+                "[a {} was sent but could not be saved: {err}]",
+                attachment.kind
+            ))
+        }
+    }
+}
+
+async fn download(
+    gateway: &Gateway,
+    chat: i64,
+    message_id: i32,
+    attachment: &Attachment,
+) -> Result<PathBuf, String> {
+    let file: RemoteFile = gateway
+        .api
+        .get_file(&attachment.file_id)
+        .await
+        .map_err(|err| err.to_string())?;
+    let dir = folder(&gateway.home, chat);
+    create_dirs(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+    let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
+    let path = dir.join(format!(
+        "{stamp}-{message_id}-{}",
+        safe_name(&attachment.name)
+    ));
+    gateway
+        .api
+        .download(&file, &path)
+        .await
+        .map_err(|err| err.to_string())?;
+    Ok(path)
+}
+
+fn create_dirs(dir: &Path) -> std::io::Result<()> {
+    crate::create_private_dir(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_cannot_leave_the_folder() {
+        assert_eq!(safe_name("../../etc/passwd"), "etcpasswd");
+        assert_eq!(safe_name("report 2024.pdf"), "report2024.pdf");
+        assert_eq!(safe_name("..."), "file");
+        assert_eq!(safe_name("фото.jpg"), "jpg");
+        assert_eq!(safe_name(&"a".repeat(200)).len(), 80);
+    }
+}

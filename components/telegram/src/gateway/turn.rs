@@ -1,0 +1,233 @@
+//! A turn of the agent, streamed into the chat.
+//!
+//! [`start`] sends the message to the daemon (`StreamMsg` with the trigger
+//! `telegram`) and returns once it is sent, so the poller may record the
+//! update as handled (a refusal arrives as the stream's first frame and is
+//! told to the chat); the rest runs in its own task: `typing` every 4 s, text into a
+//! [`LiveReply`], tool calls as status lines, thinking left out,
+//! questions handed to [`ask`](super::ask), errors in words.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crabtalk_proto::client::{ClientError, ReplyStream};
+use crabtalk_proto::msg::{StreamEvent, StreamMsg, stream_event::Event};
+use futures::StreamExt;
+
+use super::{Conversation, Gateway, TRIGGER, error_words};
+use crate::config::ToolStatus;
+use crate::outbox::LiveReply;
+
+/// How often "typing…" is sent while a turn runs (Telegram shows it 5 s);
+/// a beat is skipped when the global limit has no room (replies first).
+pub const TYPING_EVERY: Duration = Duration::from_secs(4);
+
+/// Starts a turn with `content` in `conversation`.
+pub async fn start(gateway: &Arc<Gateway>, conversation: Conversation, content: String) {
+    let address = conversation.address;
+    let client = match tokio::time::timeout(Duration::from_secs(3), gateway.daemon.client()).await {
+        Ok(Ok(client)) => client,
+        _ => {
+            tracing::warn!(chat = %address, "the daemon is not reachable; the message was not passed on");
+            let _ = gateway
+                .outbox
+                .prepared(
+                    address,
+                    "⚠️ The agent is not reachable right now (crabtalkd is not running), so your message did not reach it. Send it again in a moment.",
+                    None,
+                );
+            return;
+        }
+    };
+    let request = StreamMsg {
+        agent: conversation.agent.clone(),
+        content,
+        sender: Some(conversation.sender()),
+        trigger: Some(TRIGGER.into()),
+        ..Default::default()
+    };
+    // Sent: the daemon has the message (a turn already running in this
+    // conversation makes it wait its turn there, so its `StreamStart` may
+    // come much later; the stream is read in its own task).
+    let stream = match client.stream(request).await {
+        Ok(stream) => stream,
+        Err(err) => return refused(gateway, &conversation, &err),
+    };
+    *gateway
+        .running
+        .lock()
+        .entry(conversation.sender())
+        .or_default() += 1;
+    let gateway = gateway.clone();
+    tokio::spawn(async move {
+        follow(&gateway, &conversation, stream).await;
+        let mut running = gateway.running.lock();
+        if let Some(count) = running.get_mut(&conversation.sender()) {
+            *count -= 1;
+            if *count == 0 {
+                running.remove(&conversation.sender());
+            }
+        }
+    });
+}
+
+fn refused(gateway: &Gateway, conversation: &Conversation, err: &ClientError) {
+    let text = match err {
+        ClientError::Server(error) => error_words(&error.message),
+        other => error_words(&other.to_string()),
+    };
+    tracing::warn!(chat = %conversation.address, "the daemon refused a turn: {err}");
+    let _ = gateway.outbox.prepared(conversation.address, &text, None);
+}
+
+/// Streams the turn into the chat until it ends.
+async fn follow(
+    gateway: &Arc<Gateway>,
+    conversation: &Conversation,
+    mut stream: ReplyStream<StreamEvent>,
+) {
+    let typing = {
+        let gateway = gateway.clone();
+        let address = conversation.address;
+        tokio::spawn(async move {
+            loop {
+                let to = crate::address::ChatAddress {
+                    chat: gateway.chats.current_chat(address.chat),
+                    ..address
+                };
+                if !gateway.outbox.is_paused(to.chat)
+                    && let Err(err) = gateway.api.typing(to).await
+                {
+                    tracing::debug!("typing: {err}");
+                }
+                tokio::time::sleep(TYPING_EVERY).await;
+            }
+        })
+    };
+    let mut turn = TurnView::new(gateway, conversation);
+    loop {
+        match stream.next().await {
+            Some(Ok(event)) => {
+                if turn.event(event).await {
+                    break;
+                }
+            }
+            Some(Err(err)) if turn.run_id.is_none() => {
+                refused(gateway, conversation, &err);
+                break;
+            }
+            Some(Err(err)) => {
+                tracing::warn!(chat = %conversation.address, "a turn's stream broke: {err}");
+                turn.reply().push_line(&format!(
+                    "⚠️ The connection to the agent was lost before the reply ended ({err}). The agent may still finish; its reply is in the conversation."
+                ));
+                break;
+            }
+            None => break,
+        }
+    }
+    typing.abort();
+    if let Some(reply) = &turn.reply {
+        reply.seal();
+    }
+    gateway
+        .asks
+        .close_run(gateway, turn.run_id, "(the turn ended)");
+}
+
+/// One turn's view in the chat.
+struct TurnView<'a> {
+    gateway: &'a Arc<Gateway>,
+    conversation: &'a Conversation,
+    /// The message the turn streams into, made when there is something to
+    /// show (a reply waiting for text would hold up the chat's queue).
+    reply: Option<Arc<LiveReply>>,
+    run_id: Option<u64>,
+}
+
+impl<'a> TurnView<'a> {
+    fn new(gateway: &'a Arc<Gateway>, conversation: &'a Conversation) -> Self {
+        Self {
+            gateway,
+            conversation,
+            reply: None,
+            run_id: None,
+        }
+    }
+
+    fn reply(&mut self) -> &Arc<LiveReply> {
+        self.reply.get_or_insert_with(|| {
+            let reply = self.gateway.outbox.live(self.conversation.address);
+            self.gateway.track(&reply);
+            reply
+        })
+    }
+
+    /// Shows one event; whether the turn ended.
+    async fn event(&mut self, event: StreamEvent) -> bool {
+        let Some(event) = event.event else {
+            return false;
+        };
+        match event {
+            Event::Start(start) => self.run_id = Some(start.run_id),
+            Event::Chunk(chunk) if !chunk.content.is_empty() => self.reply().push(&chunk.content),
+            Event::ToolStart(start) => {
+                for call in start.calls.iter().filter(|c| c.name != "ask_user") {
+                    if let Some(line) =
+                        status_line(self.gateway.config.tool_status, &call.name, &call.arguments)
+                    {
+                        self.reply().push_line(&line);
+                    }
+                }
+            }
+            Event::AskUser(ask) => {
+                // The question goes below what was said so far; what the
+                // agent says after the answer starts a new message.
+                if let Some(reply) = self.reply.take() {
+                    reply.seal();
+                }
+                self.gateway.asks.open(
+                    self.gateway,
+                    self.conversation.clone(),
+                    self.run_id,
+                    ask.call_id,
+                    ask.questions,
+                );
+            }
+            Event::ToolResult(result) => {
+                self.gateway
+                    .asks
+                    .tool_result(self.gateway, &result.call_id, "(no answer in time)");
+            }
+            Event::End(end) => {
+                if !end.error.is_empty() {
+                    self.reply().push_line(&error_words(&end.error));
+                }
+                return true;
+            }
+            // Thinking is not sent; the rest has nothing to show.
+            _ => {}
+        }
+        false
+    }
+}
+
+/// A tool call's status line, as configured.
+pub fn status_line(status: ToolStatus, name: &str, arguments: &str) -> Option<String> {
+    let name: String = name.chars().filter(|c| !"*_`[]".contains(*c)).collect();
+    match status {
+        ToolStatus::Off => None,
+        ToolStatus::Name => Some(format!("🔧 _{name}_")),
+        ToolStatus::Detail => {
+            let mut args: String = arguments
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(80)
+                .collect();
+            if arguments.chars().count() > 80 {
+                args.push('…');
+            }
+            Some(format!("🔧 _{name}_ `{}`", args.replace('`', "'")))
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! The MCP tools the gateway offers agents (`telegram__telegram_send`,
+//! `telegram__telegram_chats`, as the daemon names them).
+//!
+//! `telegram_send {chat_id?, topic?, text, run_id?}` sends Markdown text
+//! (rendered and split like every reply) and answers
+//! `{"message_ids": [..], "chat_id": .., "sent": bool}`. Without
+//! `chat_id` it sends to the calling conversation, when that is a
+//! Telegram one (`ai.crabtalk/sender` = `tg:…` in the call's `_meta`, RFC
+//! 0005). With `run_id` it is idempotent per run and chat: if that run's
+//! reply was sent there already (by the relay or an earlier call), it
+//! sends nothing and answers the message ids it got — what cron relies on
+//! to record a delivery without sending twice. It sends only to chats
+//! that may talk to the agent.
+//!
+//! `telegram_chats {}` lists the chats the gateway knows.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::address::ChatAddress;
+use crate::gateway::Gateway;
+
+/// `_meta` key: the calling conversation's sender (RFC 0005).
+pub const META_SENDER: &str = "ai.crabtalk/sender";
+
+/// The tools, shared by every MCP session. The gateway is there once it
+/// knows who the bot is.
+#[derive(Clone)]
+pub struct TelegramTools {
+    gateway: watch::Receiver<Option<Arc<Gateway>>>,
+    problems: crate::service::Problems,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SendArgs {
+    /// The chat: a numeric chat id (`42`, `-1001234567890`, as a number or
+    /// a string) or a `tg:` sender. Default: the calling conversation.
+    #[serde(default)]
+    chat_id: Option<Value>,
+    /// A forum topic (message thread id) in that chat.
+    #[serde(default)]
+    topic: Option<i32>,
+    /// The message, in Markdown.
+    text: String,
+    /// The daemon run whose reply this is: sent at most once per run and
+    /// chat (what cron passes).
+    #[serde(default)]
+    run_id: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+fn schema<T: schemars::JsonSchema>() -> Arc<serde_json::Map<String, Value>> {
+    match serde_json::to_value(schemars::schema_for!(T)) {
+        Ok(Value::Object(map)) => Arc::new(map),
+        _ => Arc::new(serde_json::Map::new()),
+    }
+}
+
+/// The tool list.
+pub fn tool_list() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "telegram_send",
+            "Send a Telegram message (Markdown). Without chat_id it goes to this conversation's chat when it is a Telegram one. Answers the sent message ids.",
+            schema::<SendArgs>(),
+        ),
+        Tool::new(
+            "telegram_chats",
+            "List the Telegram chats the gateway knows: id, kind, title, the conversation's sender, whether it may talk to the agent.",
+            schema::<NoArgs>(),
+        ),
+    ]
+}
+
+impl TelegramTools {
+    pub fn new(
+        gateway: watch::Receiver<Option<Arc<Gateway>>>,
+        problems: crate::service::Problems,
+    ) -> Self {
+        Self { gateway, problems }
+    }
+
+    fn gateway(&self) -> Result<Arc<Gateway>, String> {
+        self.gateway.borrow().clone().ok_or_else(|| {
+            let problems = self.problems.list();
+            if problems.is_empty() {
+                "the gateway is not connected to Telegram yet; try again in a moment".into()
+            } else {
+                format!(
+                    "the gateway is not connected to Telegram: {}",
+                    problems.join("; ")
+                )
+            }
+        })
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        meta: &serde_json::Map<String, Value>,
+    ) -> Result<Value, String> {
+        match name {
+            "telegram_send" => {
+                let args: SendArgs = parse_args(arguments)?;
+                self.send(args, meta).await
+            }
+            "telegram_chats" => {
+                let _: NoArgs = parse_args(arguments)?;
+                let gateway = self.gateway()?;
+                let mut chats: Vec<Value> = gateway
+                    .chats
+                    .list()
+                    .into_iter()
+                    .map(|chat| {
+                        let address = ChatAddress::chat(gateway.chats.conversation_chat(chat.chat_id));
+                        json!({
+                            "chat_id": chat.chat_id,
+                            "kind": chat.kind,
+                            "title": chat.title,
+                            "username": chat.username,
+                            "sender": address.sender(),
+                            "allowed": gateway.access.may_send_to(ChatAddress::chat(chat.chat_id), &gateway.chats),
+                            "last_seen": chat.last_seen,
+                            "agent": chat.agent,
+                        })
+                    })
+                    .collect();
+                let seen: Vec<i64> = chats.iter().filter_map(|c| c["chat_id"].as_i64()).collect();
+                for chat in gateway.access.known_chats() {
+                    if !seen.contains(&chat) {
+                        chats.push(json!({
+                            "chat_id": chat,
+                            "kind": if chat > 0 { "private" } else { "group" },
+                            "sender": ChatAddress::chat(chat).sender(),
+                            "allowed": true,
+                            "last_seen": Value::Null,
+                        }));
+                    }
+                }
+                Ok(json!({ "chats": chats }))
+            }
+            other => Err(format!(
+                "no tool `{other}`; the tools are telegram_send and telegram_chats"
+            )),
+        }
+    }
+
+    async fn send(
+        &self,
+        args: SendArgs,
+        meta: &serde_json::Map<String, Value>,
+    ) -> Result<Value, String> {
+        let gateway = self.gateway()?;
+        let address = match &args.chat_id {
+            Some(value) => {
+                let mut address = chat_of(value)?;
+                if args.topic.is_some() {
+                    address.topic = args.topic;
+                }
+                address
+            }
+            None => {
+                let sender = meta
+                    .get(META_SENDER)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                ChatAddress::from_sender(sender).ok_or_else(|| {
+                    format!(
+                        "no chat_id, and the calling conversation ({}) is not a Telegram chat; give chat_id (telegram_chats lists them)",
+                        if sender.is_empty() { "unknown" } else { sender }
+                    )
+                })?
+            }
+        };
+        if args.text.trim().is_empty() {
+            return Err("`text` is empty".into());
+        }
+        if !gateway.access.may_send_to(address, &gateway.chats) {
+            return Err(format!(
+                "chat {address} may not talk to the agent (not in allow or groups of telegram.toml, not approved), so nothing is sent there"
+            ));
+        }
+        let outbox = gateway.outbox.clone();
+        let text = args.text.clone();
+        let send = move || async move { outbox.send(address, &text, None).await };
+        let (ids, sent) = match args.run_id {
+            Some(run_id) => gateway.ledger.deliver_once(run_id, address, send).await?,
+            None => (send().await?, true),
+        };
+        let mut answer = json!({ "message_ids": ids, "chat_id": address.chat, "sent": sent });
+        if let Some(topic) = address.topic {
+            answer["topic"] = json!(topic);
+        }
+        Ok(answer)
+    }
+}
+
+/// The chat a `chat_id` argument names.
+fn chat_of(value: &Value) -> Result<ChatAddress, String> {
+    let bad =
+        || format!("chat_id {value}: give a numeric chat id (42, -1001234567890) or a tg: sender");
+    match value {
+        Value::Number(n) => n
+            .as_i64()
+            .filter(|c| *c != 0)
+            .map(ChatAddress::chat)
+            .ok_or_else(bad),
+        Value::String(text) => {
+            let text = text.trim();
+            if let Some(address) = ChatAddress::from_sender(text) {
+                return Ok(address);
+            }
+            if text.starts_with('@') {
+                return Err(format!(
+                    "chat_id {text:?}: @names are not supported; use the chat's numeric id (telegram_chats lists them)"
+                ));
+            }
+            text.parse::<i64>()
+                .ok()
+                .filter(|c| *c != 0)
+                .map(ChatAddress::chat)
+                .ok_or_else(bad)
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// Arguments; a JSON string holding the object is accepted too.
+fn parse_args<T: serde::de::DeserializeOwned>(arguments: Value) -> Result<T, String> {
+    let arguments = match arguments {
+        Value::String(text) => serde_json::from_str(&text).map_err(|err| {
+            format!("the arguments are a string that is not a JSON object: {err}")
+        })?,
+        Value::Null => json!({}),
+        other => other,
+    };
+    serde_json::from_value(arguments).map_err(|err| format!("invalid arguments: {err}"))
+}
+
+impl ServerHandler for TelegramTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+            "crabtalk's Telegram gateway: send messages to the Telegram chats that may talk to the agent, and list them.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tool_list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let mut meta = context.meta.0.clone();
+        if let Some(own) = &request.meta {
+            meta.extend(own.0.clone());
+        }
+        let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let result = match self.call(&request.name, arguments, &meta).await {
+            Ok(value) => CallToolResult::structured(value),
+            Err(err) => CallToolResult::error(vec![ContentBlock::text(err)]),
+        };
+        Ok(result.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_ids_are_numbers_strings_or_senders() {
+        assert_eq!(chat_of(&json!(42)), Ok(ChatAddress::chat(42)));
+        assert_eq!(chat_of(&json!("-100123")), Ok(ChatAddress::chat(-100123)));
+        assert_eq!(
+            chat_of(&json!("tg:-100123:7")),
+            Ok(ChatAddress::topic(-100123, 7))
+        );
+        assert!(
+            chat_of(&json!("@news"))
+                .unwrap_err()
+                .contains("not supported")
+        );
+        assert!(chat_of(&json!(0)).is_err());
+        assert!(chat_of(&json!([1])).is_err());
+    }
+}

@@ -1,0 +1,172 @@
+//! `ask_user` as inline keyboards.
+
+use crabtalk_testkit::telegram::Sent;
+use crabtalk_testkit::{Reply, ToolCall};
+use serde_json::{Value, json};
+
+use crate::support::{Setup, alice};
+
+/// The callback data of the button labelled `label` (contains) on `message`.
+fn button(message: &Sent, label: &str) -> String {
+    let keyboard = message.keyboard.as_ref().expect("a keyboard");
+    keyboard["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter())
+        .find(|b| b["text"].as_str().unwrap().contains(label))
+        .and_then(|b| b["callback_data"].as_str())
+        .unwrap_or_else(|| panic!("no button {label:?} in {keyboard}"))
+        .to_owned()
+}
+
+fn questions() -> Value {
+    json!({"questions": [
+        {"question": "Which size?", "header": "Size", "options": [{"label": "Small"}, {"label": "Large", "description": "the big one"}]},
+        {"question": "Which toppings?", "header": "Toppings", "multi_select": true, "options": [{"label": "Cheese"}, {"label": "Olives"}, {"label": "Basil"}]},
+        {"question": "Anything else?", "header": "Notes", "options": [{"label": "No"}]}
+    ]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_multi_and_other_answers_go_back_in_one_reply() {
+    let mut setup = Setup::start("").await;
+    setup.start_gateway().await;
+    let chat = alice().id;
+    setup.llm.push(Reply::tools(vec![ToolCall::new(
+        "ask1",
+        "ask_user",
+        questions(),
+    )]));
+    setup.llm.push(Reply::text("Ordered."));
+    setup.api.text(&alice(), "order a pizza");
+
+    let size = setup.api.wait_for_text(chat, "Which size?").await;
+    assert!(size.text.contains("Large — the big one"), "{}", size.text);
+    setup
+        .api
+        .callback(&alice(), chat, size.id, &button(&size, "Large"));
+
+    let toppings = setup.api.wait_for_text(chat, "Which toppings?").await;
+    setup
+        .api
+        .callback(&alice(), chat, toppings.id, &button(&toppings, "Cheese"));
+    setup
+        .api
+        .wait_until("the Cheese mark", |api| {
+            api.messages(chat).iter().any(|m| {
+                m.id == toppings.id
+                    && m.keyboard
+                        .as_ref()
+                        .is_some_and(|k| k.to_string().contains("✅ Cheese"))
+            })
+        })
+        .await;
+    setup
+        .api
+        .callback(&alice(), chat, toppings.id, &button(&toppings, "Basil"));
+    setup
+        .api
+        .wait_until("the Basil mark", |api| {
+            api.messages(chat).iter().any(|m| {
+                m.id == toppings.id
+                    && m.keyboard
+                        .as_ref()
+                        .is_some_and(|k| k.to_string().contains("✅ Basil"))
+            })
+        })
+        .await;
+    setup
+        .api
+        .callback(&alice(), chat, toppings.id, &button(&toppings, "Done"));
+
+    let notes = setup.api.wait_for_text(chat, "Anything else?").await;
+    setup
+        .api
+        .callback(&alice(), chat, notes.id, &button(&notes, "Other"));
+    setup.api.wait_for_text(chat, "Type your answer").await;
+    setup.api.text(&alice(), "extra crispy");
+
+    setup.api.wait_for_text(chat, "Ordered.").await;
+    let requests = setup.llm.requests();
+    let tool_result = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .to_string();
+    assert!(
+        tool_result.contains("Size: Large\\nToppings: Cheese, Basil\\nNotes: extra crispy"),
+        "{tool_result}"
+    );
+    // Every press answered; the answered questions have no keyboard left.
+    assert_eq!(setup.api.calls_of("answerCallbackQuery").len(), 5);
+    for id in [size.id, toppings.id, notes.id] {
+        let message = setup
+            .api
+            .messages(chat)
+            .into_iter()
+            .find(|m| m.id == id)
+            .unwrap();
+        assert!(message.keyboard.is_none(), "{message:?}");
+        assert!(message.text.contains('→'), "{}", message.text);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_button_of_a_closed_question_is_answered_and_cleared() {
+    let mut setup = Setup::start("").await;
+    setup.start_gateway().await;
+    let chat = alice().id;
+    setup.llm.push(Reply::text("plain answer"));
+    setup.api.text(&alice(), "hi");
+    let message = setup.api.wait_for_text(chat, "plain answer").await;
+    setup.api.callback(&alice(), chat, message.id, "a:999:0:1");
+    setup
+        .api
+        .wait_until("the stale press answered", |api| {
+            !api.calls_of("answerCallbackQuery").is_empty()
+        })
+        .await;
+    let answer = &setup.api.calls_of("answerCallbackQuery")[0];
+    assert!(
+        answer.params["text"]
+            .as_str()
+            .unwrap()
+            .contains("no longer open"),
+        "{:?}",
+        answer.params
+    );
+    setup
+        .api
+        .wait_until("the keyboard cleared", |api| {
+            !api.calls_of("editMessageReplyMarkup").is_empty()
+        })
+        .await;
+    setup.log_says("no longer open was pressed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_clears_an_open_question() {
+    let mut setup = Setup::start("").await;
+    setup.start_gateway().await;
+    let chat = alice().id;
+    setup.llm.push(Reply::tools(vec![ToolCall::new(
+        "ask2",
+        "ask_user",
+        json!({"questions": [{"question": "Sure?", "options": [{"label": "Yes"}]}]}),
+    )]));
+    setup.api.text(&alice(), "do it");
+    let question = setup.api.wait_for_text(chat, "Sure?").await;
+    setup.api.text(&alice(), "/stop");
+    setup
+        .api
+        .wait_until("the keyboard cleared", |api| {
+            api.messages(chat)
+                .iter()
+                .any(|m| m.id == question.id && m.keyboard.is_none())
+        })
+        .await;
+    setup.api.wait_for_text(chat, "Stopped").await;
+}

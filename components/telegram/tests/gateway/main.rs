@@ -1,0 +1,10 @@
+//! The gateway end to end: the real binary, a real daemon with a scripted
+//! model, and a fake Bot API that records every call with its time.
+
+mod access;
+mod ask;
+mod commands;
+mod polling;
+mod relay;
+mod replies;
+mod support;

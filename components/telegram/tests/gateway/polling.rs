@@ -1,0 +1,203 @@
+//! The poll loop: restarts, repeats, junk, conflicts, bad tokens.
+
+use std::time::Duration;
+
+use crabtalk_testkit::Reply;
+use serde_json::json;
+
+use crate::support::{Setup, alice};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_after_kill_9_neither_replays_nor_loses_an_update() {
+    let mut setup = Setup::start("").await;
+    setup.start_gateway().await;
+    setup.llm.push(Reply::text("one"));
+    let first = setup.api.text(&alice(), "first");
+    setup.api.wait_for_text(alice().id, "one").await;
+    crabtalk_testkit::eventually("the offset to be persisted", || {
+        setup.offset() == Some(first + 1)
+    })
+    .await;
+    setup.kill9_gateway();
+    // Telegram still holds what it was not told was handled; a message
+    // arrives while the gateway is down.
+    setup.llm.push(Reply::text("two"));
+    setup.api.text(&alice(), "second");
+    setup.start_gateway().await;
+    setup.api.wait_for_text(alice().id, "two").await;
+    assert_eq!(
+        setup.llm.requests().len(),
+        2,
+        "an update was replayed or lost"
+    );
+    assert_eq!(setup.model_saw(1), "second");
+    // SIGTERM: clean exit, offset persisted, port file gone.
+    let status = setup.stop_gateway().await;
+    assert!(status.success(), "{status:?}\n{}", setup.log());
+    assert_eq!(setup.offset(), Some(first + 2));
+    assert!(!setup.home().port_file("telegram").unwrap().exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_and_malformed_updates_are_skipped_and_the_gateway_goes_on() {
+    let mut setup = Setup::start("").await;
+    setup.start_gateway().await;
+    setup.llm.push(Reply::text("answer one"));
+    let id = setup.api.text(&alice(), "once");
+    setup.api.wait_for_text(alice().id, "answer one").await;
+    crabtalk_testkit::eventually("the offset", || setup.offset() == Some(id + 1)).await;
+    // The same update again, junk, an update without an id, then a good one.
+    setup.api.repeat_update(id, json!({"message": {"message_id": 9, "date": 0, "chat": {"id": 111, "type": "private"}, "from": {"id": 111, "is_bot": false, "first_name": "Alice"}, "text": "once"}}));
+    setup
+        .api
+        .push_update(json!({"message": {"chat": "not a chat"}}));
+    setup.api.push_update(json!({"surprise": {"x": 1}}));
+    setup.api.push_raw(json!({"no": "id"}));
+    setup.llm.push(Reply::text("answer two"));
+    setup.api.text(&alice(), "twice");
+    setup.api.wait_for_text(alice().id, "answer two").await;
+    assert_eq!(setup.llm.requests().len(), 2, "{:?}", setup.llm.requests());
+    setup.log_says("cannot read was skipped").await;
+    setup.log_says("without an update_id was skipped").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_is_deleted_and_another_poller_is_explained() {
+    let mut setup = Setup::start("").await;
+    setup.api.set_webhook();
+    setup.api.conflict_polls(1);
+    setup.start_gateway().await;
+    setup.log_says("another program is polling this bot").await;
+    assert!(!setup.api.webhook(), "the webhook was not deleted");
+    setup.llm.push(Reply::text("still here"));
+    setup.api.text(&alice(), "hello");
+    setup.api.wait_for_text(alice().id, "still here").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poll_without_an_answer_is_started_again() {
+    let mut setup = Setup::start("poll_timeout_secs = 1\npoll_restart_secs = 6").await;
+    setup.api.stall_polls(1);
+    setup.spawn_gateway();
+    setup.log_says("getUpdates gave no answer").await;
+    setup.llm.push(Reply::text("back"));
+    setup.api.text(&alice(), "are you there");
+    setup.api.wait_for_text(alice().id, "back").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_token_keeps_the_gateway_running_until_the_file_is_fixed() {
+    let mut setup = Setup::start("").await;
+    let good = std::fs::read_to_string(setup.home().component_config("telegram").unwrap()).unwrap();
+    let bad = good.replace(crabtalk_testkit::telegram::TOKEN, "700000001:WRONG");
+    crabtalk_home::write_atomic_private(
+        &setup.home().component_config("telegram").unwrap(),
+        bad.as_bytes(),
+    )
+    .unwrap();
+    setup.spawn_gateway();
+    setup.log_says("Telegram refused the bot token").await;
+    let port = setup.mcp_port().await;
+    let health = crabtalk_testkit::within(
+        "health",
+        tokio::task::spawn_blocking(move || http_get(port, "/health")),
+    )
+    .await
+    .unwrap();
+    assert!(health.contains("refused the bot token"), "{health}");
+    assert!(
+        setup
+            .gateway
+            .as_mut()
+            .unwrap()
+            .try_wait()
+            .unwrap()
+            .is_none(),
+        "the gateway exited"
+    );
+    // Fixed: picked up without a restart.
+    crabtalk_home::write_atomic_private(
+        &setup.home().component_config("telegram").unwrap(),
+        good.as_bytes(),
+    )
+    .unwrap();
+    setup
+        .log_says("connected to Telegram as @crab_test_bot")
+        .await;
+    setup.llm.push(Reply::text("fixed"));
+    setup.api.text(&alice(), "hello");
+    setup.api.wait_for_text(alice().id, "fixed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_api_is_logged_and_retried() {
+    let mut setup = Setup::start("").await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let text = std::fs::read_to_string(setup.home().component_config("telegram").unwrap()).unwrap();
+    let text = text.replace(&setup.api.url(), &format!("http://127.0.0.1:{port}"));
+    crabtalk_home::write_atomic_private(
+        &setup.home().component_config("telegram").unwrap(),
+        text.as_bytes(),
+    )
+    .unwrap();
+    setup.spawn_gateway();
+    setup.log_says("did not answer").await;
+    setup.mcp_port().await;
+    assert!(
+        setup
+            .gateway
+            .as_mut()
+            .unwrap()
+            .try_wait()
+            .unwrap()
+            .is_none(),
+        "the gateway exited"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_without_a_token_exits_78_naming_the_key() {
+    let mut setup = Setup::start("").await;
+    let path = setup.home().component_config("telegram").unwrap();
+    std::fs::write(&path, "allow = [1]\n").unwrap();
+    setup.spawn_gateway();
+    let status = setup.stop_gateway_when_exited().await;
+    assert_eq!(status.code(), Some(78), "{}", setup.log());
+    assert!(
+        setup
+            .log()
+            .contains("telegram.toml:1:1: token: no bot token"),
+        "{}",
+        setup.log()
+    );
+}
+
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+impl Setup {
+    async fn stop_gateway_when_exited(&mut self) -> std::process::ExitStatus {
+        let mut child = self.gateway.take().unwrap();
+        crabtalk_testkit::within("the gateway to exit", async {
+            loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    return status;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+    }
+}

@@ -1,0 +1,210 @@
+//! The real `crabtalk-telegram` binary between a fake Bot API and a real
+//! daemon (with a scripted model) in a temp home.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crabtalk_home::{Home, PortFile};
+use crabtalk_testkit::telegram::{FakeBotApi, TOKEN, TgUser};
+use crabtalk_testkit::{ScriptedLlm, TestDaemon, daemon_binary, eventually};
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_crabtalk-telegram");
+
+/// Alice may talk to the agent; Mallory may not.
+pub fn alice() -> TgUser {
+    TgUser::new(111, "Alice")
+}
+
+pub fn mallory() -> TgUser {
+    TgUser::new(666, "Mallory")
+}
+
+pub struct Setup {
+    pub llm: ScriptedLlm,
+    pub daemon: TestDaemon,
+    pub api: FakeBotApi,
+    pub gateway: Option<Child>,
+}
+
+impl Setup {
+    /// A daemon, a fake Bot API, and `config/telegram.toml` with the fake's
+    /// URL and token, `allow = [111]` unless `extra` sets `allow`, and
+    /// `extra`.
+    pub async fn start(extra: &str) -> Self {
+        let llm = ScriptedLlm::start().await;
+        let daemon =
+            TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
+        let api = FakeBotApi::start().await;
+        let setup = Self {
+            llm,
+            daemon,
+            api,
+            gateway: None,
+        };
+        setup.write_config(extra);
+        setup
+    }
+
+    pub fn write_config(&self, extra: &str) {
+        let allow = if extra.contains("allow =") {
+            ""
+        } else {
+            "allow = [111]\n"
+        };
+        let poll = if extra.contains("poll_timeout_secs") {
+            ""
+        } else {
+            "poll_timeout_secs = 5\n"
+        };
+        let text = format!(
+            "token = \"{TOKEN}\"\napi_base_url = \"{}\"\n{poll}{allow}{extra}\n",
+            self.api.url()
+        );
+        let path = self.home().component_config("telegram").unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        crabtalk_home::write_atomic_private(&path, text.as_bytes()).unwrap();
+    }
+
+    pub fn home(&self) -> Home {
+        self.daemon.home()
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.daemon.path().join("test-telegram.log")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// Starts the gateway and waits until it polls.
+    pub async fn start_gateway(&mut self) {
+        self.spawn_gateway();
+        let polls = self.api.calls_of("getUpdates").len();
+        let log = self.log_path();
+        self.api
+            .wait_until("the gateway's first poll", |api| {
+                api.calls_of("getUpdates").len() > polls
+            })
+            .await;
+        let _ = log;
+    }
+
+    /// Starts the gateway without waiting for anything.
+    pub fn spawn_gateway(&mut self) {
+        assert!(self.gateway.is_none());
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .unwrap();
+        let child = Command::new(BIN)
+            .args(["-v", "run"])
+            .env("CRABTALK_HOME", self.daemon.path())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.gateway = Some(child);
+    }
+
+    pub fn kill9_gateway(&mut self) {
+        if let Some(mut child) = self.gateway.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM; the exit status.
+    pub async fn stop_gateway(&mut self) -> std::process::ExitStatus {
+        let mut child = self.gateway.take().expect("the gateway runs");
+        // SAFETY: signalling our own child.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        crabtalk_testkit::within("the gateway to exit", async {
+            loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    return status;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+    }
+
+    /// Waits until the gateway's log contains `needle`.
+    pub async fn log_says(&self, needle: &str) {
+        let waited = tokio::time::timeout(crabtalk_testkit::PATIENCE, async {
+            while !self.log().contains(needle) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(
+            waited.is_ok(),
+            "the log never said {needle:?}:\n{}",
+            self.log()
+        );
+    }
+
+    /// The port the gateway's MCP tools are on (waiting for its file).
+    pub async fn mcp_port(&self) -> u16 {
+        let path = self.home().port_file("telegram").unwrap();
+        eventually("the gateway's port file", || PortFile::read(&path).is_ok()).await;
+        PortFile::read(&path).unwrap().port
+    }
+
+    /// The user message of the `n`th model request (0-based).
+    pub fn model_saw(&self, n: usize) -> String {
+        let requests = self.llm.requests();
+        let request = requests
+            .get(n)
+            .unwrap_or_else(|| panic!("no model request {n}: {requests:?}"));
+        last_user_text(request)
+    }
+
+    /// The offset file of the fake bot.
+    pub fn offset(&self) -> Option<i64> {
+        let path = self
+            .daemon
+            .path()
+            .join("telegram")
+            .join(format!("offset-{}", crabtalk_testkit::telegram::BOT_ID));
+        std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("── the gateway's log ──\n{}", self.log());
+        }
+        self.kill9_gateway();
+    }
+}
+
+/// The text of the last user message of an OpenAI request body.
+pub fn last_user_text(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rfind(|m| m["role"] == "user")
+        .map(|m| match &m["content"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_default()
+}
+
+/// Every message text of an OpenAI request body, joined.
+pub fn all_text(request: &Value) -> String {
+    request["messages"].to_string()
+}
