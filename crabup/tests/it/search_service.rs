@@ -130,7 +130,12 @@ fn up_starts_search_when_it_is_installed() {
     // Only the daemon needed installing.
     assert_eq!(
         sandbox.cargo_calls(),
-        vec![vec!["install".to_owned(), "crabtalkd".to_owned()]]
+        vec![vec![
+            "install".to_owned(),
+            "crabtalkd".to_owned(),
+            "--version".to_owned(),
+            format!("={}", env!("CARGO_PKG_VERSION"))
+        ]]
     );
     wait_for("search running", TIMEOUT, || {
         sandbox.ps_row("search")["health"]
