@@ -153,7 +153,9 @@ async fn before_hello_a_large_frame_is_refused_on_its_header_alone() {
     let error = refusal(stream).await;
     assert_eq!(error.code, 413, "{}", error.message);
     assert!(
-        error.message.contains(&format!("{MAX_HELLO_FRAME}-byte limit before Hello")),
+        error
+            .message
+            .contains(&format!("{MAX_HELLO_FRAME}-byte limit before Hello")),
         "{}",
         error.message
     );
@@ -165,13 +167,19 @@ async fn before_hello_a_large_frame_is_refused_on_its_header_alone() {
         .unwrap();
     assert_eq!(refusal(stream).await.code, 413);
     // After Hello, the full limit applies again.
-    let client = Client::connect_tcp(&served.addr, Some(TOKEN)).await.unwrap();
+    let client = Client::connect_tcp(&served.addr, Some(TOKEN))
+        .await
+        .unwrap();
     let big = "x".repeat(1024 * 1024);
     let err = client
         .get_agent(GetAgentMsg { name: big })
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Some(501), "a large frame after Hello is read: {err}");
+    assert_eq!(
+        err.code(),
+        Some(501),
+        "a large frame after Hello is read: {err}"
+    );
 }
 
 #[tokio::test]
@@ -237,7 +245,10 @@ async fn each_failed_attempt_makes_the_next_one_from_that_address_wait_longer() 
     // earlier.
     for (n, wait) in waits.iter().enumerate().skip(1) {
         let owed = first * (1 << (n - 1));
-        assert!(*wait >= owed, "attempt {n} answered after {wait:?}, owed {owed:?}");
+        assert!(
+            *wait >= owed,
+            "attempt {n} answered after {wait:?}, owed {owed:?}"
+        );
     }
     // Many attempts at once are judged one at a time.
     let started = tokio::time::Instant::now();
@@ -255,16 +266,21 @@ async fn each_failed_attempt_makes_the_next_one_from_that_address_wait_longer() 
     let owed = first * 16 + first * 32 + Duration::from_secs(2);
     assert!(started.elapsed() >= owed, "{:?}", started.elapsed());
     // The right token still gets in, after the pause it is owed.
-    let client = within("the right token", Client::connect_tcp(&served.addr, Some(TOKEN)))
-        .await
-        .unwrap();
+    let client = within(
+        "the right token",
+        Client::connect_tcp(&served.addr, Some(TOKEN)),
+    )
+    .await
+    .unwrap();
     within("ping", client.ping()).await.unwrap();
 }
 
 #[tokio::test]
 async fn past_the_in_flight_limit_requests_are_answered_429() {
     let served = serve(listener().await).await;
-    let client = Client::connect_tcp(&served.addr, Some(TOKEN)).await.unwrap();
+    let client = Client::connect_tcp(&served.addr, Some(TOKEN))
+        .await
+        .unwrap();
     let mut open = Vec::new();
     for _ in 0..MAX_IN_FLIGHT {
         let mut stream = client
@@ -274,7 +290,10 @@ async fn past_the_in_flight_limit_requests_are_answered_429() {
             })
             .await
             .unwrap();
-        within("the first chunk", stream.next()).await.unwrap().unwrap();
+        within("the first chunk", stream.next())
+            .await
+            .unwrap()
+            .unwrap();
         open.push(stream);
     }
     let err = within("the refusal", client.ping()).await.unwrap_err();
@@ -343,7 +362,9 @@ async fn a_peer_that_does_not_read_stops_its_stream_without_growing_the_server()
 async fn a_client_stream_nobody_reads_is_ended_and_the_server_told() {
     let served = serve(listener().await).await;
     let mut dropped = served.server.watch_drops();
-    let client = Client::connect_tcp(&served.addr, Some(TOKEN)).await.unwrap();
+    let client = Client::connect_tcp(&served.addr, Some(TOKEN))
+        .await
+        .unwrap();
     let mut stream = client
         .stream(StreamMsg {
             content: "flood:16384".into(),

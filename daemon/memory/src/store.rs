@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crabtalk_home::write_atomic;
+use crabtalk_home::write_atomic_private;
 
 use crate::entry::{Entry, EntryKind, MAX_CONTENT_BYTES, check_name};
 use crate::error::MemoryError;
@@ -270,7 +270,7 @@ impl Memory {
             fresh.push(entry);
         }
         let bytes = format::encode(next_id, fresh.iter());
-        write_atomic(&self.path, &bytes).map_err(|err| MemoryError::io(&self.path, err))?;
+        write_atomic_private(&self.path, &bytes).map_err(|err| MemoryError::io(&self.path, err))?;
         self.next_id = next_id;
         self.entries.clear();
         self.names.clear();
@@ -342,7 +342,7 @@ impl Memory {
             }
         }
         let bytes = format::encode(next_id, entries.iter().copied());
-        write_atomic(&self.path, &bytes).map_err(|err| MemoryError::io(&self.path, err))
+        write_atomic_private(&self.path, &bytes).map_err(|err| MemoryError::io(&self.path, err))
     }
 
     /// Puts `entry` into RAM and the index, replacing the entry with its id.

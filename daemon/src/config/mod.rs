@@ -212,8 +212,10 @@ impl ProviderEntry {
 pub struct TransportConfig {
     /// `host:port`, or `"off"` to disable TCP. Port 0 picks a free port.
     pub tcp: String,
-    /// Required when `tcp` is not a loopback address.
-    pub token: String,
+    /// The token every TCP client sends in `Hello`; when absent, the
+    /// daemon keeps a random one in `run/token` (see [`crate::token`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
 }
@@ -226,7 +228,7 @@ impl Default for TransportConfig {
     fn default() -> Self {
         Self {
             tcp: DEFAULT_TCP.into(),
-            token: String::new(),
+            token: None,
             unknown: BTreeMap::new(),
         }
     }
@@ -418,8 +420,8 @@ impl DaemonConfig {
                 provider.api_key = Some(REDACTED.into());
             }
         }
-        if !copy.transport.token.is_empty() {
-            copy.transport.token = REDACTED.into();
+        if copy.transport.token.is_some() {
+            copy.transport.token = Some(REDACTED.into());
         }
         for value in copy.env.values_mut() {
             *value = REDACTED.into();

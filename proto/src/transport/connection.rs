@@ -56,9 +56,7 @@ pub(crate) trait Acceptor {
     type Read: AsyncRead + Unpin + Send + 'static;
     type Write: AsyncWrite + Unpin + Send + 'static;
 
-    fn accept(
-        &self,
-    ) -> impl Future<Output = io::Result<Accepted<Self::Read, Self::Write>>> + Send;
+    fn accept(&self) -> impl Future<Output = io::Result<Accepted<Self::Read, Self::Write>>> + Send;
 }
 
 /// Accepts connections until `shutdown`, then waits for every connection to
@@ -261,8 +259,7 @@ async fn admit<R: AsyncRead + Unpin>(
     reader.set_limit(MAX_HELLO_FRAME);
     let judged = tokio::time::timeout(gate.handshake_timeout, async {
         let frame = reader.read::<ClientMessage>().await;
-        if let Err(FrameError::Closed | FrameError::Truncated { .. } | FrameError::Io(_)) = &frame
-        {
+        if let Err(FrameError::Closed | FrameError::Truncated { .. } | FrameError::Io(_)) = &frame {
             return Verdict::Gone;
         }
         // Every attempt, good or bad, waits for its source's turn.

@@ -209,10 +209,7 @@ mod tests {
         let got: Vec<u64> = (0..10)
             .map(|n| delays.after(n).as_millis() as u64)
             .collect();
-        assert_eq!(
-            got,
-            [0, 100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000]
-        );
+        assert_eq!(got, [0, 100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000]);
         assert_eq!(delays.after(u32::MAX), Duration::from_secs(5));
     }
 
