@@ -130,8 +130,26 @@ impl Memory {
     /// and content), best first, equal scores by ascending id. The caller
     /// picks any relevance cutoff.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Recall<'_>> {
+        self.search_where(query, limit, |_| true)
+    }
+
+    /// Like [`search`](Self::search), among the entries `keep` accepts
+    /// only (filtered before the cut, so `limit` of them come back when
+    /// that many match).
+    pub fn search_where(
+        &self,
+        query: &str,
+        limit: usize,
+        keep: impl Fn(&Entry) -> bool,
+    ) -> Vec<Recall<'_>> {
+        let entries = &self.entries;
         self.index
-            .search(query, limit, |_| Some(1.0))
+            .search(query, limit, |id| {
+                entries
+                    .get(&id)
+                    .is_some_and(&keep)
+                    .then_some(1.0)
+            })
             .into_iter()
             .map(|hit| Recall {
                 entry: &self.entries[&hit.doc],

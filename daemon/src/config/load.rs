@@ -135,6 +135,26 @@ impl DaemonConfig {
                 ),
             ));
         }
+        for (i, prefix) in self.gateway.senders.iter().enumerate() {
+            if prefix.trim().is_empty() {
+                problems.push(at(
+                    KeyPath::keys(&["gateway", "senders"]),
+                    format!(
+                        "[gateway] senders[{i}] is empty, which would make every sender a gateway sender; remove it (prefixes look like \"tg:\")"
+                    ),
+                ));
+            }
+        }
+        for (i, tool) in self.gateway.deny_tools.iter().enumerate() {
+            if tool.trim().is_empty() || tool == "*" {
+                problems.push(at(
+                    KeyPath::keys(&["gateway", "deny_tools"]),
+                    format!(
+                        "[gateway] deny_tools[{i}] = {tool:?} names no tool; list tool names (\"bash\") or prefixes ending in * (\"cron__*\")"
+                    ),
+                ));
+            }
+        }
         if let Some(problem) = self.transport.token.as_deref().and_then(token_problem) {
             problems.push(at(KeyPath::keys(&["transport", "token"]), problem));
         }

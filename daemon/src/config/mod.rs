@@ -48,8 +48,37 @@ pub struct DaemonConfig {
     pub events: EventSettings,
     pub delegation: DelegationSettings,
     pub mcp: McpConfig,
+    pub gateway: GatewaySettings,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
+}
+
+/// `[gateway]`: who talks through a gateway, and what their chains may not
+/// use (see [`crate::tools::gateway`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GatewaySettings {
+    /// Sender prefixes that mark a gateway sender (`tg:` for Telegram).
+    pub senders: Vec<String>,
+    /// Tools no turn begun by a gateway sender may use: exact names, or a
+    /// prefix ending in `*` (`cron__*`).
+    pub deny_tools: Vec<String>,
+    #[serde(flatten, skip_serializing)]
+    pub unknown: BTreeMap<String, toml::Value>,
+}
+
+impl GatewaySettings {
+    pub const KEYS: &[&str] = &["senders", "deny_tools"];
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        Self {
+            senders: vec!["tg:".into()],
+            deny_tools: vec!["bash".into(), "read".into(), "edit".into()],
+            unknown: BTreeMap::new(),
+        }
+    }
 }
 
 /// `[mcp]`: connections to MCP servers.
@@ -156,6 +185,7 @@ impl Default for DaemonConfig {
             events: EventSettings::default(),
             delegation: DelegationSettings::default(),
             mcp: McpConfig::default(),
+            gateway: GatewaySettings::default(),
             unknown: BTreeMap::new(),
         }
     }
@@ -351,6 +381,7 @@ impl DaemonConfig {
         "events",
         "delegation",
         "mcp",
+        "gateway",
     ];
 
     /// Every key this version does not know.
@@ -386,6 +417,11 @@ impl DaemonConfig {
             &table("mcp"),
             &self.mcp.unknown,
             McpConfig::KEYS,
+        ));
+        keys.extend(UnknownKey::all_in(
+            &table("gateway"),
+            &self.gateway.unknown,
+            GatewaySettings::KEYS,
         ));
         for (i, provider) in self.providers.iter().enumerate() {
             keys.extend(UnknownKey::all_in(
@@ -480,6 +516,9 @@ mod tests {
         connect_timeout_secs = 1
         restart_backoff_ms = 1
         restart_backoff_max_ms = 1
+        [gateway]
+        senders = ["tg:"]
+        deny_tools = ["bash"]
     "#;
 
     /// The keys of a table of `value`, and of its tables, by path.
@@ -514,6 +553,7 @@ mod tests {
                 "events" => EventSettings::KEYS,
                 "delegation" => DelegationSettings::KEYS,
                 "mcp" => McpConfig::KEYS,
+                "gateway" => GatewaySettings::KEYS,
                 other => panic!("no key list for [{other}]"),
             }
         };

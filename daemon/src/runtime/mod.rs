@@ -29,6 +29,7 @@ use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
 use self::chain::Chain;
+pub use self::compaction::is_archive_of;
 use self::conversation::{ConversationKey, Conversations};
 use self::events::{EventHub, SUBSCRIBER_BUFFER};
 use self::memories::Memories;
@@ -841,6 +842,8 @@ fn tool_settings(home: &Home, config: &DaemonConfig, mcp: &Arc<McpHub>) -> ToolS
     let mut skill_dirs = vec![home.skills_dir()];
     skill_dirs.extend(config.skill_dirs.iter().cloned());
     ToolSettings {
+        home: home.clone(),
+        gateway: crate::tools::gateway::GatewayPolicy::new(&config.gateway),
         skill_dirs: crate::skills::SkillDirs::new(skill_dirs),
         mcp: mcp.clone(),
         max_delegation_depth: config.delegation.max_depth,

@@ -422,6 +422,7 @@ impl Steps<'_> {
             ask_timeout: std::time::Duration::from_secs(
                 self.snapshot.config.conversations.ask_timeout_secs,
             ),
+            gateway: None,
         };
         let mut running: FuturesUnordered<_> = calls
             .iter()

@@ -8,11 +8,9 @@
 //! a full pipe.
 //!
 //! Limits per agent (`[bash]`): `disabled`, a `deny` list of command names,
-//! `timeout_secs`, extra `env`, and `allow_gateway` — without it, senders
-//! that come through a gateway (`tg:…` and the like) cannot use bash. That
-//! holds down the whole chain of turns a gateway message begins: a task it
-//! delegates, or a turn its done-event fires, is refused too unless the
-//! agent running it allows gateways.
+//! `timeout_secs`, extra `env`, and `allow_gateway`. Whether a gateway
+//! sender's chain may use bash at all is not decided here but at the gate
+//! (see [`super::gateway`]), where `allow_gateway` is read.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -28,26 +26,6 @@ pub const OUTPUT_CAP: usize = 64 * 1024;
 
 /// The longest timeout a call may ask for.
 const MAX_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// Sender prefixes of the daemon's own triggers; any other `prefix:` sender
-/// came through a gateway.
-const INTERNAL_SENDER_PREFIXES: [&str; 2] = ["delegate", "event"];
-
-/// Whether `sender` came through a gateway (e.g. `tg:42`).
-pub fn is_gateway_sender(sender: &str) -> bool {
-    match sender.split_once(':') {
-        Some((prefix, _)) => !prefix.is_empty() && !INTERNAL_SENDER_PREFIXES.contains(&prefix),
-        None => false,
-    }
-}
-
-/// The gateway sender behind a turn, if any: its own sender, or the origin
-/// of the chain it belongs to (a task delegated for a `tg:` user).
-fn gateway_in_chain(context: &ToolContext) -> Option<&str> {
-    [context.sender.as_str(), context.chain.origin.as_str()]
-        .into_iter()
-        .find(|sender| is_gateway_sender(sender))
-}
 
 /// The `bash` tool.
 pub struct BashHook;
@@ -93,15 +71,6 @@ impl Hook for BashHook {
             return Some(ready_error(
                 "bash is disabled for this agent ([bash] disabled = true)",
             ));
-        }
-        if let Some(gateway) = gateway_in_chain(&context)
-            && !settings.allow_gateway
-        {
-            return Some(ready_error(format!(
-                "bash is not available here: this turn goes back to a message that came through a \
-                 gateway (sender {gateway:?}); the agent's config can allow it with \
-                 [bash] allow_gateway = true"
-            )));
         }
         if arguments.timeout_secs == Some(0) {
             return Some(ready_error(
@@ -299,16 +268,6 @@ async fn read_capped(stream: Option<impl AsyncRead + Unpin>) -> Captured {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gateway_senders_are_told_apart_from_the_daemons_own() {
-        for gateway in ["tg:42", "wechat:abc", "slack:T1"] {
-            assert!(is_gateway_sender(gateway), "{gateway}");
-        }
-        for local in ["user", "cron", "delegate:17", "event:agent:x:done", ""] {
-            assert!(!is_gateway_sender(local), "{local}");
-        }
-    }
 
     #[test]
     fn denied_words_are_found_however_they_are_written() {
