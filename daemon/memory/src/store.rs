@@ -145,10 +145,7 @@ impl Memory {
         let entries = &self.entries;
         self.index
             .search(query, limit, |id| {
-                entries
-                    .get(&id)
-                    .is_some_and(&keep)
-                    .then_some(1.0)
+                entries.get(&id).is_some_and(&keep).then_some(1.0)
             })
             .into_iter()
             .map(|hit| Recall {

@@ -308,12 +308,20 @@ pub struct ConversationSettings {
     pub idle_evict_secs: u64,
     /// How long `ask_user` waits for a reply.
     pub ask_timeout_secs: u64,
+    /// How long a turn waits for its client to take any of the events
+    /// queued for it before dropping the client (the turn goes on).
+    pub client_stall_secs: u64,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
 }
 
 impl ConversationSettings {
-    pub const KEYS: &[&str] = &["max_in_memory", "idle_evict_secs", "ask_timeout_secs"];
+    pub const KEYS: &[&str] = &[
+        "max_in_memory",
+        "idle_evict_secs",
+        "ask_timeout_secs",
+        "client_stall_secs",
+    ];
 }
 
 impl Default for ConversationSettings {
@@ -322,6 +330,7 @@ impl Default for ConversationSettings {
             max_in_memory: 256,
             idle_evict_secs: 1800,
             ask_timeout_secs: 600,
+            client_stall_secs: 30,
             unknown: BTreeMap::new(),
         }
     }
@@ -506,6 +515,7 @@ mod tests {
         max_in_memory = 1
         idle_evict_secs = 1
         ask_timeout_secs = 1
+        client_stall_secs = 1
         [events]
         max_hops = 1
         [delegation]

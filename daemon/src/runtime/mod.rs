@@ -5,8 +5,10 @@
 //! It opens no sockets; the server calls it.
 
 pub mod chain;
+mod client_outlet;
 mod compaction;
 pub mod conversation;
+pub mod event_hub;
 pub mod events;
 mod eviction;
 pub mod instructions;
