@@ -74,6 +74,11 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
     discovering.cancel();
     let _ = discovery.await;
     runtime.shutdown(SHUTDOWN_GRACE).await;
+    // Cancelled calls end their commands as they drop; whatever a call that
+    // did not stop in time started ends here.
+    tokio::task::spawn_blocking(crate::tools::bash::end_all)
+        .await
+        .ok();
     serving.cancel();
     for listener in listeners {
         if tokio::time::timeout(SHUTDOWN_GRACE, listener)
