@@ -203,7 +203,10 @@ async fn the_bash_timeout_holds_in_wall_clock_time_and_escaped_children_die_with
 
     // A command that returns at once does not wait for what it left, and
     // leaves nothing either.
-    let command = format!("{ESCAPING} echo returned");
+    // (Once the pid files are written: what it starts is there.)
+    let command = format!(
+        "{ESCAPING} while [ ! -s setsid.pid ] || [ ! -s job.pid ] || [ ! -s orphan.pid ]; do sleep 0.05; done; echo returned"
+    );
     let dir = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
     let results = call_tools(

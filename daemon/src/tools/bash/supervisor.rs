@@ -140,9 +140,16 @@ pub async fn run(
     let stdout_reader = tokio::spawn(read_capped(child.stdout.take(), stdout.clone()));
     let stderr_reader = tokio::spawn(read_capped(child.stderr.take(), stderr.clone()));
 
-    let ending = tokio::time::timeout_at(deadline, read_status(ours))
-        .await
-        .unwrap_or(Ending::TimedOut);
+    // The socket stays open until the tree is ended: the supervisor takes
+    // its closing as "the daemon is gone" and starts ending things itself,
+    // which would race the sweep below.
+    let mut status = status_reader(ours);
+    let ending = match status.as_mut() {
+        Some(status) => tokio::time::timeout_at(deadline, read_status(status))
+            .await
+            .unwrap_or(Ending::TimedOut),
+        None => Ending::Vanished,
+    };
     // Whatever happened, nothing the command started outlives the call.
     if let Some(supervisor) = guard.supervisor.take() {
         tokio::task::spawn_blocking(move || reaper::end_tree(supervisor))
@@ -150,6 +157,7 @@ pub async fn run(
             .map_err(|err| format!("ending the command failed: {err}"))?;
     }
     let _ = child.wait().await;
+    drop(status);
     drop(guard);
     Ok(Finished {
         ending,
@@ -158,18 +166,20 @@ pub async fn run(
     })
 }
 
+/// The daemon's end of the status socket, for tokio.
+fn status_reader(
+    socket: std::os::unix::net::UnixStream,
+) -> Option<BufReader<tokio::net::UnixStream>> {
+    socket.set_nonblocking(true).ok()?;
+    tokio::net::UnixStream::from_std(socket)
+        .ok()
+        .map(BufReader::new)
+}
+
 /// The status line the supervisor writes on fd 3.
-async fn read_status(socket: std::os::unix::net::UnixStream) -> Ending {
-    let socket = match socket
-        .set_nonblocking(true)
-        .and_then(|()| tokio::net::UnixStream::from_std(socket))
-    {
-        Ok(socket) => socket,
-        Err(_) => return Ending::Vanished,
-    };
+async fn read_status(socket: &mut BufReader<tokio::net::UnixStream>) -> Ending {
     let mut line = String::new();
-    let mut reader = BufReader::new(socket).take(64);
-    match reader.read_line(&mut line).await {
+    match socket.take(64).read_line(&mut line).await {
         Ok(_) => line.trim().parse().map_or(Ending::Vanished, Ending::Exited),
         Err(_) => Ending::Vanished,
     }
