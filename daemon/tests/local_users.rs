@@ -72,7 +72,13 @@ async fn another_local_user_cannot_drive_the_daemon_over_tcp_nor_read_its_secret
     // Let the other user as far as the home's door, as a home under an
     // ordinary 0755 home folder would.
     std::fs::set_permissions(daemon.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let port = daemon.tcp_addr().await.rsplit(':').next().unwrap().to_owned();
+    let port = daemon
+        .tcp_addr()
+        .await
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
     let shared = shared_dir();
 
     // What the report's attacker sent: a turn that runs bash, without Hello,
@@ -116,16 +122,26 @@ async fn another_local_user_cannot_drive_the_daemon_over_tcp_nor_read_its_secret
         let mut reader = FrameReader::new(bytes.as_slice());
         let reply: ServerMessage = reader.read().await.expect("an answer");
         assert!(
-            matches!(reply.msg, Some(server_message::Msg::Error(ErrorMsg { code: 401, .. }))),
+            matches!(
+                reply.msg,
+                Some(server_message::Msg::Error(ErrorMsg { code: 401, .. }))
+            ),
             "{name}: {reply:?}"
         );
-        assert!(reader.read::<ServerMessage>().await.is_err(), "{name}: more after the refusal");
+        assert!(
+            reader.read::<ServerMessage>().await.is_err(),
+            "{name}: more after the refusal"
+        );
     }
     assert!(llm.requests().is_empty(), "a turn ran for the other user");
 
     // Nor can it read the token, the socket, or any conversation.
     llm.push(Reply::text("a secret answer"));
-    Turn::run(&daemon.client().await, message("crab", "user", "my PIN is 4711")).await;
+    Turn::run(
+        &daemon.client().await,
+        message("crab", "user", "my PIN is 4711"),
+    )
+    .await;
     let home = daemon.path().display().to_string();
     for (what, script) in [
         ("the token", format!("cat {home}/run/token")),
@@ -137,7 +153,10 @@ async fn another_local_user_cannot_drive_the_daemon_over_tcp_nor_read_its_secret
         let ran = as_other_user(&script);
         assert!(!ran.status.success(), "the other user could get {what}");
         let stdout = String::from_utf8_lossy(&ran.stdout);
-        assert!(!stdout.contains(&daemon.token()) && !stdout.contains("4711"), "{what}: {stdout}");
+        assert!(
+            !stdout.contains(&daemon.token()) && !stdout.contains("4711"),
+            "{what}: {stdout}"
+        );
     }
 }
 
@@ -169,7 +188,8 @@ async fn under_umask_022_everything_the_daemon_creates_is_private_and_an_open_ho
         libc::umask(0o022);
     }
     let llm = ScriptedLlm::start().await;
-    let mut daemon = TestDaemon::unstarted(daemon_binary(), &TestDaemon::config_for(&llm.base_url()));
+    let mut daemon =
+        TestDaemon::unstarted(daemon_binary(), &TestDaemon::config_for(&llm.base_url()));
     // A home that exists and is open, as an installer might leave it.
     std::fs::set_permissions(daemon.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     daemon.spawn().await;
@@ -210,7 +230,11 @@ async fn under_umask_022_everything_the_daemon_creates_is_private_and_an_open_ho
             "{kind} was not created: {found:?}"
         );
     }
-    assert!(found.iter().any(|(path, _, dir)| !dir && path.starts_with(daemon.path().join("sessions"))));
+    assert!(
+        found
+            .iter()
+            .any(|(path, _, dir)| !dir && path.starts_with(daemon.path().join("sessions")))
+    );
     for (path, mode, dir) in &found {
         let private = if *dir { 0o700 } else { 0o600 };
         assert_eq!(*mode, private, "{} is {mode:o}", path.display());
@@ -221,5 +245,8 @@ async fn under_umask_022_everything_the_daemon_creates_is_private_and_an_open_ho
         log.contains(&format!("{home} has mode 755")) && log.contains(&format!("chmod 700 {home}")),
         "{log}"
     );
-    assert!(log.contains(&format!("chmod 600 {home}/config.toml")), "{log}");
+    assert!(
+        log.contains(&format!("chmod 600 {home}/config.toml")),
+        "{log}"
+    );
 }
