@@ -25,10 +25,11 @@ use prost::Message;
 use tokio::sync::Notify;
 
 /// Bytes of one turn's events past which the turn waits for its client.
-pub const CLIENT_QUEUE_BYTES: usize = 1024 * 1024;
+pub const CLIENT_QUEUE_BYTES: usize = 256 * 1024;
 
-/// Bytes of one turn's events past which the client is dropped at once.
-pub const CLIENT_QUEUE_LIMIT: usize = 4 * CLIENT_QUEUE_BYTES;
+/// Bytes of one turn's events past which the client is dropped at once
+/// (only a burst between two waits can get there: parallel tool results).
+pub const CLIENT_QUEUE_LIMIT: usize = 4 * 1024 * 1024;
 
 /// What every queued event is charged besides its size.
 const PER_EVENT: usize = 64;
@@ -57,7 +58,10 @@ struct Shared {
     ready: Notify,
     /// The reader took an event (for a turn waiting for room).
     taken: Notify,
+    /// Past this the turn waits for room.
     budget: usize,
+    /// Past this the client is dropped at once.
+    limit: usize,
 }
 
 #[derive(Default)]
@@ -91,11 +95,12 @@ pub fn client_outlet() -> (
     ClientOutlet,
     impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send + 'static,
 ) {
-    client_outlet_with(CLIENT_QUEUE_BYTES)
+    client_outlet_with(CLIENT_QUEUE_BYTES, CLIENT_QUEUE_LIMIT)
 }
 
 pub(super) fn client_outlet_with(
     budget: usize,
+    limit: usize,
 ) -> (
     ClientOutlet,
     impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send + 'static,
@@ -105,6 +110,7 @@ pub(super) fn client_outlet_with(
         ready: Notify::new(),
         taken: Notify::new(),
         budget,
+        limit,
     });
     let stream = futures::stream::unfold(Reader(shared.clone()), |reader| async move {
         loop {
@@ -139,7 +145,7 @@ pub(super) fn client_outlet_with(
 
 impl ClientOutlet {
     /// Queues `event` for the client; drops the client instead if its
-    /// queue would pass four times the budget. Never waits.
+    /// queue would pass the limit. Never waits.
     pub fn send(&self, event: StreamEvent) {
         let shared = &self.shared;
         let mut state = shared.state.lock();
@@ -147,8 +153,8 @@ impl ClientOutlet {
             return;
         }
         let size = event.encoded_len() + PER_EVENT;
-        if state.bytes > 0 && state.bytes + size > 4 * shared.budget {
-            drop_client(&mut state, format!("more than {} bytes", 4 * shared.budget));
+        if state.bytes > 0 && state.bytes + size > shared.limit {
+            drop_client(&mut state, format!("more than {} bytes", shared.limit));
         } else {
             state.bytes += size;
             state.events.push_back((event, size));
@@ -215,7 +221,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_client_that_keeps_up_gets_everything() {
-        let (outlet, events) = client_outlet_with(10_000);
+        let (outlet, events) = client_outlet_with(10_000, 40_000);
         let mut events = Box::pin(events);
         for _ in 0..100 {
             outlet.send(chunk(1000));
@@ -227,7 +233,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_turn_waits_for_a_slow_reader_and_drops_one_that_reads_nothing() {
-        let (outlet, events) = client_outlet_with(10_000);
+        let (outlet, events) = client_outlet_with(10_000, 40_000);
         let mut events = Box::pin(events);
         for _ in 0..15 {
             outlet.send(chunk(1000));
@@ -263,7 +269,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_client_that_falls_far_behind_gets_the_reason_at_once() {
-        let (outlet, events) = client_outlet_with(10_000);
+        let (outlet, events) = client_outlet_with(10_000, 40_000);
         for _ in 0..100 {
             outlet.send(chunk(1000));
         }
@@ -283,7 +289,7 @@ mod tests {
 
     #[tokio::test]
     async fn one_event_larger_than_the_budget_still_goes_to_a_client_that_keeps_up() {
-        let (outlet, events) = client_outlet_with(1000);
+        let (outlet, events) = client_outlet_with(1000, 4000);
         let mut events = Box::pin(events);
         outlet.send(chunk(50_000));
         assert!(events.next().await.unwrap().is_ok());

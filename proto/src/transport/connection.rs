@@ -23,7 +23,7 @@ use crate::msg::{ClientMessage, ErrorMsg, Pong, ServerMessage, client_message, s
 
 /// Bytes of replies queued for a connection's writer before the tasks
 /// producing them wait (see [`Outbox`](super::outbox::Outbox)).
-pub const OUTBOX_BYTES: usize = 1024 * 1024;
+pub const OUTBOX_BYTES: usize = 256 * 1024;
 
 /// Requests one connection may have in flight; one more is answered
 /// `ErrorMsg{429}`.
