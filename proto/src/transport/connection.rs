@@ -13,7 +13,7 @@ use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::admission::{Admission, MAX_HELLO_FRAME, MAX_UNADMITTED, TokenGate, Waiting};
+use super::admission::{Admission, Waiting, admit, refuse_busy};
 use super::outbox::{Outbox, outbox};
 use super::throttle::Source;
 use super::writer::write_frames;
@@ -39,9 +39,6 @@ pub(crate) const SHUTDOWN_DRAIN: Duration = Duration::from_secs(3);
 
 /// Pause after a failed accept (for example, out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
-
-/// How long the answer to a connection refused at once may take to write.
-const REFUSAL_WRITE: Duration = Duration::from_secs(1);
 
 /// A connection as the accept loop gets it.
 pub(crate) struct Accepted<R, W> {
@@ -104,23 +101,6 @@ pub(crate) async fn accept_loop<A: Acceptor, S: Server>(
     }
     connections.close();
     connections.wait().await;
-}
-
-/// Answers a connection that came when too many were waiting to be
-/// admitted, and closes it.
-async fn refuse_busy<W: AsyncWrite + Unpin>(write: W) {
-    let error = ErrorMsg::new(
-        ErrorMsg::UNAVAILABLE,
-        format!(
-            "too many connections ({MAX_UNADMITTED}) are waiting to say Hello; try again in a few seconds"
-        ),
-    );
-    let mut writer = crate::codec::FrameWriter::new(write);
-    let refused = async {
-        writer.write(&ServerMessage::from(error)).await?;
-        writer.shutdown().await
-    };
-    let _ = tokio::time::timeout(REFUSAL_WRITE, refused).await;
 }
 
 /// Serves one connection until the client closes it, it breaks, or
@@ -238,103 +218,6 @@ async fn close(
     }
 }
 
-/// How the first frame of a token-protected connection was judged.
-enum Verdict {
-    /// A `Hello` with the token (answering this request id).
-    Admitted(u64),
-    /// Anything else, with the answer to send before closing.
-    Refused(Box<ServerMessage>),
-    /// The peer went away before a whole frame arrived.
-    Gone,
-}
-
-/// Reads and judges the first frame of a token-protected connection,
-/// within the handshake timeout; true when the connection is admitted.
-async fn admit<R: AsyncRead + Unpin>(
-    gate: &TokenGate,
-    reader: &mut FrameReader<R>,
-    source: Option<Source>,
-    replies: &Outbox<ServerMessage>,
-) -> bool {
-    reader.set_limit(MAX_HELLO_FRAME);
-    let judged = tokio::time::timeout(gate.handshake_timeout, async {
-        let frame = reader.read::<ClientMessage>().await;
-        if let Err(FrameError::Closed | FrameError::Truncated { .. } | FrameError::Io(_)) = &frame {
-            return Verdict::Gone;
-        }
-        // Every attempt, good or bad, waits for its source's turn.
-        let attempt = match source {
-            Some(source) => Some(gate.throttle.attempt(source).await),
-            None => None,
-        };
-        let verdict = judge(gate, frame);
-        if let Some(attempt) = attempt {
-            match verdict {
-                Verdict::Admitted(_) => attempt.succeeded(),
-                _ => attempt.failed(),
-            }
-        }
-        verdict
-    })
-    .await;
-    let verdict = judged.unwrap_or_else(|_| {
-        Verdict::Refused(Box::new(
-            ErrorMsg::unauthorized(
-                "no Hello with the daemon's token arrived in time; closing the connection",
-            )
-            .into(),
-        ))
-    });
-    match verdict {
-        Verdict::Admitted(request_id) => {
-            reader.set_limit(crate::codec::MAX_FRAME_LEN);
-            let _ = replies.send(pong().answering(request_id)).await;
-            true
-        }
-        Verdict::Refused(answer) => {
-            let _ = replies.send(*answer).await;
-            false
-        }
-        Verdict::Gone => false,
-    }
-}
-
-/// The verdict on a first frame that arrived whole (or was too large).
-fn judge(gate: &TokenGate, frame: Result<ClientMessage, FrameError>) -> Verdict {
-    let message = match frame {
-        Ok(message) => message,
-        Err(FrameError::TooLarge { len, max }) => {
-            return Verdict::Refused(Box::new(
-                ErrorMsg::too_large(format!(
-                    "a first frame of {len} bytes is over the {max}-byte limit before Hello; the first frame must be Hello with the daemon's token"
-                ))
-                .into(),
-            ));
-        }
-        Err(_) => {
-            return Verdict::Refused(Box::new(
-                ErrorMsg::unauthorized(
-                    "the first frame is not a message; this listener requires Hello with the daemon's token first",
-                )
-                .into(),
-            ));
-        }
-    };
-    let request_id = message.request_id;
-    let refusal = match &message.msg {
-        Some(client_message::Msg::Hello(hello)) if gate.accepts(&hello.token) => {
-            return Verdict::Admitted(request_id);
-        }
-        Some(client_message::Msg::Hello(_)) => {
-            "wrong token in Hello: local clients read it from $CRABTALK_HOME/run/token; remote clients must be given it (see [transport] token)"
-        }
-        _ => "this listener requires Hello with the daemon's token as the first frame",
-    };
-    Verdict::Refused(Box::new(
-        ServerMessage::from(ErrorMsg::unauthorized(refusal)).answering(request_id),
-    ))
-}
-
 /// Forwards a request's replies, stamped with its id.
 async fn forward(
     mut stream: futures::stream::BoxStream<'static, ServerMessage>,
@@ -348,7 +231,7 @@ async fn forward(
     }
 }
 
-fn pong() -> ServerMessage {
+pub(super) fn pong() -> ServerMessage {
     server_message::Msg::Pong(Pong {
         server_version: crate::VERSION.into(),
         protocol: crate::PROTOCOL.into(),
