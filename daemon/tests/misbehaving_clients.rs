@@ -144,7 +144,9 @@ async fn saved(client: &Client, tag: &str) -> u64 {
         .unwrap();
     list.conversations
         .iter()
-        .filter(|c| c.sender.starts_with(&format!("{tag}-")) && c.message_count >= 2)
+        .filter(|c| {
+            (c.sender == tag || c.sender.starts_with(&format!("{tag}-"))) && c.message_count >= 2
+        })
         .count() as u64
 }
 
@@ -293,4 +295,63 @@ async fn turns_nobody_reads_complete_are_saved_and_do_not_grow_the_daemon() {
     })
     .await;
     within("ping", client.ping()).await.unwrap();
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_turn_waiting_for_a_client_goes_on_as_soon_as_the_client_leaves() {
+    let llm = ScriptedLlm::start().await;
+    // A stall limit longer than the test's patience: only the client's
+    // leaving can let the turn go on in time.
+    let config = format!(
+        "{}\n[conversations]\nclient_stall_secs = 600\n",
+        TestDaemon::config_for(&llm.base_url())
+    );
+    let daemon = TestDaemon::start(daemon_binary(), &config).await;
+    llm.set_default(Reply::Pieces {
+        text: "y".repeat(4 * 1024 * 1024),
+        piece: 4096,
+    });
+    let mut stalled = tokio::net::UnixStream::connect(daemon.home().socket_path())
+        .await
+        .unwrap();
+    let mut frame = Vec::new();
+    let request = ClientMessage::from(client_message::Msg::Stream(StreamMsg {
+        agent: "crab".into(),
+        sender: Some("leaver".into()),
+        content: "a lot, please".into(),
+        ..Default::default()
+    }))
+    .with_request_id(1);
+    encode_frame(&request, &mut frame).unwrap();
+    stalled.write_all(&frame).await.unwrap();
+    // The turn fills the socket and its queue, then waits for room: its
+    // text stops reaching subscribers.
+    let client = daemon.client().await;
+    let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
+    within("the turn to stall", async {
+        use futures::StreamExt;
+        let mut deltas = 0;
+        loop {
+            match tokio::time::timeout(Duration::from_millis(500), events.next()).await {
+                Ok(Some(Ok(event))) => {
+                    if event.sender == "leaver" && event.kind == AgentEventKind::TextDelta as i32 {
+                        deltas += 1;
+                    }
+                }
+                Ok(_) => panic!("the event stream ended"),
+                Err(_) if deltas > 0 => return,
+                Err(_) => {}
+            }
+        }
+    })
+    .await;
+    assert_eq!(saved(&client, "leaver").await, 0, "the turn is waiting");
+    drop(stalled);
+    within("the turn saved after its client left", async {
+        while saved(&client, "leaver").await == 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
 }

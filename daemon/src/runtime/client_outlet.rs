@@ -86,6 +86,9 @@ impl Drop for Reader {
         state.gone = true;
         state.events.clear();
         state.bytes = 0;
+        drop(state);
+        // A turn waiting for room goes on at once.
+        self.0.taken.notify_one();
     }
 }
 
@@ -265,6 +268,25 @@ mod tests {
         outlet.send(chunk(1));
         drop(outlet);
         assert!(events.next().await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_turn_waiting_for_a_client_that_goes_away_goes_on_at_once() {
+        let (outlet, events) = client_outlet_with(10_000, 40_000);
+        for _ in 0..15 {
+            outlet.send(chunk(1000));
+        }
+        let waiting = tokio::spawn({
+            let outlet = outlet.clone();
+            async move {
+                let started = tokio::time::Instant::now();
+                outlet.room(Duration::from_secs(30)).await;
+                started.elapsed()
+            }
+        });
+        tokio::task::yield_now().await;
+        drop(events);
+        assert_eq!(waiting.await.unwrap(), Duration::ZERO);
     }
 
     #[tokio::test]
