@@ -12,14 +12,16 @@
 //!
 //! 1. runs honest turns (8 clients, 25 short turns each) and prints their
 //!    latency percentiles: the usual latency;
-//! 2. starts 100 clients that each begin 2 `flood` turns and never read a
+//! 2. has 100 clients run 2 `flood` turns each and read them: what the work
+//!    itself costs (the conversations stay in memory), for comparison;
+//! 3. starts 100 other clients that each begin 2 `flood` turns and never read a
 //!    byte, and 100 clients that connect over TCP, announce a frame of
 //!    16 MiB − 1 bytes before any `Hello` and keep sending (reconnecting
 //!    whenever they are closed);
-//! 3. runs the same honest turns again while those 200 misbehave, sampling
+//! 4. runs the same honest turns again while those 200 misbehave, sampling
 //!    the daemon's RSS every 50 ms, and prints the percentiles and the
 //!    peak RSS;
-//! 4. lets the misbehaving clients go and prints the RSS once the daemon
+//! 5. lets the misbehaving clients go and prints the RSS once the daemon
 //!    has settled.
 
 use std::sync::Arc;
@@ -81,6 +83,20 @@ async fn main() {
     let baseline = honest_turns(&daemon, "before").await;
     print_percentiles("honest turns, nobody misbehaving", &baseline);
     println!("daemon RSS after them: {:.1} MB", rss(pid));
+
+    // The same long turns by clients that read them: what the work itself
+    // costs (their conversations stay in memory), for comparison.
+    let readers: Vec<_> = (0..NON_READERS)
+        .map(|n| tokio::spawn(reader(daemon.home(), n)))
+        .collect();
+    for reader in readers {
+        reader.await.expect("a reading client");
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    println!(
+        "\n{NON_READERS} clients that read {TURNS_PER_NON_READER} turns of 320 KB each: daemon RSS 5 s later {:.1} MB",
+        rss(pid)
+    );
 
     let stop = Arc::new(AtomicBool::new(false));
     let refusals = Arc::new(AtomicU64::new(0));
@@ -181,6 +197,25 @@ async fn one_turn(client: &Client, sender: &str) -> Result<(), String> {
         }
     }
     Err("the stream ended without StreamEnd".into())
+}
+
+/// Runs the long turns and reads them to their end.
+async fn reader(home: crabtalk_home::Home, n: usize) {
+    let client = Client::connect_uds(home.socket_path())
+        .await
+        .expect("a reading connection");
+    for _ in 0..TURNS_PER_NON_READER {
+        let request = StreamMsg {
+            agent: "flood".into(),
+            sender: Some(format!("reader-{n}")),
+            content: "everything, please".into(),
+            ..Default::default()
+        };
+        let mut events = client.stream(request).await.expect("a long turn");
+        while let Some(event) = events.next().await {
+            event.expect("an event of a long turn");
+        }
+    }
 }
 
 /// Starts long turns and never reads a byte, until told to stop.

@@ -89,6 +89,8 @@ impl Drop for Reader {
         drop(state);
         // A turn waiting for room goes on at once.
         self.0.taken.notify_one();
+        // What the client's stream held is free: give it back when quiet.
+        super::release::soon();
     }
 }
 

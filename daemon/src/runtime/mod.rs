@@ -13,6 +13,7 @@ pub mod events;
 mod eviction;
 pub mod instructions;
 pub mod memories;
+pub mod release;
 pub mod request;
 pub mod sessions;
 pub mod snapshot;
@@ -310,6 +311,7 @@ impl Runtime {
         };
         let runtime = self.clone();
         Ok(self.turns.spawn(async move {
+            let busy = release::busy();
             let outcome = turn::run(runtime.clone(), plan).await;
             // The turn has let go of its conversation: now it can be evicted.
             runtime.conversations.trim();
@@ -321,6 +323,9 @@ impl Runtime {
                 ),
             };
             runtime.publish(&format!("agent:{}:done", outcome.agent), &payload, &chain);
+            // The turn's memory is free now; once all is quiet, give it back.
+            drop(busy);
+            release::soon();
             outcome
         }))
     }

@@ -27,7 +27,7 @@ pub const OUTBOX_BYTES: usize = 256 * 1024;
 
 /// Requests one connection may have in flight; one more is answered
 /// `ErrorMsg{429}`.
-pub const MAX_IN_FLIGHT: usize = 256;
+pub const MAX_IN_FLIGHT: usize = 1024;
 
 /// How long a closing connection may take to flush what it has queued.
 const WRITER_DRAIN: Duration = Duration::from_secs(5);
