@@ -19,6 +19,8 @@
 //!   signals, shutdown; [`lock`]: one daemon per home; [`leftovers`]: the
 //!   temp files crashes leave, cleared at start; [`commands`]: the other
 //!   subcommands (`memory dump|load`, `sessions search`).
+//! - [`token`]: the token every TCP client sends; [`private`]: the home
+//!   and everything in it kept to the daemon's user.
 
 pub mod bus;
 pub mod cli;
@@ -27,10 +29,12 @@ pub mod config;
 pub mod leftovers;
 pub mod lock;
 pub mod mcp;
+pub mod private;
 pub mod process;
 pub mod provider;
 pub mod runtime;
 pub mod server;
 pub mod skills;
 pub mod storage;
+pub mod token;
 pub mod tools;

@@ -35,15 +35,13 @@ impl InstanceLock {
             source,
         };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io_error)?;
+            crate::private::create_dir(dir).map_err(io_error)?;
         }
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(io_error)?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(path).map_err(io_error)?;
         if !try_lock(&file).map_err(io_error)? {
             let mut text = String::new();
             let _ = file.read_to_string(&mut text);

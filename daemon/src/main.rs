@@ -10,6 +10,8 @@ use crabtalk_kit::cli::Verbosity;
 use crabtalkd::cli::{Cli, Command, MemoryCommand, SessionsCommand};
 
 fn main() -> ExitCode {
+    // Before anything is created: the daemon's files are its user's alone.
+    crabtalkd::private::restrict_umask();
     let cli = Cli::parse();
     let home = match &cli.home {
         Some(root) => Home::new(root),

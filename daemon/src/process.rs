@@ -43,7 +43,8 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
     let mut port_file = None;
     if config.transport.tcp != "off" {
         let addr: SocketAddr = config.transport.tcp.parse().context("[transport] tcp")?;
-        let tcp = TcpListener::bind(addr, Some(&config.transport.token)).await?;
+        let token = crate::token::establish(&home, config.transport.token.as_deref())?;
+        let tcp = TcpListener::bind(addr, &token).await?;
         let bound = tcp.local_addr()?;
         let file = PortFile::for_this_process(bound.port());
         file.write(&home.daemon_port_file())
@@ -73,6 +74,11 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
     discovering.cancel();
     let _ = discovery.await;
     runtime.shutdown(SHUTDOWN_GRACE).await;
+    // Cancelled calls end their commands as they drop; whatever a call that
+    // did not stop in time started ends here.
+    tokio::task::spawn_blocking(crate::tools::bash::end_all)
+        .await
+        .ok();
     serving.cancel();
     for listener in listeners {
         if tokio::time::timeout(SHUTDOWN_GRACE, listener)
@@ -90,24 +96,21 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Creates the home's folders (`run/` private).
+/// Creates the home's folders, private to this user whatever the umask
+/// (see [`crate::private`]), and warns about existing ones others can get
+/// at.
 pub(crate) fn prepare_home(home: &Home) -> anyhow::Result<()> {
+    crate::private::restrict_umask();
     for dir in [
         home.root().to_owned(),
         home.agents_dir(),
         home.sessions_dir(),
         home.logs_dir(),
+        home.run_dir(),
     ] {
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        crate::private::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let run = home.run_dir();
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder
-        .create(&run)
-        .with_context(|| format!("creating {}", run.display()))?;
+    crate::private::warn_if_shared(home);
     Ok(())
 }
 

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use crabtalk_proto::Server;
 use crabtalk_proto::msg::*;
 use futures::stream::{self, BoxStream, Stream, StreamExt};
-use tokio::sync::mpsc;
 
 use crate::config::agent::AgentDef;
 use crate::runtime::chain::Chain;
@@ -45,7 +44,7 @@ impl DaemonServer {
     fn turn(
         &self,
         request: TurnRequestParts,
-        client: Option<mpsc::UnboundedSender<StreamEvent>>,
+        client: Option<crate::runtime::events::ClientOutlet>,
     ) -> Result<tokio::task::JoinHandle<TurnOutcome>, ErrorMsg> {
         self.runtime.start_turn(TurnRequest {
             agent: request.agent,
@@ -162,14 +161,12 @@ impl Server for DaemonServer {
         &self,
         request: StreamMsg,
     ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send + 'static {
-        let (client, events) = mpsc::unbounded_channel();
+        // Bounded: a client that stops reading is dropped from the turn
+        // with an error, and the turn goes on (see `ClientOutlet`).
+        let (client, events) = crate::runtime::events::client_outlet();
         let stream: BoxStream<'static, Result<StreamEvent, ErrorMsg>> =
             match self.turn(request.into(), Some(client)) {
-                Ok(_turn) => stream::unfold(events, |mut events| async move {
-                    let event = events.recv().await?;
-                    Some((Ok(event), events))
-                })
-                .boxed(),
+                Ok(_turn) => events.boxed(),
                 Err(error) => stream::iter([Err(error)]).boxed(),
             };
         stream

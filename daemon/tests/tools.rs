@@ -159,6 +159,96 @@ async fn killing_a_turn_kills_its_running_command() {
     eventually("the command to be killed", || !alive(shell)).await;
 }
 
+/// Waits for the pid files `names` in `dir` and returns the pids.
+async fn pids(dir: &Path, names: &[&str]) -> Vec<u32> {
+    let mut found = Vec::new();
+    for name in names {
+        let path = dir.join(name);
+        eventually("a pid file", || read_pid(&path).is_some()).await;
+        found.push(read_pid(&path).unwrap());
+    }
+    found
+}
+
+/// Children that leave the process group: a new session, a job of its
+/// own with job control on, and a double fork.
+const ESCAPING: &str = "setsid sleep 120 & echo $! > setsid.pid; \
+    (set -m; sleep 120 & echo $! > job.pid); \
+    (setsid sh -c 'sleep 120 & echo $! > orphan.pid' &); ";
+const ESCAPED: [&str; 3] = ["setsid.pid", "job.pid", "orphan.pid"];
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_bash_timeout_holds_in_wall_clock_time_and_escaped_children_die_with_the_call() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    // The report's case: an escaped child holds stdout for longer than the
+    // timeout, and the command itself outlives it too.
+    let command = format!("{ESCAPING} sleep 120");
+    let call = ToolCall::new("t", "bash", json!({"command": command, "timeout_secs": 3}));
+    let started = std::time::Instant::now();
+    let results = call_tools(&llm, &client, in_dir(dir.path(), "user"), vec![call]).await;
+    let took = started.elapsed();
+    assert!(
+        results[0].is_error && results[0].output.contains("timed out after 3 s"),
+        "{}",
+        results[0].output
+    );
+    // Not the 120 s the children would take (generous for slow machines).
+    assert!(took < std::time::Duration::from_secs(60), "took {took:?}");
+    for pid in pids(dir.path(), &ESCAPED).await {
+        assert!(!alive(pid), "{pid} outlived the call");
+    }
+
+    // A command that returns at once does not wait for what it left, and
+    // leaves nothing either.
+    // (Once the pid files are written: what it starts is there.)
+    let command = format!(
+        "{ESCAPING} while [ ! -s setsid.pid ] || [ ! -s job.pid ] || [ ! -s orphan.pid ]; do sleep 0.05; done; echo returned"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let results = call_tools(
+        &llm,
+        &client,
+        in_dir(dir.path(), "user"),
+        vec![bash("r", &command)],
+    )
+    .await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    assert!(
+        !results[0].is_error && results[0].output.contains("returned"),
+        "{}",
+        results[0].output
+    );
+    for pid in pids(dir.path(), &ESCAPED).await {
+        assert!(!alive(pid), "{pid} outlived the call");
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn stopping_the_daemon_ends_running_commands_and_their_escaped_children() {
+    let (llm, mut daemon) = setup().await;
+    let client = daemon.client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let command = format!("{ESCAPING} echo $$ > shell.pid; sleep 120");
+    llm.push(Reply::tools(vec![bash("long", &command)]));
+    let mut stream = client.stream(in_dir(dir.path(), "user")).await.unwrap();
+    let mut turn = Turn::default();
+    turn.read_until(&mut stream, |e| matches!(e, Event::ToolStart(_)))
+        .await;
+    let mut running = pids(dir.path(), &ESCAPED).await;
+    running.extend(pids(dir.path(), &["shell.pid"]).await);
+    assert!(running.iter().all(|pid| alive(*pid)));
+    daemon.stop().await;
+    eventually("every process of the call to end", || {
+        running.iter().all(|pid| !alive(*pid))
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn bash_output_is_capped_with_a_marker() {
     let (llm, daemon) = setup().await;

@@ -79,9 +79,15 @@ pub fn decode_payload<M: Message + Default>(payload: &[u8]) -> Result<M, FrameEr
 }
 
 /// Reads frames from a byte stream.
+///
+/// Its limit is [`MAX_FRAME_LEN`] unless lowered with
+/// [`set_limit`](Self::set_limit): a server keeps it small until a
+/// connection has said who it is, so a stranger cannot make it buffer
+/// megabytes.
 pub struct FrameReader<R> {
     inner: BufReader<R>,
     buf: Vec<u8>,
+    limit: usize,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
@@ -89,7 +95,20 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         Self {
             inner: BufReader::new(inner),
             buf: Vec::new(),
+            limit: MAX_FRAME_LEN,
         }
+    }
+
+    /// Sets the largest payload the next frames may have (at most
+    /// [`MAX_FRAME_LEN`]); a header announcing more is
+    /// [`FrameError::TooLarge`], before anything is allocated for it.
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit.min(MAX_FRAME_LEN);
+    }
+
+    /// The largest payload the reader accepts now.
+    pub fn limit(&self) -> usize {
+        self.limit
     }
 
     /// Reads and decodes the next frame.
@@ -121,10 +140,10 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             filled += n;
         }
         let len = u32::from_be_bytes(header) as usize;
-        if len > MAX_FRAME_LEN {
+        if len > self.limit {
             return Err(FrameError::TooLarge {
                 len,
-                max: MAX_FRAME_LEN,
+                max: self.limit,
             });
         }
         self.buf.clear();
@@ -374,6 +393,34 @@ mod tests {
         }
 
         #[test]
+        fn with_a_small_limit_no_bytes_make_the_reader_hold_more(
+            header in any::<u32>(),
+            rest in prop::collection::vec(any::<u8>(), 0..9000),
+            step in 1usize..700,
+        ) {
+            // What a server reads from a connection before Hello.
+            let limit = 4096;
+            let mut bytes = header.to_be_bytes().to_vec();
+            bytes.extend(rest);
+            rt().block_on(async {
+                let mut reader = trickle(bytes, step);
+                reader.set_limit(limit);
+                loop {
+                    let read = reader.read::<ClientMessage>().await;
+                    assert!(reader.reserved() <= limit, "reserved {}", reader.reserved());
+                    match read {
+                        Ok(_) | Err(FrameError::Decode(_)) => {}
+                        Err(FrameError::TooLarge { len, max }) => {
+                            assert!(len > limit && max == limit);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+            });
+        }
+
+        #[test]
         fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
             rt().block_on(async {
                 let mut reader = trickle(bytes, 3);
@@ -447,6 +494,29 @@ mod tests {
             );
             assert_eq!(reader.reserved(), 0);
         });
+    }
+
+    #[test]
+    fn a_lowered_limit_refuses_larger_frames_before_reading_them() {
+        let small = stream_msg("crab".into(), "x".repeat(10), None, 1);
+        let large = stream_msg("crab".into(), "x".repeat(5000), None, 2);
+        let mut bytes = Vec::new();
+        encode_frame(&small, &mut bytes).unwrap();
+        encode_frame(&large, &mut bytes).unwrap();
+        rt().block_on(async {
+            let mut reader = trickle(bytes, 7);
+            reader.set_limit(4096);
+            assert_eq!(reader.read::<ClientMessage>().await.unwrap(), small);
+            let err = reader.read::<ClientMessage>().await.unwrap_err();
+            assert!(
+                matches!(err, FrameError::TooLarge { len, max: 4096 } if len > 5000),
+                "{err:?}"
+            );
+            assert!(reader.reserved() <= 4096, "reserved {}", reader.reserved());
+        });
+        let mut reader = trickle(Vec::new(), 1);
+        reader.set_limit(usize::MAX);
+        assert_eq!(reader.limit(), MAX_FRAME_LEN);
     }
 
     #[test]

@@ -224,6 +224,28 @@ impl Running {
         }
     }
 
+    /// Like [`Running::raw_connection`], already admitted: over TCP it has
+    /// said `Hello` with the token and read the answer.
+    async fn admitted_raw_connection(&self) -> (FrameReader<RawRead>, RawWrite) {
+        let (read, mut write) = self.raw_connection().await;
+        let mut reader = FrameReader::new(read);
+        let Endpoint::Tcp(_) = &self.endpoint else {
+            return (reader, write);
+        };
+        let hello = ClientMessage::from(client_message::Msg::Hello(Hello {
+            token: TOKEN.into(),
+        }));
+        let mut frame = Vec::new();
+        encode_frame(&hello, &mut frame).unwrap();
+        write.write_all(&frame).await.unwrap();
+        let pong: ServerMessage = within("the answer to Hello", reader.read()).await.unwrap();
+        assert!(
+            matches!(pong.msg, Some(server_message::Msg::Pong(_))),
+            "{pong:?}"
+        );
+        (reader, write)
+    }
+
     /// Checks that nothing accepts connections at the endpoint any more.
     async fn assert_nothing_listens(&self) {
         match &self.endpoint {
@@ -239,7 +261,7 @@ impl Running {
                     std::io::ErrorKind::ConnectionRefused,
                     "{refused}"
                 );
-                let err = Client::connect_tcp(addr, None)
+                let err = Client::connect_tcp(addr, Some(TOKEN))
                     .await
                     .err()
                     .expect("the client cannot connect either");
@@ -250,7 +272,7 @@ impl Running {
         // same way for both.
         let err = match &self.endpoint {
             Endpoint::Uds(path) => Client::connect_uds(path).await.err(),
-            Endpoint::Tcp(addr) => Client::connect_tcp(addr, None).await.err(),
+            Endpoint::Tcp(addr) => Client::connect_tcp(addr, Some(TOKEN)).await.err(),
         }
         .expect("nothing listens any more");
         assert!(err.is_absent(), "{err}");
@@ -267,8 +289,8 @@ async fn serve(transport: Transport) -> (Running, Client) {
     match transport {
         Transport::Uds => serve_uds().await,
         Transport::Tcp => {
-            let (running, addr) = serve_tcp(None, "127.0.0.1:0").await;
-            let client = Client::connect_tcp(&addr, None).await.unwrap();
+            let (running, addr) = serve_tcp(TOKEN, "127.0.0.1:0").await;
+            let client = Client::connect_tcp(&addr, Some(TOKEN)).await.unwrap();
             (running, client)
         }
     }
@@ -294,7 +316,10 @@ async fn serve_uds() -> (Running, Client) {
     )
 }
 
-async fn serve_tcp(token: Option<&str>, addr: &str) -> (Running, String) {
+/// The token of the test TCP listeners.
+const TOKEN: &str = "s3cret";
+
+async fn serve_tcp(token: &str, addr: &str) -> (Running, String) {
     let listener = TcpListener::bind(addr.parse().unwrap(), token)
         .await
         .unwrap();
@@ -402,8 +427,8 @@ async fn the_socket_is_private() {
 
 #[tokio::test]
 async fn ping_over_tcp() {
-    let (_running, addr) = serve_tcp(None, "127.0.0.1:0").await;
-    let client = Client::connect_tcp(&addr, None).await.unwrap();
+    let (_running, addr) = serve_tcp(TOKEN, "127.0.0.1:0").await;
+    let client = Client::connect_tcp(&addr, Some(TOKEN)).await.unwrap();
     within("ping", client.ping()).await.unwrap();
 }
 
@@ -420,8 +445,8 @@ async fn a_long_stream_arrives_whole_and_ends_at_stream_end() {
             .all(|(i, text)| *text == i.to_string())
     );
 
-    let (_tcp, addr) = serve_tcp(None, "127.0.0.1:0").await;
-    let tcp = Client::connect_tcp(&addr, None).await.unwrap();
+    let (_tcp, addr) = serve_tcp(TOKEN, "127.0.0.1:0").await;
+    let tcp = Client::connect_tcp(&addr, Some(TOKEN)).await.unwrap();
     let (texts, ended) = within("tcp stream", stream_texts(&tcp, "count:10000")).await;
     assert!(ended);
     assert_eq!(texts.len(), 10_000);
@@ -473,7 +498,7 @@ async fn client_disconnect_mid_stream_frees_the_server_task(transport: Transport
     let mut dropped = running.server.watch_drops();
     // A raw connection that starts a stream and then simply goes away,
     // without Cancel.
-    let (read, mut write) = running.raw_connection().await;
+    let (mut reader, mut write) = running.admitted_raw_connection().await;
     let request = ClientMessage::from(client_message::Msg::Stream(StreamMsg {
         agent: "crab".into(),
         content: "forever".into(),
@@ -483,7 +508,6 @@ async fn client_disconnect_mid_stream_frees_the_server_task(transport: Transport
     let mut frame = Vec::new();
     encode_frame(&request, &mut frame).unwrap();
     write.write_all(&frame).await.unwrap();
-    let mut reader = FrameReader::new(read);
     let first: ServerMessage = within("first event", reader.read()).await.unwrap();
     assert_eq!(first.request_id, 1);
     drop(reader);
@@ -604,38 +628,51 @@ async fn shutdown_lets_a_reply_in_flight_finish() {
 }
 
 #[tokio::test]
-async fn a_non_loopback_listener_requires_a_token() {
-    let err = TcpListener::bind("0.0.0.0:0".parse().unwrap(), None)
-        .await
-        .err()
-        .unwrap();
-    assert!(matches!(err, BindError::TokenRequired { .. }), "{err}");
-    let err = TcpListener::bind("0.0.0.0:0".parse().unwrap(), Some(""))
-        .await
-        .err()
-        .unwrap();
-    assert!(matches!(err, BindError::TokenRequired { .. }), "{err}");
+async fn every_listener_requires_a_token_loopback_included() {
+    for addr in ["0.0.0.0:0", "127.0.0.1:0", "[::1]:0"] {
+        for token in ["", "  ", "\t\n"] {
+            let err = TcpListener::bind(addr.parse().unwrap(), token)
+                .await
+                .err()
+                .unwrap_or_else(|| panic!("{addr} bound with {token:?}"));
+            assert!(matches!(err, BindError::TokenRequired { .. }), "{err}");
+            assert!(err.to_string().contains("[transport] token"), "{err}");
+        }
+    }
 
-    let (_running, addr) = serve_tcp(Some("s3cret"), "0.0.0.0:0").await;
+    let (_running, addr) = serve_tcp(TOKEN, "127.0.0.1:0").await;
     // No Hello: the first request is refused with 401.
     let client = Client::connect_tcp(&addr, None).await.unwrap();
     let err = within("refusal", client.ping()).await.unwrap_err();
     assert_eq!(err.code(), Some(401), "{err}");
-    // A wrong token is refused at connect.
+    // A wrong token is refused at connect, and says where the right one is.
     let err = Client::connect_tcp(&addr, Some("guess"))
         .await
         .err()
         .unwrap();
     assert_eq!(err.code(), Some(401), "{err}");
+    assert!(err.to_string().contains("run/token"), "{err}");
     // The right token works.
-    let client = Client::connect_tcp(&addr, Some("s3cret")).await.unwrap();
+    let client = Client::connect_tcp(&addr, Some(TOKEN)).await.unwrap();
+    within("ping with token", client.ping()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_non_loopback_listener_with_a_token_admits_only_that_token() {
+    let (_running, addr) = serve_tcp(TOKEN, "0.0.0.0:0").await;
+    let err = Client::connect_tcp(&addr, Some("guess"))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.code(), Some(401), "{err}");
+    let client = Client::connect_tcp(&addr, Some(TOKEN)).await.unwrap();
     within("ping with token", client.ping()).await.unwrap();
 }
 
 #[tokio::test]
 async fn a_client_that_never_says_hello_is_disconnected_after_the_handshake_timeout() {
     let timeout = Duration::from_millis(300);
-    let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap(), Some("s3cret"))
+    let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap(), TOKEN)
         .await
         .unwrap()
         .with_handshake_timeout(timeout);
@@ -647,7 +684,7 @@ async fn a_client_that_never_says_hello_is_disconnected_after_the_handshake_time
     let (partial_read, mut partial_write) = running.raw_connection().await;
     partial_write.write_all(&[0, 0, 0, 9, 1]).await.unwrap();
     // Admitted in time: not affected by the timeout.
-    let admitted = Client::connect_tcp(&addr, Some("s3cret")).await.unwrap();
+    let admitted = Client::connect_tcp(&addr, Some(TOKEN)).await.unwrap();
 
     let started = tokio::time::Instant::now();
     for read in [silent_read, partial_read] {
@@ -669,18 +706,6 @@ async fn a_client_that_never_says_hello_is_disconnected_after_the_handshake_time
     within("ping on the admitted connection", admitted.ping())
         .await
         .unwrap();
-}
-
-#[tokio::test]
-async fn a_listener_without_a_token_has_no_handshake_timeout() {
-    let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap(), None)
-        .await
-        .unwrap()
-        .with_handshake_timeout(Duration::from_millis(50));
-    let (_running, addr) = serve_tcp_listener(listener);
-    let client = Client::connect_tcp(&addr, None).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    within("ping after idling", client.ping()).await.unwrap();
 }
 
 /// A peer that answers the first request with a chunk, an error, and then

@@ -13,25 +13,27 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Replaces `path` with `contents` atomically (mode 0644 on Unix, subject to
-/// the umask).
+/// Replaces `path` with `contents` atomically, with the mode a new file
+/// gets from the process's umask (0644 under the usual 022; the daemon,
+/// whose umask is 077, gets 0600).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
-    write_with_mode(path, contents, 0o644)
+    write_with_mode(path, contents, None)
 }
 
 /// Like [`write_atomic`], for files that hold secrets: mode 0600 on Unix from
 /// the moment the temp file is created.
 pub fn write_atomic_private(path: &Path, contents: &[u8]) -> io::Result<()> {
-    write_with_mode(path, contents, 0o600)
+    write_with_mode(path, contents, Some(0o600))
 }
 
 /// Like [`write_atomic`], with the given permission bits (Unix; ignored
 /// elsewhere): for rewriting a file in place without changing its mode.
 pub fn write_atomic_mode(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
-    write_with_mode(path, contents, mode)
+    write_with_mode(path, contents, Some(mode))
 }
 
-fn write_with_mode(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+/// `mode`: exactly these permission bits; `None`: what the umask gives.
+fn write_with_mode(path: &Path, contents: &[u8], mode: Option<u32>) -> io::Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -124,17 +126,22 @@ fn process_runs(pid: u32) -> bool {
     }
 }
 
-fn write_temp(temp: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+fn write_temp(temp: &Path, contents: &[u8], mode: Option<u32>) -> io::Result<()> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
+    // Created with no more than `mode` allows (never readable by others
+    // for a moment), then set to exactly `mode`, whatever the umask.
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+    if let Some(mode) = mode {
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode & 0o700);
+    }
+    let mut file = options.open(temp)?;
+    #[cfg(unix)]
+    if let Some(mode) = mode {
+        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
+    }
     #[cfg(not(unix))]
     let _ = mode;
-    let mut file = options.open(temp)?;
-    // Exactly `mode`, whatever the umask.
-    #[cfg(unix)]
-    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
     file.write_all(contents)?;
     file.sync_all()
 }
@@ -164,6 +171,27 @@ mod tests {
             .map(|entry| entry.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("file.toml")]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_plain_write_follows_the_umask_and_a_mode_is_exact() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        // The umask of this test process, read without changing it for good.
+        // SAFETY: umask only swaps a process-wide value; it is put back.
+        let umask = unsafe {
+            let umask = libc::umask(0o022);
+            libc::umask(umask);
+            umask
+        } as u32;
+        let plain = dir.path().join("plain");
+        write_atomic(&plain, b"x").unwrap();
+        assert_eq!(mode(&plain), 0o666 & !umask);
+        let exact = dir.path().join("exact");
+        write_atomic_mode(&exact, b"x", 0o755).unwrap();
+        assert_eq!(mode(&exact), 0o755);
     }
 
     #[cfg(unix)]

@@ -107,9 +107,12 @@ impl ProcessManager {
     fn spawn(&self, spec: &UnitSpec) -> Result<Child, ManagerError> {
         require_binary(spec)?;
         prepare_home(spec)?;
-        let log = OpenOptions::new()
-            .create(true)
-            .append(true)
+        let mut options = OpenOptions::new();
+        options.create(true).append(true);
+        // A log can hold anything a service says: its user's alone.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let log = options
             .open(&spec.log_file)
             .map_err(ManagerError::io("opening the log", &spec.log_file))?;
         let log_err = log

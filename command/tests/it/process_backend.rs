@@ -85,6 +85,13 @@ fn start_status_restart_stop_are_real_and_idempotent() {
         text.contains(&format!("127.0.0.1:{port}/mcp"))
             .then_some(())
     });
+    // A log can hold anything the service says: only its user reads it.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&log).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the log is {mode:o}");
+    }
 
     let Restarted { old_pid, new_pid } = manager.restart(&spec).unwrap();
     assert_eq!(old_pid, Some(pid));

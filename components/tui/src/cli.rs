@@ -25,11 +25,21 @@ pub struct Cli {
     #[arg(long, value_name = "NAME")]
     pub sender: Option<String>,
 
-    /// Reach the daemon over TCP at ADDR (host:port) instead of CRABTALK_HOME
-    #[arg(long, global = true, value_name = "ADDR")]
+    /// Reach the daemon over TCP: at ADDR (host:port), or without ADDR at
+    /// the port in CRABTALK_HOME's port file. The token comes from --token,
+    /// else from CRABTALK_HOME's run/token when ADDR is that daemon's
+    /// loopback port
+    #[arg(
+        long,
+        global = true,
+        value_name = "ADDR",
+        num_args = 0..=1,
+        default_missing_value = ""
+    )]
     pub tcp: Option<String>,
 
-    /// The token of a daemon that requires one on TCP
+    /// The token a daemon requires on TCP (every TCP listener has one; a
+    /// daemon keeps its own in $CRABTALK_HOME/run/token)
     #[arg(
         long,
         global = true,

@@ -25,6 +25,19 @@ pub enum TuiError {
         "cannot reach crabtalkd at {addr}: {source}. Is it running there? Start it with `crabup daemon start` (or `crabtalkd run`)"
     )]
     Unreachable { addr: String, source: ClientError },
+    #[error(
+        "crabtalkd at {addr} refused the connection: {source}. {hint}",
+        hint = if *.had_token {
+            "The token given (--token or CRABTALK_TOKEN) is not the daemon's: it is in run/token of the daemon's CRABTALK_HOME, or [transport] token in its config.toml"
+        } else {
+            "Give its token with --token or CRABTALK_TOKEN: it is in run/token of the daemon's CRABTALK_HOME, or [transport] token in its config.toml"
+        }
+    )]
+    Refused {
+        addr: String,
+        source: ClientError,
+        had_token: bool,
+    },
     #[error("{}", unknown_agent(.name, .agents))]
     UnknownAgent { name: String, agents: Vec<String> },
     #[error("the turn failed: {0}")]
@@ -55,7 +68,9 @@ fn unknown_agent(name: &str, agents: &[String]) -> String {
 impl TuiError {
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::NotRunning(_) | Self::Unreachable { .. } => EXIT_UNREACHABLE,
+            Self::NotRunning(_) | Self::Unreachable { .. } | Self::Refused { .. } => {
+                EXIT_UNREACHABLE
+            }
             Self::Usage(_) => EXIT_USAGE,
             Self::Interrupted => EXIT_INTERRUPTED,
             Self::Client(ClientError::Closed { .. }) => EXIT_UNREACHABLE,
@@ -75,7 +90,7 @@ impl TuiError {
     pub fn code(&self) -> Option<u32> {
         match self {
             Self::UnknownAgent { .. } => Some(ErrorMsg::NOT_FOUND),
-            Self::Client(err) => err.code(),
+            Self::Client(err) | Self::Refused { source: err, .. } => err.code(),
             _ => None,
         }
     }

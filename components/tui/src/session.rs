@@ -5,7 +5,7 @@
 //! else the user name), with the working directory sent along with every
 //! message so tools run where the person is.
 
-use crabtalk_home::Home;
+use crabtalk_home::{Home, PortFile};
 use crabtalk_proto::Client;
 use crabtalk_proto::client::ClientError;
 use crabtalk_proto::msg::*;
@@ -22,22 +22,74 @@ pub struct Target {
 
 impl Target {
     pub async fn connect(&self) -> Result<Client, TuiError> {
-        match &self.tcp {
-            Some(addr) => Client::connect_tcp(addr, self.token.as_deref())
-                .await
-                .map_err(|source| match source {
-                    ClientError::Connect { .. } => TuiError::Unreachable {
-                        addr: addr.clone(),
-                        source,
-                    },
-                    other => TuiError::from(other),
-                }),
-            None => {
-                let home = Home::from_env().map_err(|err| TuiError::Usage(err.to_string()))?;
-                Ok(crabtalk_kit::daemon::connect(&home).await?)
-            }
-        }
+        let Some(addr) = &self.tcp else {
+            let home = Home::from_env().map_err(|err| TuiError::Usage(err.to_string()))?;
+            return Ok(crabtalk_kit::daemon::connect(&home).await?);
+        };
+        let (addr, token) = self.tcp_endpoint(addr).await?;
+        let connected = match Client::connect_tcp(&addr, token.as_deref()).await {
+            // Without a token nothing was said yet: ask, so that a refusal
+            // is reported as one rather than as a closed connection later.
+            Ok(client) if token.is_none() => client.ping().await.map(|_| client),
+            other => other,
+        };
+        connected.map_err(|source| match source {
+            ClientError::Connect { .. } => TuiError::Unreachable { addr, source },
+            source if source.code() == Some(ErrorMsg::UNAUTHORIZED) => TuiError::Refused {
+                addr,
+                source,
+                had_token: token.is_some(),
+            },
+            other => TuiError::from(other),
+        })
     }
+
+    /// The address and token for `--tcp ADDR` (or `--tcp` alone: the
+    /// home's port file). Without `--token`, the home's `run/token` is sent
+    /// only to the home's own daemon — its port on a loopback address — so
+    /// a token never goes to another server.
+    async fn tcp_endpoint(&self, addr: &str) -> Result<(String, Option<String>), TuiError> {
+        let home = Home::from_env().ok();
+        let own_port = home
+            .as_ref()
+            .and_then(|home| PortFile::read(&home.daemon_port_file()).ok())
+            .map(|file| file.port);
+        let addr = if addr.is_empty() {
+            let port = own_port.ok_or_else(|| {
+                TuiError::Usage(
+                    "--tcp without an address uses the port file of CRABTALK_HOME, and there is none: is the daemon running with TCP on? Give the address: --tcp HOST:PORT".into(),
+                )
+            })?;
+            format!("127.0.0.1:{port}")
+        } else {
+            addr.to_owned()
+        };
+        if let Some(token) = &self.token {
+            return Ok((addr, Some(token.clone())));
+        }
+        let ours = match own_port {
+            Some(port) => is_local_port(&addr, port).await,
+            None => false,
+        };
+        let token = match (&home, ours) {
+            (Some(home), true) => crabtalk_kit::daemon::read_token(home)?,
+            _ => None,
+        };
+        Ok((addr, token))
+    }
+}
+
+/// Whether `addr` is `port` on a loopback address (every address it
+/// resolves to).
+async fn is_local_port(addr: &str, port: u16) -> bool {
+    let Ok(resolved) = tokio::net::lookup_host(addr).await else {
+        return false;
+    };
+    let resolved: Vec<std::net::SocketAddr> = resolved.collect();
+    !resolved.is_empty()
+        && resolved
+            .iter()
+            .all(|addr| addr.ip().is_loopback() && addr.port() == port)
 }
 
 /// What a session is opened with.

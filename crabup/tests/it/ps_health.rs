@@ -102,3 +102,42 @@ fn a_component_answering_as_another_service_is_unhealthy() {
     let row = sandbox.ps_row("telegram");
     assert_eq!(row["health"], "wrong service: search answers", "{row}");
 }
+
+/// The daemon reached over TCP only (its socket file removed, as on a
+/// system without Unix sockets): `ps` reads `run/token` and the daemon
+/// answers; without the token it does not.
+#[test]
+fn the_daemon_over_tcp_is_healthy_with_the_token_of_its_home() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let daemon = runtime.block_on(async {
+        let daemon = crabtalk_testkit::TestDaemon::start(
+            crabtalk_testkit::daemon_binary(),
+            "[transport]\ntcp = \"127.0.0.1:0\"\n",
+        )
+        .await;
+        daemon.tcp_addr().await;
+        daemon
+    });
+    let home = daemon.home();
+    std::fs::remove_file(home.socket_path()).unwrap();
+    let mut sandbox = Sandbox::new();
+    sandbox.home = daemon.path().to_owned();
+
+    let row = sandbox.ps_row("daemon");
+    let health = row["health"].as_str().unwrap();
+    assert!(health.starts_with("ok ("), "{row}");
+
+    let token = std::fs::read(home.token_file()).unwrap();
+    std::fs::remove_file(home.token_file()).unwrap();
+    let row = sandbox.ps_row("daemon");
+    let health = row["health"].as_str().unwrap();
+    assert!(
+        health.starts_with("no answer") && health.contains("token"),
+        "{row}"
+    );
+    std::fs::write(home.token_file(), token).unwrap();
+    drop(daemon);
+}

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crabtalk_home::write_atomic;
+use crabtalk_home::write_atomic_private;
 
 use crate::entry::{Entry, EntryKind, MAX_CONTENT_BYTES, check_name};
 use crate::error::MemoryError;
@@ -130,8 +130,23 @@ impl Memory {
     /// and content), best first, equal scores by ascending id. The caller
     /// picks any relevance cutoff.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Recall<'_>> {
+        self.search_where(query, limit, |_| true)
+    }
+
+    /// Like [`search`](Self::search), among the entries `keep` accepts
+    /// only (filtered before the cut, so `limit` of them come back when
+    /// that many match).
+    pub fn search_where(
+        &self,
+        query: &str,
+        limit: usize,
+        keep: impl Fn(&Entry) -> bool,
+    ) -> Vec<Recall<'_>> {
+        let entries = &self.entries;
         self.index
-            .search(query, limit, |_| Some(1.0))
+            .search(query, limit, |id| {
+                entries.get(&id).is_some_and(&keep).then_some(1.0)
+            })
             .into_iter()
             .map(|hit| Recall {
                 entry: &self.entries[&hit.doc],
@@ -270,7 +285,7 @@ impl Memory {
             fresh.push(entry);
         }
         let bytes = format::encode(next_id, fresh.iter());
-        write_atomic(&self.path, &bytes).map_err(|err| MemoryError::io(&self.path, err))?;
+        write_atomic_private(&self.path, &bytes).map_err(|err| MemoryError::io(&self.path, err))?;
         self.next_id = next_id;
         self.entries.clear();
         self.names.clear();
@@ -342,7 +357,7 @@ impl Memory {
             }
         }
         let bytes = format::encode(next_id, entries.iter().copied());
-        write_atomic(&self.path, &bytes).map_err(|err| MemoryError::io(&self.path, err))
+        write_atomic_private(&self.path, &bytes).map_err(|err| MemoryError::io(&self.path, err))
     }
 
     /// Puts `entry` into RAM and the index, replacing the entry with its id.

@@ -171,9 +171,11 @@ impl EventBus {
             path: self.path.clone(),
             source: std::io::Error::other(err),
         })?;
-        crabtalk_home::write_atomic(&self.path, text.as_bytes()).map_err(|source| BusError::Save {
-            path: self.path.clone(),
-            source,
+        crabtalk_home::write_atomic_private(&self.path, text.as_bytes()).map_err(|source| {
+            BusError::Save {
+                path: self.path.clone(),
+                source,
+            }
         })
     }
 }

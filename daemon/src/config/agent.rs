@@ -471,8 +471,11 @@ impl AgentStore {
     /// crash in between leaves the old config with the new prompt at worst).
     pub fn save(&self, agent: &AgentDef) -> std::io::Result<()> {
         let text = toml::to_string_pretty(&agent.config).map_err(std::io::Error::other)?;
-        crabtalk_home::write_atomic(&self.prompt_path(&agent.name), agent.prompt.as_bytes())?;
-        crabtalk_home::write_atomic(&self.toml_path(&agent.name), text.as_bytes())
+        crabtalk_home::write_atomic_private(
+            &self.prompt_path(&agent.name),
+            agent.prompt.as_bytes(),
+        )?;
+        crabtalk_home::write_atomic_private(&self.toml_path(&agent.name), text.as_bytes())
     }
 
     /// Removes an agent's files (config first, so a half-removed agent is

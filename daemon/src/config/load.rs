@@ -135,6 +135,29 @@ impl DaemonConfig {
                 ),
             ));
         }
+        for (i, prefix) in self.gateway.senders.iter().enumerate() {
+            if prefix.trim().is_empty() {
+                problems.push(at(
+                    KeyPath::keys(&["gateway", "senders"]),
+                    format!(
+                        "[gateway] senders[{i}] is empty, which would make every sender a gateway sender; remove it (prefixes look like \"tg:\")"
+                    ),
+                ));
+            }
+        }
+        for (i, tool) in self.gateway.deny_tools.iter().enumerate() {
+            if tool.trim().is_empty() || tool == "*" {
+                problems.push(at(
+                    KeyPath::keys(&["gateway", "deny_tools"]),
+                    format!(
+                        "[gateway] deny_tools[{i}] = {tool:?} names no tool; list tool names (\"bash\") or prefixes ending in * (\"cron__*\")"
+                    ),
+                ));
+            }
+        }
+        if let Some(problem) = self.transport.token.as_deref().and_then(token_problem) {
+            problems.push(at(KeyPath::keys(&["transport", "token"]), problem));
+        }
         if let (Some(model), Some(served)) = (&self.default_model, self.served_models())
             && !served.contains(model)
         {
@@ -148,6 +171,29 @@ impl DaemonConfig {
         }
         problems
     }
+}
+
+/// What is wrong with a `[transport] token`, if anything: clients send it
+/// as it is written, and read `run/token` trimmed, so it must be something
+/// other than blanks, without blanks at its ends or control characters.
+fn token_problem(token: &str) -> Option<String> {
+    const HOW: &str = "set a long random value (e.g. the output of `openssl rand -hex 32`), or leave the key out and the daemon keeps a random token in run/token";
+    if token.trim().is_empty() {
+        return Some(format!(
+            "[transport] token is empty; an empty token would let anyone in: {HOW}"
+        ));
+    }
+    if token.trim() != token {
+        return Some(format!(
+            "[transport] token has blanks at its start or end, which clients reading run/token drop; remove them, or {HOW}"
+        ));
+    }
+    if token.chars().any(char::is_control) {
+        return Some(format!(
+            "[transport] token contains a control character; {HOW}"
+        ));
+    }
+    None
 }
 
 /// The served models for a message.
@@ -271,6 +317,37 @@ mod tests {
             "default_model = \"gpt-5\"\n[[providers]]\nkind = \"openai\"\n",
         );
         DaemonConfig::load(&path).unwrap();
+    }
+
+    #[test]
+    fn an_empty_or_blank_token_is_refused_where_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        for (token, says) in [
+            ("\"\"", "is empty"),
+            ("\"   \"", "is empty"),
+            ("\"\\t\"", "is empty"),
+            ("\" padded\"", "blanks at its start or end"),
+            ("\"a\\u0007b\"", "control character"),
+        ] {
+            let path = write(
+                dir.path(),
+                &format!(
+                    "default_agent = \"crab\"\n[transport]\ntcp = \"127.0.0.1:0\"\ntoken = {token}\n"
+                ),
+            );
+            let err = DaemonConfig::load(&path).unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.contains("config.toml:4:1: [transport] token"),
+                "{text}"
+            );
+            assert!(text.contains(says), "{token}: {text}");
+        }
+        let path = write(dir.path(), "[transport]\ntoken = \"a-good-token\"\n");
+        let config = DaemonConfig::load(&path).unwrap();
+        assert_eq!(config.transport.token.as_deref(), Some("a-good-token"));
+        let path = write(dir.path(), "[transport]\ntcp = \"off\"\n");
+        assert_eq!(DaemonConfig::load(&path).unwrap().transport.token, None);
     }
 
     #[test]

@@ -48,8 +48,37 @@ pub struct DaemonConfig {
     pub events: EventSettings,
     pub delegation: DelegationSettings,
     pub mcp: McpConfig,
+    pub gateway: GatewaySettings,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
+}
+
+/// `[gateway]`: who talks through a gateway, and what their chains may not
+/// use (see [`crate::tools::gateway`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GatewaySettings {
+    /// Sender prefixes that mark a gateway sender (`tg:` for Telegram).
+    pub senders: Vec<String>,
+    /// Tools no turn begun by a gateway sender may use: exact names, or a
+    /// prefix ending in `*` (`cron__*`).
+    pub deny_tools: Vec<String>,
+    #[serde(flatten, skip_serializing)]
+    pub unknown: BTreeMap<String, toml::Value>,
+}
+
+impl GatewaySettings {
+    pub const KEYS: &[&str] = &["senders", "deny_tools"];
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        Self {
+            senders: vec!["tg:".into()],
+            deny_tools: vec!["bash".into(), "read".into(), "edit".into()],
+            unknown: BTreeMap::new(),
+        }
+    }
 }
 
 /// `[mcp]`: connections to MCP servers.
@@ -156,6 +185,7 @@ impl Default for DaemonConfig {
             events: EventSettings::default(),
             delegation: DelegationSettings::default(),
             mcp: McpConfig::default(),
+            gateway: GatewaySettings::default(),
             unknown: BTreeMap::new(),
         }
     }
@@ -212,8 +242,10 @@ impl ProviderEntry {
 pub struct TransportConfig {
     /// `host:port`, or `"off"` to disable TCP. Port 0 picks a free port.
     pub tcp: String,
-    /// Required when `tcp` is not a loopback address.
-    pub token: String,
+    /// The token every TCP client sends in `Hello`; when absent, the
+    /// daemon keeps a random one in `run/token` (see [`crate::token`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
 }
@@ -226,7 +258,7 @@ impl Default for TransportConfig {
     fn default() -> Self {
         Self {
             tcp: DEFAULT_TCP.into(),
-            token: String::new(),
+            token: None,
             unknown: BTreeMap::new(),
         }
     }
@@ -276,12 +308,20 @@ pub struct ConversationSettings {
     pub idle_evict_secs: u64,
     /// How long `ask_user` waits for a reply.
     pub ask_timeout_secs: u64,
+    /// How long a turn waits for its client to take any of the events
+    /// queued for it before dropping the client (the turn goes on).
+    pub client_stall_secs: u64,
     #[serde(flatten, skip_serializing)]
     pub unknown: BTreeMap<String, toml::Value>,
 }
 
 impl ConversationSettings {
-    pub const KEYS: &[&str] = &["max_in_memory", "idle_evict_secs", "ask_timeout_secs"];
+    pub const KEYS: &[&str] = &[
+        "max_in_memory",
+        "idle_evict_secs",
+        "ask_timeout_secs",
+        "client_stall_secs",
+    ];
 }
 
 impl Default for ConversationSettings {
@@ -290,6 +330,7 @@ impl Default for ConversationSettings {
             max_in_memory: 256,
             idle_evict_secs: 1800,
             ask_timeout_secs: 600,
+            client_stall_secs: 30,
             unknown: BTreeMap::new(),
         }
     }
@@ -349,6 +390,7 @@ impl DaemonConfig {
         "events",
         "delegation",
         "mcp",
+        "gateway",
     ];
 
     /// Every key this version does not know.
@@ -385,6 +427,11 @@ impl DaemonConfig {
             &self.mcp.unknown,
             McpConfig::KEYS,
         ));
+        keys.extend(UnknownKey::all_in(
+            &table("gateway"),
+            &self.gateway.unknown,
+            GatewaySettings::KEYS,
+        ));
         for (i, provider) in self.providers.iter().enumerate() {
             keys.extend(UnknownKey::all_in(
                 &table("providers").index(i),
@@ -418,8 +465,8 @@ impl DaemonConfig {
                 provider.api_key = Some(REDACTED.into());
             }
         }
-        if !copy.transport.token.is_empty() {
-            copy.transport.token = REDACTED.into();
+        if copy.transport.token.is_some() {
+            copy.transport.token = Some(REDACTED.into());
         }
         for value in copy.env.values_mut() {
             *value = REDACTED.into();
@@ -468,6 +515,7 @@ mod tests {
         max_in_memory = 1
         idle_evict_secs = 1
         ask_timeout_secs = 1
+        client_stall_secs = 1
         [events]
         max_hops = 1
         [delegation]
@@ -478,6 +526,9 @@ mod tests {
         connect_timeout_secs = 1
         restart_backoff_ms = 1
         restart_backoff_max_ms = 1
+        [gateway]
+        senders = ["tg:"]
+        deny_tools = ["bash"]
     "#;
 
     /// The keys of a table of `value`, and of its tables, by path.
@@ -512,6 +563,7 @@ mod tests {
                 "events" => EventSettings::KEYS,
                 "delegation" => DelegationSettings::KEYS,
                 "mcp" => McpConfig::KEYS,
+                "gateway" => GatewaySettings::KEYS,
                 other => panic!("no key list for [{other}]"),
             }
         };

@@ -70,7 +70,18 @@ impl StdioProcess {
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         #[cfg(unix)]
-        command.process_group(0);
+        {
+            command.process_group(0);
+            let umask = crate::private::inherited_umask() as libc::mode_t;
+            // SAFETY: umask is async-signal-safe and only touches the
+            // child, between fork and exec.
+            unsafe {
+                command.pre_exec(move || {
+                    libc::umask(umask);
+                    Ok(())
+                });
+            }
+        }
         let mut child = command
             .spawn()
             .map_err(|err| format!("cannot start {}: {err}", launch.command))?;

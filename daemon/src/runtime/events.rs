@@ -1,81 +1,28 @@
 //! Where a turn's events go: to the client that asked for the turn (as
-//! `StreamEvent`s) and to every subscriber of `SubscribeEvents` (as
-//! `AgentEventMsg`s).
+//! `StreamEvent`s, through its [`ClientOutlet`]) and to every subscriber of
+//! `SubscribeEvents` (as `AgentEventMsg`s, through the [`EventHub`]).
 //!
-//! Subscribers share one bounded broadcast buffer. A subscriber that falls
-//! behind loses the oldest events, and is told so by an `EVENTS_DROPPED`
-//! event; it never makes a turn wait and never grows the daemon's memory.
+//! Both are bounded and neither ever makes a turn wait: a subscriber that
+//! falls behind loses the oldest events and is told so by an
+//! `EVENTS_DROPPED` event; a client that stops reading its turn is dropped
+//! from it with an error. The turn itself runs on and is saved.
 
 use std::sync::Arc;
 
 use crabtalk_proto::msg::{
-    AgentEventKind, AgentEventMsg, ErrorMsg, StreamEnd, StreamEvent, ToolCallInfo,
-    stream_event::Event,
+    AgentEventKind, AgentEventMsg, StreamEnd, StreamEvent, ToolCallInfo, stream_event::Event,
 };
-use futures::Stream;
-use tokio::sync::{broadcast, mpsc};
-use tokio_util::sync::CancellationToken;
 
+pub use super::client_outlet::{
+    CLIENT_QUEUE_BYTES, CLIENT_QUEUE_LIMIT, ClientOutlet, client_outlet,
+};
+pub use super::event_hub::{EventHub, SUBSCRIBER_BUFFER, SUBSCRIBER_BYTES};
 use crate::storage::now_rfc3339;
-
-/// Events buffered for subscribers before the slowest starts losing some.
-pub const SUBSCRIBER_BUFFER: usize = 4096;
-
-/// The fan-out to `SubscribeEvents` subscribers.
-pub struct EventHub {
-    sender: broadcast::Sender<AgentEventMsg>,
-    closed: CancellationToken,
-}
-
-impl EventHub {
-    pub fn new(capacity: usize) -> Self {
-        Self {
-            sender: broadcast::channel(capacity).0,
-            closed: CancellationToken::new(),
-        }
-    }
-
-    /// Ends every subscription (at shutdown).
-    pub fn close(&self) {
-        self.closed.cancel();
-    }
-
-    /// A subscription: every agent event from now on, until the hub closes.
-    pub fn subscribe(
-        &self,
-    ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send + 'static {
-        let state = (self.sender.subscribe(), self.closed.clone());
-        futures::stream::unfold(state, |(mut receiver, closed)| async move {
-            let received = tokio::select! {
-                () = closed.cancelled() => return None,
-                received = receiver.recv() => received,
-            };
-            let event = match received {
-                Ok(event) => event,
-                Err(broadcast::error::RecvError::Lagged(missed)) => AgentEventMsg {
-                    kind: AgentEventKind::EventsDropped as i32,
-                    content: format!(
-                        "{missed} events were dropped because this subscriber fell behind"
-                    ),
-                    timestamp: now_rfc3339(),
-                    ..Default::default()
-                },
-                Err(broadcast::error::RecvError::Closed) => return None,
-            };
-            Some((Ok(event), (receiver, closed)))
-        })
-    }
-
-    fn publish(&self, event: AgentEventMsg) {
-        // No subscribers is fine.
-        let _ = self.sender.send(event);
-    }
-}
 
 /// The event outlet of one turn.
 #[derive(Clone)]
 pub struct TurnSink {
-    client: Option<mpsc::UnboundedSender<StreamEvent>>,
+    client: Option<ClientOutlet>,
     hub: Arc<EventHub>,
     /// The agent speaking (the guest, on a guest turn).
     agent: String,
@@ -89,7 +36,7 @@ pub struct TurnSink {
 
 impl TurnSink {
     pub fn new(
-        client: Option<mpsc::UnboundedSender<StreamEvent>>,
+        client: Option<ClientOutlet>,
         hub: Arc<EventHub>,
         agent: &str,
         sender: &str,
@@ -145,8 +92,15 @@ impl TurnSink {
             self.hub.publish(agent_event);
         }
         if let Some(client) = &self.client {
-            // A client that went away does not stop the turn.
-            let _ = client.send(event);
+            client.send(event);
+        }
+    }
+
+    /// Waits while the client has more than its budget of events queued,
+    /// as long as it keeps reading (see [`ClientOutlet::room`]).
+    pub async fn room(&self, stall: std::time::Duration) {
+        if let Some(client) = &self.client {
+            client.room(stall).await;
         }
     }
 
@@ -159,7 +113,7 @@ impl TurnSink {
             self.hub.publish(done);
         }
         if let Some(client) = &self.client {
-            let _ = client.send(event);
+            client.send(event);
         }
     }
 
@@ -262,7 +216,8 @@ mod tests {
     async fn subscribers_get_agent_events_with_sender_and_run_id() {
         let hub = Arc::new(EventHub::new(16));
         let mut events = Box::pin(hub.subscribe());
-        let (client, mut client_rx) = mpsc::unbounded_channel();
+        let (client, client_rx) = client_outlet();
+        let mut client_rx = Box::pin(client_rx);
         let sink = TurnSink::new(Some(client), hub.clone(), "crab", "tg:42", 7);
         sink.emit(StreamChunk {
             content: "hi".into(),
@@ -281,7 +236,7 @@ mod tests {
         let done = events.next().await.unwrap().unwrap();
         assert_eq!(done.kind, AgentEventKind::Done as i32);
         assert_eq!(done.error, "boom");
-        assert!(client_rx.recv().await.unwrap().event.is_some());
+        assert!(client_rx.next().await.unwrap().unwrap().event.is_some());
     }
 
     #[tokio::test]

@@ -5,12 +5,15 @@
 //! It opens no sockets; the server calls it.
 
 pub mod chain;
+mod client_outlet;
 mod compaction;
 pub mod conversation;
+pub mod event_hub;
 pub mod events;
 mod eviction;
 pub mod instructions;
 pub mod memories;
+pub mod release;
 pub mod request;
 pub mod sessions;
 pub mod snapshot;
@@ -29,6 +32,7 @@ use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
 use self::chain::Chain;
+pub use self::compaction::is_archive_of;
 use self::conversation::{ConversationKey, Conversations};
 use self::events::{EventHub, SUBSCRIBER_BUFFER};
 use self::memories::Memories;
@@ -307,6 +311,7 @@ impl Runtime {
         };
         let runtime = self.clone();
         Ok(self.turns.spawn(async move {
+            let busy = release::busy();
             let outcome = turn::run(runtime.clone(), plan).await;
             // The turn has let go of its conversation: now it can be evicted.
             runtime.conversations.trim();
@@ -318,6 +323,9 @@ impl Runtime {
                 ),
             };
             runtime.publish(&format!("agent:{}:done", outcome.agent), &payload, &chain);
+            // The turn's memory is free now; once all is quiet, give it back.
+            drop(busy);
+            release::soon();
             outcome
         }))
     }
@@ -841,6 +849,8 @@ fn tool_settings(home: &Home, config: &DaemonConfig, mcp: &Arc<McpHub>) -> ToolS
     let mut skill_dirs = vec![home.skills_dir()];
     skill_dirs.extend(config.skill_dirs.iter().cloned());
     ToolSettings {
+        home: home.clone(),
+        gateway: crate::tools::gateway::GatewayPolicy::new(&config.gateway),
         skill_dirs: crate::skills::SkillDirs::new(skill_dirs),
         mcp: mcp.clone(),
         max_delegation_depth: config.delegation.max_depth,

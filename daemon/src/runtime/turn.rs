@@ -19,13 +19,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crabtalk_proto::msg::{
-    ContextUsageEvent, StreamChunk, StreamEnd, StreamEvent, StreamStart, StreamThinking,
-    TextEndEvent, TextStartEvent, ThinkingEndEvent, ThinkingStartEvent, TokenUsage,
-    ToolResultEvent, ToolStartEvent, ToolsCompleteEvent, UserSteeredEvent,
+    ContextUsageEvent, StreamChunk, StreamEnd, StreamStart, StreamThinking, TextEndEvent,
+    TextStartEvent, ThinkingEndEvent, ThinkingStartEvent, TokenUsage, ToolResultEvent,
+    ToolStartEvent, ToolsCompleteEvent, UserSteeredEvent,
 };
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use tokio::sync::mpsc;
 
 use super::Runtime;
 use super::chain::Chain;
@@ -50,7 +49,7 @@ pub struct TurnRequest {
     /// Recorded as the conversation's creator if this turn creates it.
     pub created_by: String,
     /// Where the turn's `StreamEvent`s go, if anyone listens.
-    pub client: Option<mpsc::UnboundedSender<StreamEvent>>,
+    pub client: Option<super::events::ClientOutlet>,
     /// The chain this turn continues (delegation, events); `None` begins a
     /// new one with this turn's sender as its origin.
     pub chain: Option<Chain>,
@@ -361,7 +360,16 @@ impl Steps<'_> {
         let mut partial_calls: Vec<PartialCall> = Vec::new();
         let mut usage = None;
         let mut block = Block::new(self.sink);
-        while let Some(chunk) = stream.next().await {
+        let stall = std::time::Duration::from_secs(
+            self.snapshot.config.conversations.client_stall_secs.max(1),
+        );
+        loop {
+            // A client that reads slowly slows its own turn down, within
+            // limits; one that stopped reading is dropped here.
+            self.sink.room(stall).await;
+            let Some(chunk) = stream.next().await else {
+                break;
+            };
             let chunk = chunk.map_err(TurnError::Llm)?;
             if let Some(reported) = &chunk.usage {
                 usage = Some(token_usage(reported));
@@ -422,6 +430,7 @@ impl Steps<'_> {
             ask_timeout: std::time::Duration::from_secs(
                 self.snapshot.config.conversations.ask_timeout_secs,
             ),
+            gateway: None,
         };
         let mut running: FuturesUnordered<_> = calls
             .iter()

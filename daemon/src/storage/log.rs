@@ -59,14 +59,13 @@ impl SessionLog {
             Some(file) => file,
             None => {
                 if let Some(dir) = self.path.parent() {
-                    std::fs::create_dir_all(dir)?;
+                    crate::private::create_dir(dir)?;
                 }
-                self.file.insert(
-                    OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(&self.path)?,
-                )
+                let mut options = OpenOptions::new();
+                options.create(true).append(true);
+                #[cfg(unix)]
+                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+                self.file.insert(options.open(&self.path)?)
             }
         };
         file.write_all(&line)

@@ -49,6 +49,6 @@ impl Meta {
 
     pub fn save(&self, path: &Path) -> io::Result<()> {
         let bytes = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
-        crabtalk_home::write_atomic(path, &bytes)
+        crabtalk_home::write_atomic_private(path, &bytes)
     }
 }

@@ -4,15 +4,26 @@
 //! in this conversation, it must not have changed since (someone else — a
 //! user, another agent — may have edited it), and `old_string` must occur
 //! exactly once. The new file is written atomically, keeping its
-//! permissions.
+//! permissions, to the file the path leads to (through links). The daemon's
+//! own files are never edited (see [`HomeGuard`]).
+
+use std::io::Read;
 
 use serde::Deserialize;
 
-use super::files::{FileStamp, resolve};
+use super::files::{FileStamp, HomeGuard, resolve};
 use super::{Hook, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
 
 /// The `edit` tool.
-pub struct EditHook;
+pub struct EditHook {
+    guard: HomeGuard,
+}
+
+impl EditHook {
+    pub fn new(guard: HomeGuard) -> Self {
+        Self { guard }
+    }
+}
 
 #[derive(Deserialize)]
 struct Arguments {
@@ -46,6 +57,7 @@ impl Hook for EditHook {
             Ok(arguments) => arguments,
             Err(error) => return Some(Box::pin(std::future::ready(error))),
         };
+        let guard = self.guard.clone();
         Some(Box::pin(async move {
             let path = resolve(&context.cwd, &arguments.path);
             let Some(read_stamp) = context.conversation.read_stamp(&path) else {
@@ -57,6 +69,7 @@ impl Hook for EditHook {
             let conversation = context.conversation.clone();
             let result = tokio::task::spawn_blocking(move || {
                 let new_stamp = edit(
+                    &guard,
                     &path,
                     read_stamp,
                     &arguments.old_string,
@@ -77,13 +90,16 @@ impl Hook for EditHook {
 
 /// Applies the edit; returns the new file's stamp.
 fn edit(
+    guard: &HomeGuard,
     path: &std::path::Path,
     read: FileStamp,
     old: &str,
     new: &str,
 ) -> Result<FileStamp, String> {
-    let bytes =
-        std::fs::read(path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    let (mut file, real) = guard.open(path)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
     if FileStamp::of(&bytes) != read {
         return Err(format!(
             "{} changed since you read it (someone else edited it); read it again and redo the edit",
@@ -116,8 +132,8 @@ fn edit(
         }
     }
     let updated = text.replacen(old, new, 1);
-    let mode = permissions(path);
-    crabtalk_home::write_atomic_mode(path, updated.as_bytes(), mode)
+    let mode = permissions(&real);
+    crabtalk_home::write_atomic_mode(&real, updated.as_bytes(), mode)
         .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
     Ok(FileStamp::of(updated.as_bytes()))
 }
@@ -139,6 +155,11 @@ fn permissions(_: &std::path::Path) -> u32 {
 mod tests {
     use super::*;
 
+    /// A guard for a home that is not where the tests edit.
+    fn guard() -> HomeGuard {
+        HomeGuard::new(&crabtalk_home::Home::new("/nonexistent/crabtalk-home"))
+    }
+
     #[test]
     fn one_exact_match_is_replaced_and_everything_else_refused() {
         let dir = tempfile::tempdir().unwrap();
@@ -146,27 +167,27 @@ mod tests {
         std::fs::write(&path, "alpha beta\nbeta gamma\n").unwrap();
         let stamp = FileStamp::of(&std::fs::read(&path).unwrap());
         assert!(
-            edit(&path, stamp, "beta", "x")
+            edit(&guard(), &path, stamp, "beta", "x")
                 .unwrap_err()
                 .contains("2 times")
         );
         assert!(
-            edit(&path, stamp, "delta", "x")
+            edit(&guard(), &path, stamp, "delta", "x")
                 .unwrap_err()
                 .contains("not found")
         );
-        let new_stamp = edit(&path, stamp, "alpha beta", "ALPHA").unwrap();
+        let new_stamp = edit(&guard(), &path, stamp, "alpha beta", "ALPHA").unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "ALPHA\nbeta gamma\n"
         );
         // The old stamp no longer matches: a second edit from it is refused.
         assert!(
-            edit(&path, stamp, "gamma", "G")
+            edit(&guard(), &path, stamp, "gamma", "G")
                 .unwrap_err()
                 .contains("changed since you read it")
         );
-        edit(&path, new_stamp, "gamma", "G").unwrap();
+        edit(&guard(), &path, new_stamp, "gamma", "G").unwrap();
     }
 
     #[cfg(unix)]
@@ -178,7 +199,7 @@ mod tests {
         std::fs::write(&path, "echo hi\n").unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         let stamp = FileStamp::of(&std::fs::read(&path).unwrap());
-        edit(&path, stamp, "hi", "hello").unwrap();
+        edit(&guard(), &path, stamp, "hi", "hello").unwrap();
         assert_eq!(
             std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o755
@@ -191,7 +212,7 @@ mod tests {
         let path = dir.path().join("f.txt");
         std::fs::write(&path, "keep me\n").unwrap();
         let stamp = FileStamp::of(&std::fs::read(&path).unwrap());
-        let message = edit(&path, stamp, "", "inserted").unwrap_err();
+        let message = edit(&guard(), &path, stamp, "", "inserted").unwrap_err();
         assert!(
             message.contains("old_string is empty") && message.contains("exact text"),
             "{message}"
@@ -206,7 +227,7 @@ mod tests {
         let bytes = b"caf\xe9 au lait\n";
         std::fs::write(&path, bytes).unwrap();
         let stamp = FileStamp::of(bytes);
-        let message = edit(&path, stamp, "au", "with").unwrap_err();
+        let message = edit(&guard(), &path, stamp, "au", "with").unwrap_err();
         assert!(
             message.contains("latin1.txt")
                 && message.contains("not valid UTF-8")

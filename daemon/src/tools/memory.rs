@@ -5,6 +5,14 @@
 //! with a short guidance fragment in the system prompt. Recall is driven by
 //! the model: nothing is searched or injected on its behalf (policy at the edge, RFC 0021).
 //! Every failure is an error result the model can read and act on.
+//!
+//! **Gateway senders.** An agent's memory is its owner's: notes can hold
+//! anything said in any conversation. In a chain begun by a gateway sender
+//! (see [`super::gateway`]) the tools work on that sender's part of the
+//! memory only ([`View`]): what it remembers is stored under its name
+//! (`tg:42: deploy`, shown to it as `deploy`), and it recalls and forgets
+//! only its own notes and the summaries of its own compacted
+//! conversations. Everything else in the memory does not exist for it.
 
 use std::fmt::Write;
 use std::sync::{Arc, Weak};
@@ -162,6 +170,7 @@ impl Hook for MemoryHook {
     fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture> {
         let runtime = self.runtime.clone();
         let agent = context.agent.name.clone();
+        let view = View::of(context.gateway);
         let run: ToolFuture = match call.name.as_str() {
             "remember" => {
                 let args = match parse_arguments::<RememberArgs>(call) {
@@ -169,7 +178,7 @@ impl Hook for MemoryHook {
                     Err(output) => return Some(ready(output)),
                 };
                 Box::pin(with_memory(runtime, agent, move |memory| {
-                    remember(memory, args)
+                    remember(memory, args, &view)
                 }))
             }
             "forget" => {
@@ -178,7 +187,7 @@ impl Hook for MemoryHook {
                     Err(output) => return Some(ready(output)),
                 };
                 Box::pin(with_memory(runtime, agent, move |memory| {
-                    forget(memory, args)
+                    forget(memory, args, &view)
                 }))
             }
             "recall" => {
@@ -187,12 +196,58 @@ impl Hook for MemoryHook {
                     Err(output) => return Some(ready(output)),
                 };
                 Box::pin(with_memory(runtime, agent, move |memory| {
-                    recall(memory, args)
+                    recall(memory, args, &view)
                 }))
             }
             _ => return None,
         };
         Some(run)
+    }
+}
+
+/// The part of an agent's memory a call works on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum View {
+    /// All of it: the daemon's user and the clients it trusts.
+    Whole,
+    /// What belongs to one gateway sender.
+    Sender(String),
+}
+
+impl View {
+    fn of(gateway: Option<String>) -> Self {
+        gateway.map_or(Self::Whole, Self::Sender)
+    }
+
+    fn prefix(sender: &str) -> String {
+        format!("{sender}: ")
+    }
+
+    /// The name an entry called `name` by this caller has in the memory.
+    fn stored(&self, name: &str) -> String {
+        match self {
+            Self::Whole => name.to_owned(),
+            Self::Sender(sender) => format!("{}{name}", Self::prefix(sender)),
+        }
+    }
+
+    /// The name a stored entry has for this caller.
+    fn shown<'a>(&self, stored: &'a str) -> &'a str {
+        match self {
+            Self::Whole => stored,
+            Self::Sender(sender) => stored.strip_prefix(&Self::prefix(sender)).unwrap_or(stored),
+        }
+    }
+
+    /// Whether this caller may see `entry` at all.
+    fn sees(&self, entry: &Entry) -> bool {
+        match self {
+            Self::Whole => true,
+            Self::Sender(sender) => match entry.kind {
+                EntryKind::Note => entry.name.starts_with(&Self::prefix(sender)),
+                EntryKind::Archive => crate::runtime::is_archive_of(&entry.name, sender),
+            },
+        }
     }
 }
 
@@ -221,18 +276,23 @@ fn failed(err: MemoryError) -> ToolOutput {
     ToolOutput::error(err.to_string())
 }
 
-fn remember(memory: &mut crabtalk_memory::Memory, args: RememberArgs) -> ToolOutput {
+fn remember(memory: &mut crabtalk_memory::Memory, args: RememberArgs, view: &View) -> ToolOutput {
     let RememberArgs {
         name,
         content,
         aliases,
     } = args;
+    let shown = name;
+    let name = view.stored(&shown);
+    let aliases: Option<Vec<String>> =
+        aliases.map(|aliases| aliases.iter().map(|alias| view.stored(alias)).collect());
     let existing = memory
         .get(&name)
+        .filter(|entry| view.sees(entry))
         .map(|entry| (entry.name.clone(), entry.kind, entry.aliases.clone()));
     match existing {
         Some((_, EntryKind::Archive, _)) => ToolOutput::error(format!(
-            "{name:?} is the summary of a compacted conversation, not a note; remember under another name"
+            "{shown:?} is the summary of a compacted conversation, not a note; remember under another name"
         )),
         Some((canonical, EntryKind::Note, current_aliases)) => {
             let op = Op::Update {
@@ -242,7 +302,7 @@ fn remember(memory: &mut crabtalk_memory::Memory, args: RememberArgs) -> ToolOut
                 rename: None,
             };
             match memory.apply(op) {
-                Ok(_) => ToolOutput::ok(format!("Updated the note {canonical:?}.")),
+                Ok(_) => ToolOutput::ok(format!("Updated the note {:?}.", view.shown(&canonical))),
                 Err(err) => failed(err),
             }
         }
@@ -254,15 +314,18 @@ fn remember(memory: &mut crabtalk_memory::Memory, args: RememberArgs) -> ToolOut
                 kind: EntryKind::Note,
             };
             match memory.apply(op) {
-                Ok(_) => ToolOutput::ok(format!("Remembered the note {name:?}.")),
+                Ok(_) => ToolOutput::ok(format!("Remembered the note {shown:?}.")),
                 Err(err) => failed(err),
             }
         }
     }
 }
 
-fn forget(memory: &mut crabtalk_memory::Memory, args: ForgetArgs) -> ToolOutput {
-    let Some(entry) = memory.get(&args.name) else {
+fn forget(memory: &mut crabtalk_memory::Memory, args: ForgetArgs, view: &View) -> ToolOutput {
+    let Some(entry) = memory
+        .get(&view.stored(&args.name))
+        .filter(|entry| view.sees(entry))
+    else {
         return ToolOutput::error(format!(
             "no note is named {:?}; `recall` finds notes by keywords",
             args.name
@@ -276,19 +339,19 @@ fn forget(memory: &mut crabtalk_memory::Memory, args: ForgetArgs) -> ToolOutput 
     }
     let name = entry.name.clone();
     match memory.apply(Op::Remove { name: name.clone() }) {
-        Ok(_) => ToolOutput::ok(format!("Forgot the note {name:?}.")),
+        Ok(_) => ToolOutput::ok(format!("Forgot the note {:?}.", view.shown(&name))),
         Err(err) => failed(err),
     }
 }
 
-fn recall(memory: &mut crabtalk_memory::Memory, args: RecallArgs) -> ToolOutput {
+fn recall(memory: &mut crabtalk_memory::Memory, args: RecallArgs, view: &View) -> ToolOutput {
     if args.query.trim().is_empty() {
         return ToolOutput::error("the query is empty; give keywords to search for");
     }
     let limit = args.limit.unwrap_or(DEFAULT_RECALL).clamp(1, MAX_RECALL);
-    let found = memory.search(&args.query, limit);
+    let found = memory.search_where(&args.query, limit, |entry| view.sees(entry));
     if found.is_empty() {
-        let what = if memory.is_empty() {
+        let what = if !memory.list().any(|entry| view.sees(entry)) {
             "your memory is empty"
         } else {
             "nothing in your memory matches"
@@ -297,14 +360,14 @@ fn recall(memory: &mut crabtalk_memory::Memory, args: RecallArgs) -> ToolOutput 
     }
     let mut out = format!("{} found for {:?}, best first:\n", found.len(), args.query);
     for recalled in found {
-        describe(&mut out, recalled.entry);
+        describe(&mut out, recalled.entry, view);
     }
     ToolOutput::ok(out)
 }
 
 /// One recalled entry: a heading with its name, kind, aliases and date,
 /// then its content.
-fn describe(out: &mut String, entry: &Entry) {
+fn describe(out: &mut String, entry: &Entry, view: &View) {
     let kind = match entry.kind {
         EntryKind::Note => "note",
         EntryKind::Archive => "summary of a compacted conversation",
@@ -312,9 +375,10 @@ fn describe(out: &mut String, entry: &Entry) {
     let date = chrono::DateTime::from_timestamp(entry.created_at as i64, 0)
         .map(|at| at.format("%Y-%m-%d").to_string())
         .unwrap_or_default();
-    let _ = write!(out, "\n## {} ({kind}, {date}", entry.name);
+    let _ = write!(out, "\n## {} ({kind}, {date}", view.shown(&entry.name));
     if !entry.aliases.is_empty() {
-        let _ = write!(out, "; aliases: {}", entry.aliases.join(", "));
+        let aliases: Vec<&str> = entry.aliases.iter().map(|a| view.shown(a)).collect();
+        let _ = write!(out, "; aliases: {}", aliases.join(", "));
     }
     out.push_str(")\n");
     let content = entry.content.trim();
@@ -351,11 +415,13 @@ mod tests {
         let out = remember(
             &mut memory,
             remember_args("deploy", "make release", Some(&["ship"])),
+            &View::Whole,
         );
         assert!(!out.is_error, "{}", out.text);
         let out = remember(
             &mut memory,
             remember_args("ship", "make release && tag", None),
+            &View::Whole,
         );
         assert_eq!(out.text, "Updated the note \"deploy\".");
         let entry = memory.get("deploy").unwrap();
@@ -372,7 +438,11 @@ mod tests {
                 kind: EntryKind::Archive,
             })
             .unwrap();
-        let out = remember(&mut memory, remember_args("compaction-user-1", "x", None));
+        let out = remember(
+            &mut memory,
+            remember_args("compaction-user-1", "x", None),
+            &View::Whole,
+        );
         assert!(
             out.is_error && out.text.contains("remember under another name"),
             "{}",
@@ -383,6 +453,7 @@ mod tests {
             ForgetArgs {
                 name: "compaction-user-1".into(),
             },
+            &View::Whole,
         );
         assert!(
             out.is_error && out.text.contains("only notes can be forgotten"),
@@ -395,7 +466,11 @@ mod tests {
             (EntryKind::Archive, "summary"),
             "a refused remember or forget leaves the archive as it was"
         );
-        let out = remember(&mut memory, remember_args("bad\nname", "x", None));
+        let out = remember(
+            &mut memory,
+            remember_args("bad\nname", "x", None),
+            &View::Whole,
+        );
         assert!(out.is_error && out.text.contains("control"), "{}", out.text);
 
         let out = recall(
@@ -404,6 +479,7 @@ mod tests {
                 query: "tag".into(),
                 limit: None,
             },
+            &View::Whole,
         );
         assert!(
             out.text.contains("## deploy (note, ") && out.text.contains("aliases: ship"),
@@ -415,6 +491,7 @@ mod tests {
             ForgetArgs {
                 name: "ship".into(),
             },
+            &View::Whole,
         );
         assert_eq!(out.text, "Forgot the note \"deploy\".");
         let out = recall(
@@ -423,11 +500,95 @@ mod tests {
                 query: "tag".into(),
                 limit: Some(0),
             },
+            &View::Whole,
         );
         assert!(
             !out.is_error && out.text.starts_with("nothing in your memory matches"),
             "{}",
             out.text
         );
+    }
+
+    #[test]
+    fn a_gateway_sender_sees_only_its_own_notes_and_summaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut memory = Memory::open(dir.path().join("m.crmem")).unwrap();
+        let owner = View::Whole;
+        let alice = View::Sender("tg:42".into());
+        let mallory = View::Sender("tg:4".into());
+        remember(
+            &mut memory,
+            remember_args("bank", "the owner's PIN is 4711", None),
+            &owner,
+        );
+        let out = remember(
+            &mut memory,
+            remember_args("bank", "alice banks with the PIN 1234", Some(&["money"])),
+            &alice,
+        );
+        assert_eq!(out.text, "Remembered the note \"bank\".");
+        for (name, kind) in [
+            ("compaction-tg:42-20260403-100000", EntryKind::Archive),
+            ("compaction-user-20260403-100000", EntryKind::Archive),
+        ] {
+            memory
+                .apply(Op::Add {
+                    name: name.into(),
+                    content: format!("summary with PIN talk from {name}"),
+                    aliases: Vec::new(),
+                    kind,
+                })
+                .unwrap();
+        }
+        let pin = |memory: &mut Memory, view: &View| {
+            recall(
+                memory,
+                RecallArgs {
+                    query: "PIN".into(),
+                    limit: Some(20),
+                },
+                view,
+            )
+            .text
+        };
+        let seen = pin(&mut memory, &alice);
+        assert!(
+            seen.contains("1234") && seen.contains("compaction-tg:42-"),
+            "{seen}"
+        );
+        assert!(
+            !seen.contains("4711") && !seen.contains("compaction-user"),
+            "{seen}"
+        );
+        assert!(
+            seen.contains("## bank (note") && seen.contains("aliases: money"),
+            "{seen}"
+        );
+        let everything = pin(&mut memory, &owner);
+        assert!(
+            everything.contains("4711") && everything.contains("1234"),
+            "{everything}"
+        );
+        // Another gateway sender, even with a similar id, sees nothing.
+        let nothing = pin(&mut memory, &mallory);
+        assert!(nothing.starts_with("your memory is empty"), "{nothing}");
+        let out = forget(
+            &mut memory,
+            ForgetArgs {
+                name: "bank".into(),
+            },
+            &mallory,
+        );
+        assert!(out.is_error, "{}", out.text);
+        // Forgetting in alice's view leaves the owner's note alone.
+        let out = forget(
+            &mut memory,
+            ForgetArgs {
+                name: "bank".into(),
+            },
+            &alice,
+        );
+        assert_eq!(out.text, "Forgot the note \"bank\".");
+        assert!(memory.get("bank").is_some());
     }
 }

@@ -2,9 +2,10 @@
 //!
 //! Each subsystem is a [`Hook`] that owns some tools: it declares their
 //! schemas and dispatches calls to them. [`Tools`] composes the hooks and is
-//! the one place where a call is checked against the agent's scope before it
-//! is routed — the model being told its scope is a courtesy, this check is
-//! the rule. A call nobody owns, or one outside scope, becomes an error
+//! the one place where a call is checked before it is routed: against the
+//! agent's scope ([`scope`]) and against the gateway rule ([`gateway`]) —
+//! the model being told what it may use is a courtesy, this check is the
+//! rule. A call nobody owns, or one the gate refuses, becomes an error
 //! result the model can read; it never fails the turn.
 
 mod ask_user;
@@ -12,6 +13,7 @@ pub mod bash;
 pub mod delegate;
 mod edit;
 pub mod files;
+pub mod gateway;
 mod mcp;
 mod memory;
 mod read;
@@ -30,6 +32,7 @@ pub use self::ask_user::AskUserHook;
 pub use self::bash::BashHook;
 pub use self::delegate::DelegateHook;
 pub use self::edit::EditHook;
+use self::gateway::GatewayPolicy;
 pub use self::mcp::McpHook;
 pub use self::memory::MemoryHook;
 pub use self::read::ReadHook;
@@ -92,6 +95,10 @@ pub struct ToolContext {
     pub sink: TurnSink,
     /// How long `ask_user` waits.
     pub ask_timeout: Duration,
+    /// The gateway sender whose chain this is, if any. Set by the gate in
+    /// [`Tools::dispatch`] (whatever the caller put here), so that hooks
+    /// read one answer to "is this a gateway conversation".
+    pub gateway: Option<String>,
 }
 
 /// A running tool call.
@@ -106,6 +113,9 @@ pub struct PromptContext<'a> {
 
 /// How the daemon's tools are set up.
 pub struct ToolSettings {
+    /// The daemon's home: `read` and `edit` never touch what it keeps there.
+    pub home: crabtalk_home::Home,
+    pub gateway: GatewayPolicy,
     pub skill_dirs: crate::skills::SkillDirs,
     pub mcp: Arc<crate::mcp::McpHub>,
     pub max_delegation_depth: u32,
@@ -153,23 +163,34 @@ pub trait Hook: Send + Sync {
     fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture>;
 }
 
-/// The composite of every hook.
+/// The composite of every hook, and the gate in front of them.
 #[derive(Clone, Default)]
 pub struct Tools {
     hooks: Vec<Arc<dyn Hook>>,
+    gateway: GatewayPolicy,
 }
 
 impl Tools {
     pub fn new(hooks: Vec<Arc<dyn Hook>>) -> Self {
-        Self { hooks }
+        Self {
+            hooks,
+            gateway: GatewayPolicy::default(),
+        }
+    }
+
+    /// These tools, with `policy` as the gateway rule.
+    pub fn with_gateway(mut self, policy: GatewayPolicy) -> Self {
+        self.gateway = policy;
+        self
     }
 
     /// The daemon's standard set of hooks.
     pub fn standard(runtime: Weak<crate::runtime::Runtime>, settings: &ToolSettings) -> Self {
+        let files = files::HomeGuard::new(&settings.home);
         Self::new(vec![
             Arc::new(BashHook),
-            Arc::new(ReadHook),
-            Arc::new(EditHook),
+            Arc::new(ReadHook::new(files.clone())),
+            Arc::new(EditHook::new(files)),
             Arc::new(AskUserHook),
             Arc::new(SkillHook::new(settings.skill_dirs.clone())),
             Arc::new(DelegateHook::new(
@@ -181,6 +202,7 @@ impl Tools {
             Arc::new(MemoryHook::new(runtime.clone())),
             Arc::new(SessionSearchHook::new(runtime)),
         ])
+        .with_gateway(settings.gateway.clone())
     }
 
     /// Whether `agent`'s scope lets it call `tool`.
@@ -188,13 +210,21 @@ impl Tools {
         Scope::of(agent).allows_tool(tool)
     }
 
+    /// Whether the gate lets `agent` call `tool` in a turn of `chain`:
+    /// in scope, and not denied to the chain's gateway sender.
+    fn passes_gate(&self, agent: &AgentDef, chain: &Chain, tool: &str) -> bool {
+        Self::in_scope(agent, tool)
+            && (self.gateway.gateway_of(&chain.origin, chain).is_none()
+                || self.gateway.allows(agent, tool))
+    }
+
     /// The tools offered to `agent` in a turn of `chain`: owned by a hook
-    /// that offers them, and in scope.
+    /// that offers them, and let through by the gate.
     pub fn specs_for(&self, agent: &AgentDef, chain: &Chain) -> Vec<ToolSpec> {
         let mut specs = Vec::new();
         for hook in &self.hooks {
             for spec in hook.tools_for(agent, chain) {
-                if Self::in_scope(agent, &spec.name) {
+                if self.passes_gate(agent, chain, &spec.name) {
                     specs.push(spec);
                 }
             }
@@ -236,9 +266,11 @@ impl Tools {
         content
     }
 
-    /// Runs a call: scope first, then the hook that owns the tool.
-    pub fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> ToolFuture {
+    /// Runs a call: the gate first (scope, then the gateway rule), then
+    /// the hook that owns the tool.
+    pub fn dispatch(&self, call: &ToolCallRecord, mut context: ToolContext) -> ToolFuture {
         let agent = context.agent.clone();
+        context.gateway = self.gateway.gateway_of(&context.sender, &context.chain);
         if !Self::in_scope(&agent, &call.name) {
             let allowed: Vec<String> = self
                 .specs_for(&agent, &context.chain)
@@ -250,6 +282,12 @@ impl Tools {
                 call.name,
                 allowed.join(", ")
             );
+            return Box::pin(std::future::ready(ToolOutput::error(message)));
+        }
+        if let Some(gateway) = &context.gateway
+            && !self.gateway.allows(&agent, &call.name)
+        {
+            let message = self.gateway.refusal(&call.name, gateway);
             return Box::pin(std::future::ready(ToolOutput::error(message)));
         }
         for hook in &self.hooks {

@@ -1,11 +1,14 @@
 //! `read`: a text file's lines, numbered, from an offset, within caps.
 //!
 //! Reading a file records its stamp in the conversation, which is what lets
-//! `edit` change it (and notice if it changed in between).
+//! `edit` change it (and notice if it changed in between). The daemon's own
+//! files are never read (see [`HomeGuard`]).
+
+use std::io::Read;
 
 use serde::Deserialize;
 
-use super::files::{FileStamp, looks_binary, resolve};
+use super::files::{FileStamp, HomeGuard, looks_binary, resolve};
 use super::{Hook, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
 
 /// Lines returned when the call names no limit.
@@ -21,7 +24,15 @@ const MAX_LINE: usize = 2000;
 const MAX_FILE: u64 = 32 * 1024 * 1024;
 
 /// The `read` tool.
-pub struct ReadHook;
+pub struct ReadHook {
+    guard: HomeGuard,
+}
+
+impl ReadHook {
+    pub fn new(guard: HomeGuard) -> Self {
+        Self { guard }
+    }
+}
 
 #[derive(Deserialize)]
 struct Arguments {
@@ -60,11 +71,12 @@ impl Hook for ReadHook {
             Ok(arguments) => arguments,
             Err(error) => return Some(Box::pin(std::future::ready(error))),
         };
+        let guard = self.guard.clone();
         Some(Box::pin(async move {
             let path = resolve(&context.cwd, &arguments.path);
             let read = tokio::task::spawn_blocking({
                 let path = path.clone();
-                move || read_file(&path)
+                move || read_file(&guard, &path)
             })
             .await;
             let bytes = match read {
@@ -93,11 +105,11 @@ impl Hook for ReadHook {
     }
 }
 
-fn read_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
-    let meta = std::fs::metadata(path).map_err(|err| match err.kind() {
-        std::io::ErrorKind::NotFound => format!("{} does not exist", path.display()),
-        _ => format!("cannot read {}: {err}", path.display()),
-    })?;
+fn read_file(guard: &HomeGuard, path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let (file, _) = guard.open(path)?;
+    let meta = file
+        .metadata()
+        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
     if meta.is_dir() {
         return Err(format!(
             "{} is a directory; use bash with ls to list it",
@@ -111,7 +123,11 @@ fn read_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
             meta.len()
         ));
     }
-    std::fs::read(path).map_err(|err| format!("cannot read {}: {err}", path.display()))
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_FILE)
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    Ok(bytes)
 }
 
 /// Lines `offset..offset+limit`, numbered, within the byte cap, with a note
@@ -169,10 +185,15 @@ mod tests {
         assert!(numbered(&long, 1, 1).contains("line cut"));
     }
 
+    /// A guard for a home that is not where the tests read.
+    fn guard() -> HomeGuard {
+        HomeGuard::new(&crabtalk_home::Home::new("/nonexistent/crabtalk-home"))
+    }
+
     #[test]
     fn a_directory_is_refused_with_a_pointer_to_ls() {
         let dir = tempfile::tempdir().unwrap();
-        let message = read_file(dir.path()).unwrap_err();
+        let message = read_file(&guard(), dir.path()).unwrap_err();
         assert!(
             message.contains("is a directory") && message.contains("ls"),
             "{message}"
@@ -188,13 +209,13 @@ mod tests {
             .unwrap()
             .set_len(MAX_FILE + 1)
             .unwrap();
-        let message = read_file(&path).unwrap_err();
+        let message = read_file(&guard(), &path).unwrap_err();
         assert!(
             message.contains(&format!("{} bytes", MAX_FILE + 1))
                 && message.contains("head, sed -n, grep"),
             "{message}"
         );
-        let missing = read_file(&dir.path().join("nope")).unwrap_err();
+        let missing = read_file(&guard(), &dir.path().join("nope")).unwrap_err();
         assert!(missing.contains("does not exist"), "{missing}");
     }
 

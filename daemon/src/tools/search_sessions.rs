@@ -3,8 +3,10 @@
 //!
 //! Offered with the memory tools (only where `[memory] enabled`). The search
 //! is always scoped to the agent that calls it; the model can narrow it to
-//! one sender. Hits and windows are bounded by the index (at most 20 hits,
-//! 16 messages a window, 1 KiB a snippet).
+//! one sender. In a gateway sender's chain (see [`super::gateway`]) it is
+//! always narrowed to that sender: one person never finds another's
+//! conversations. Hits and windows are bounded by the index (at most 20
+//! hits, 16 messages a window, 1 KiB a snippet).
 
 use std::fmt::Write;
 use std::sync::Weak;
@@ -82,6 +84,15 @@ impl Hook for SessionSearchHook {
         };
         let runtime = self.runtime.clone();
         let agent = context.agent.name.clone();
+        let sender = match (context.gateway, args.sender.filter(|s| !s.is_empty())) {
+            (Some(gateway), Some(asked)) if asked != gateway => {
+                return Some(Box::pin(std::future::ready(ToolOutput::error(format!(
+                    "this conversation came through a gateway, so search_sessions only searches the conversations of {gateway:?}; leave out sender"
+                )))));
+            }
+            (Some(gateway), _) => Some(gateway),
+            (None, asked) => asked,
+        };
         Some(Box::pin(async move {
             if args.query.trim().is_empty() {
                 return ToolOutput::error("the query is empty; give keywords to search for");
@@ -93,7 +104,7 @@ impl Hook for SessionSearchHook {
             drop(runtime);
             let query = SessionQuery {
                 agent,
-                sender: args.sender.filter(|sender| !sender.is_empty()),
+                sender,
                 query: args.query.clone(),
                 limit: args.limit.unwrap_or(DEFAULT_HITS).max(1),
                 context: args.context.unwrap_or(DEFAULT_CONTEXT),

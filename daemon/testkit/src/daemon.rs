@@ -187,6 +187,38 @@ impl TestDaemon {
             .expect("connect to the test daemon")
     }
 
+    /// The TCP token the daemon keeps in `run/token`.
+    pub fn token(&self) -> String {
+        std::fs::read_to_string(self.home().token_file())
+            .expect("the daemon's run/token")
+            .trim()
+            .to_owned()
+    }
+
+    /// The `127.0.0.1:port` of the daemon's TCP listener, once its port
+    /// file is there (it is written a moment before the socket answers,
+    /// so it is there after [`TestDaemon::spawn`]).
+    pub async fn tcp_addr(&self) -> String {
+        let path = self.home().daemon_port_file();
+        let port = crate::within("the daemon's port file", async {
+            loop {
+                if let Ok(file) = crabtalk_home::PortFile::read(&path) {
+                    return file.port;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        format!("127.0.0.1:{port}")
+    }
+
+    /// A client connected over TCP with the token from `run/token`.
+    pub async fn tcp_client(&self) -> Client {
+        Client::connect_tcp(&self.tcp_addr().await, Some(&self.token()))
+            .await
+            .expect("connect to the test daemon over TCP")
+    }
+
     /// Sends SIGKILL and reaps the process.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {

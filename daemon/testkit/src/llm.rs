@@ -53,6 +53,9 @@ impl ToolCall {
 pub enum Reply {
     /// Text, streamed in small pieces.
     Text(String),
+    /// Text streamed in pieces of the given number of characters (long
+    /// replies for load and memory checks, without millions of events).
+    Pieces { text: String, piece: usize },
     /// Thinking, then text.
     Thinking { thinking: String, text: String },
     /// Optional text, then tool calls.
@@ -411,6 +414,14 @@ async fn openai(
             );
             "stop"
         }
+        Reply::Pieces { text, piece } => {
+            let chars: Vec<char> = text.chars().collect();
+            events.extend(chars.chunks(piece.max(1)).map(|piece| {
+                let piece: String = piece.iter().collect();
+                chunk(json!({"content": piece}), Value::Null)
+            }));
+            "stop"
+        }
         Reply::Thinking { thinking, text } => {
             events.extend(
                 pieces(&thinking)
@@ -475,7 +486,7 @@ fn openai_whole(reply: Reply, model: &str) -> Response {
     let (content, calls) = match reply {
         Reply::Status(status, body) => return error(status, body),
         Reply::Text(text) | Reply::Stall(text) | Reply::Gated(text) => (text, Vec::new()),
-        Reply::Thinking { text, .. } => (text, Vec::new()),
+        Reply::Thinking { text, .. } | Reply::Pieces { text, .. } => (text, Vec::new()),
         Reply::Tools { text, calls } => (text, calls),
     };
     let tool_calls: Vec<Value> = calls
@@ -541,7 +552,7 @@ async fn anthropic(
     let stop_reason = match reply {
         Reply::Status(status, body) => return error(status, body),
         Reply::Gated(_) => unreachable!("gates are opened above"),
-        Reply::Text(text) => {
+        Reply::Text(text) | Reply::Pieces { text, .. } => {
             block(
                 &mut events,
                 json!({"type": "text", "text": ""}),
@@ -615,7 +626,10 @@ fn anthropic_whole(reply: Reply, model: &str) -> Response {
     let mut stop_reason = "end_turn";
     match reply {
         Reply::Status(status, body) => return error(status, body),
-        Reply::Text(text) | Reply::Stall(text) | Reply::Gated(text) => {
+        Reply::Text(text)
+        | Reply::Stall(text)
+        | Reply::Gated(text)
+        | Reply::Pieces { text, .. } => {
             content.push(json!({"type": "text", "text": text}));
         }
         Reply::Thinking { thinking, text } => {

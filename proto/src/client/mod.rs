@@ -9,6 +9,11 @@
 //! Streaming methods return a [`ReplyStream`], which ends at its terminal
 //! (`StreamEnd`, or the first error) and frees its slot; dropping it early
 //! sends `Cancel`.
+//!
+//! Every queue is bounded: requests wait for the writer beyond
+//! [`OUTGOING_BYTES`], and each stream buffers at most
+//! [`STREAM_BUFFER_BYTES`] of replies its consumer has not taken (past
+//! that the stream ends with [`ClientError::Lagged`]).
 
 mod slots;
 mod stream;
@@ -21,18 +26,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use prost::Message;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
-use self::slots::{Slot, Slots};
+pub use self::slots::STREAM_BUFFER_BYTES;
+use self::slots::{Slot, Slots, stream_buffer};
 pub use self::stream::{ReplyStream, StreamItem};
 use crate::codec::{FrameError, FrameReader, MAX_FRAME_LEN};
 use crate::msg::*;
 use crate::ops::unary_operations;
+use crate::transport::outbox::{Outbox, outbox};
 use crate::transport::writer::write_frames;
 
-/// Requests queued for the writer before callers wait.
-const OUTGOING_QUEUE: usize = 256;
+/// Bytes of requests queued for the writer before callers wait.
+pub const OUTGOING_BYTES: usize = 4 * 1024 * 1024;
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +60,12 @@ pub enum ClientError {
         operation: &'static str,
         reply: String,
     },
+    /// A stream's consumer fell behind: more than `limit` bytes of its
+    /// replies were waiting, so the stream was ended.
+    #[error(
+        "this stream was ended because its replies were not read: more than {limit} bytes were waiting (a turn goes on in the daemon and is saved; its history has the rest)"
+    )]
+    Lagged { limit: usize },
 }
 
 impl ClientError {
@@ -89,7 +102,7 @@ pub struct Client {
 
 /// The shared half of a client: the writer's queue and the reply slots.
 struct Connection {
-    outgoing: mpsc::Sender<ClientMessage>,
+    outgoing: Outbox<ClientMessage>,
     slots: Arc<Slots>,
     next_request_id: AtomicU64,
     reader: AbortHandle,
@@ -131,9 +144,20 @@ impl Connection {
 
     /// Sends `Cancel` for `request_id` without waiting (used from `Drop`).
     fn cancel_in_background(&self, request_id: u64) {
-        let cancel = client_message::Msg::Cancel(Cancel { request_id });
-        // Request id 0: the Pong that answers it is not awaited.
-        let _ = self.outgoing.try_send(cancel.into());
+        send_cancel(&self.outgoing, request_id);
+    }
+}
+
+/// Sends `Cancel` for `request_id` without waiting: at once if the queue
+/// has room, else from a task (when there is a runtime to run one).
+fn send_cancel(outgoing: &Outbox<ClientMessage>, request_id: u64) {
+    let cancel = client_message::Msg::Cancel(Cancel { request_id });
+    // Request id 0: the Pong that answers it is not awaited.
+    if let Err(cancel) = outgoing.try_send(cancel.into())
+        && let Ok(runtime) = tokio::runtime::Handle::try_current()
+    {
+        let outgoing = outgoing.clone();
+        runtime.spawn(async move { outgoing.send(cancel).await });
     }
 }
 
@@ -195,10 +219,14 @@ impl Client {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (outgoing, queue) = mpsc::channel(OUTGOING_QUEUE);
+        let (outgoing, queue) = outbox(OUTGOING_BYTES);
         tokio::spawn(write_frames(queue, write, |_, _| None));
         let slots = Arc::new(Slots::default());
-        let reader = tokio::spawn(read_replies(FrameReader::new(read), slots.clone()));
+        let reader = tokio::spawn(read_replies(
+            FrameReader::new(read),
+            slots.clone(),
+            outgoing.clone(),
+        ));
         Self {
             connection: Arc::new(Connection {
                 outgoing,
@@ -310,14 +338,11 @@ impl Client {
     ) -> Result<ReplyStream<T>, ClientError> {
         let connection = &self.connection;
         let request_id = connection.next_request_id();
-        // Unbounded on purpose: the one reader task serves every request on
-        // the connection, so it must never wait for one stream's consumer.
-        // A bound would either stall every other request behind a slow
-        // reader (a caller that awaits a ping while holding an unread
-        // subscription would deadlock) or force dropping frames, and a turn
-        // may not lose its StreamEnd. The server's own output is what this
-        // buffers, and dropping the stream discards it.
-        let (sender, replies) = mpsc::unbounded_channel();
+        // The one reader task serves every request on the connection, so
+        // it never waits for one stream's consumer (a caller that awaits a
+        // ping while holding an unread subscription would deadlock); a
+        // consumer that lets its buffer fill loses the stream instead.
+        let (sender, replies) = stream_buffer();
         connection
             .slots
             .register(request_id, Slot::Stream(sender))
@@ -362,11 +387,20 @@ fn is_absent(err: &io::Error) -> bool {
     )
 }
 
-/// The reader task: routes every reply to its slot until the connection ends.
-async fn read_replies<R: AsyncRead + Unpin>(mut reader: FrameReader<R>, slots: Arc<Slots>) {
+/// The reader task: routes every reply to its slot until the connection
+/// ends, and cancels streams whose consumers fell too far behind.
+async fn read_replies<R: AsyncRead + Unpin>(
+    mut reader: FrameReader<R>,
+    slots: Arc<Slots>,
+    outgoing: Outbox<ClientMessage>,
+) {
     let reason = loop {
         match reader.read::<ServerMessage>().await {
-            Ok(reply) => slots.deliver(reply),
+            Ok(reply) => {
+                if let Some(lagging) = slots.deliver(reply) {
+                    send_cancel(&outgoing, lagging);
+                }
+            }
             Err(FrameError::Closed) => break "the daemon closed the connection".to_owned(),
             Err(err) => break err.to_string(),
         }

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::Stream;
-use tokio::sync::mpsc;
 
+use super::slots::{Delivery, STREAM_BUFFER_BYTES, StreamReceiver};
 use super::{ClientError, Connection};
-use crate::msg::{AgentEventMsg, McpEventMsg, ServerMessage, StreamEvent, server_message};
+use crate::msg::{AgentEventMsg, McpEventMsg, StreamEvent, server_message};
 
 /// An item of a streaming operation.
 pub trait StreamItem: Sized + Send + 'static {
@@ -60,10 +60,15 @@ impl StreamItem for McpEventMsg {
 /// earlier frees the slot too and sends `Cancel`, so the server stops
 /// sending; a streamed turn keeps running on the daemon (use `kill` to stop
 /// it).
+///
+/// Replies wait for the consumer in a buffer of at most
+/// [`STREAM_BUFFER_BYTES`](super::STREAM_BUFFER_BYTES); a consumer that
+/// lets it fill gets [`ClientError::Lagged`] after what was buffered, and
+/// the stream ends (the server is told to stop).
 pub struct ReplyStream<T> {
     connection: Arc<Connection>,
     request_id: u64,
-    replies: mpsc::UnboundedReceiver<ServerMessage>,
+    replies: StreamReceiver,
     done: bool,
     item: PhantomData<fn() -> T>,
 }
@@ -72,7 +77,7 @@ impl<T> ReplyStream<T> {
     pub(super) fn new(
         connection: Arc<Connection>,
         request_id: u64,
-        replies: mpsc::UnboundedReceiver<ServerMessage>,
+        replies: StreamReceiver,
     ) -> Self {
         Self {
             connection,
@@ -106,11 +111,16 @@ impl<T: StreamItem> Stream for ReplyStream<T> {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(reply) => reply,
         };
-        let item = match reply.map(|reply| reply.msg) {
+        let item = match reply {
             None => Err(self.connection.closed_error()),
-            Some(None) => Err(ClientError::EmptyReply),
-            Some(Some(server_message::Msg::Error(error))) => Err(ClientError::Server(error)),
-            Some(Some(reply)) => T::from_reply(reply),
+            Some(Delivery::Lagged) => Err(ClientError::Lagged {
+                limit: STREAM_BUFFER_BYTES,
+            }),
+            Some(Delivery::Reply(reply, _)) => match reply.msg {
+                None => Err(ClientError::EmptyReply),
+                Some(server_message::Msg::Error(error)) => Err(ClientError::Server(error)),
+                Some(reply) => T::from_reply(reply),
+            },
         };
         if !matches!(&item, Ok(item) if !item.is_terminal()) {
             self.finish();

@@ -3,23 +3,31 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::admission::{Admission, Waiting, admit, refuse_busy};
+use super::outbox::{Outbox, outbox};
+use super::throttle::Source;
 use super::writer::write_frames;
 use crate::Server;
 use crate::codec::{FrameError, FrameReader};
 use crate::msg::{ClientMessage, ErrorMsg, Pong, ServerMessage, client_message, server_message};
 
-/// Frames queued for a connection's writer before request tasks wait.
-const WRITE_QUEUE: usize = 256;
+/// Bytes of replies queued for a connection's writer before the tasks
+/// producing them wait (see [`Outbox`](super::outbox::Outbox)).
+pub const OUTBOX_BYTES: usize = 256 * 1024;
+
+/// Requests one connection may have in flight; one more is answered
+/// `ErrorMsg{429}`.
+pub const MAX_IN_FLIGHT: usize = 1024;
 
 /// How long a closing connection may take to flush what it has queued.
 const WRITER_DRAIN: Duration = Duration::from_secs(5);
@@ -32,43 +40,12 @@ pub(crate) const SHUTDOWN_DRAIN: Duration = Duration::from_secs(3);
 /// Pause after a failed accept (for example, out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
-/// Who may use a connection.
-#[derive(Clone)]
-pub(crate) enum Admission {
-    /// Anyone who can reach the listener.
-    Open,
-    /// Only a client whose first frame is `Hello` with this token, sent
-    /// within `handshake_timeout` of connecting.
-    Token {
-        token: Arc<str>,
-        handshake_timeout: Duration,
-    },
-}
-
-impl Admission {
-    fn accepts(&self, token: &str) -> bool {
-        match self {
-            Self::Open => true,
-            Self::Token {
-                token: expected, ..
-            } => constant_time_eq(expected.as_bytes(), token.as_bytes()),
-        }
-    }
-
-    /// When a connection that has not said `Hello` yet is closed; `None`
-    /// when no `Hello` is needed.
-    fn handshake_deadline(&self) -> Option<tokio::time::Instant> {
-        match self {
-            Self::Open => None,
-            Self::Token {
-                handshake_timeout, ..
-            } => Some(tokio::time::Instant::now() + *handshake_timeout),
-        }
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+/// A connection as the accept loop gets it.
+pub(crate) struct Accepted<R, W> {
+    pub(crate) read: R,
+    pub(crate) write: W,
+    /// The peer's address, where there is one (TCP).
+    pub(crate) peer: Option<IpAddr>,
 }
 
 /// A listening socket, as seen by the accept loop.
@@ -76,7 +53,7 @@ pub(crate) trait Acceptor {
     type Read: AsyncRead + Unpin + Send + 'static;
     type Write: AsyncWrite + Unpin + Send + 'static;
 
-    fn accept(&self) -> impl Future<Output = io::Result<(Self::Read, Self::Write)>> + Send;
+    fn accept(&self) -> impl Future<Output = io::Result<Accepted<Self::Read, Self::Write>>> + Send;
 }
 
 /// Accepts connections until `shutdown`, then waits for every connection to
@@ -94,12 +71,22 @@ pub(crate) async fn accept_loop<A: Acceptor, S: Server>(
             accepted = acceptor.accept() => accepted,
         };
         match accepted {
-            Ok((read, write)) => {
+            Ok(accepted) => {
+                let waiting = match &admission {
+                    Admission::Open => None,
+                    Admission::Token(gate) => match gate.wait_place() {
+                        Some(place) => Some(place),
+                        None => {
+                            connections.spawn(refuse_busy(accepted.write));
+                            continue;
+                        }
+                    },
+                };
                 connections.spawn(serve_connection(
                     server.clone(),
-                    read,
-                    write,
+                    accepted,
                     admission.clone(),
+                    waiting,
                     shutdown.clone(),
                 ));
             }
@@ -120,42 +107,42 @@ pub(crate) async fn accept_loop<A: Acceptor, S: Server>(
 /// `shutdown` fires. Every request task it started is dropped when it ends.
 pub(crate) async fn serve_connection<S, R, W>(
     server: Arc<S>,
-    read: R,
-    write: W,
+    accepted: Accepted<R, W>,
     admission: Admission,
+    waiting: Option<Waiting>,
     shutdown: CancellationToken,
 ) where
     S: Server,
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (replies, queue) = mpsc::channel(WRITE_QUEUE);
-    let mut writer = tokio::spawn(write_frames(queue, write, too_large_reply));
+    let (replies, queue) = outbox(OUTBOX_BYTES);
+    let writer = tokio::spawn(write_frames(queue, accepted.write, too_large_reply));
     let requests = Requests::default();
-    let mut reader = FrameReader::new(read);
-    // A client that holds a token-protected connection without saying who
-    // it is (or trickles a partial frame) is closed at this deadline.
-    let mut handshake_deadline = admission.handshake_deadline();
-    let mut admitted = handshake_deadline.is_none();
+    let mut reader = FrameReader::new(accepted.read);
     let mut shutting_down = false;
-    loop {
-        let handshake_expired = async {
-            match handshake_deadline {
-                Some(deadline) => tokio::time::sleep_until(deadline).await,
-                None => std::future::pending().await,
+    let admitted = match &admission {
+        Admission::Open => true,
+        Admission::Token(gate) => {
+            let source = accepted.peer.map(Source::of);
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => false,
+                admitted = admit(gate, &mut reader, source, &replies) => admitted,
             }
-        };
+        }
+    };
+    // Admitted or not, this connection no longer waits.
+    drop(waiting);
+    if !admitted {
+        close(requests, replies, writer).await;
+        return;
+    }
+    loop {
         let frame = tokio::select! {
             biased;
             () = shutdown.cancelled() => {
                 shutting_down = true;
-                break;
-            }
-            () = handshake_expired => {
-                let error = ErrorMsg::unauthorized(
-                    "no Hello with the daemon's token arrived in time; closing the connection",
-                );
-                let _ = replies.send(error.into()).await;
                 break;
             }
             frame = reader.read::<ClientMessage>() => frame,
@@ -177,23 +164,6 @@ pub(crate) async fn serve_connection<S, R, W>(
             Err(_) => break,
         };
         let request_id = message.request_id;
-        if !admitted {
-            let hello_ok = matches!(
-                &message.msg,
-                Some(client_message::Msg::Hello(hello)) if admission.accepts(&hello.token)
-            );
-            if !hello_ok {
-                let error = ErrorMsg::unauthorized(
-                    "this listener requires Hello with the daemon's token as the first frame",
-                );
-                let _ = replies
-                    .send(ServerMessage::from(error).answering(request_id))
-                    .await;
-                break;
-            }
-            admitted = true;
-            handshake_deadline = None;
-        }
         match message.msg {
             Some(client_message::Msg::Hello(_)) => {
                 let _ = replies.send(pong().answering(request_id)).await;
@@ -201,6 +171,17 @@ pub(crate) async fn serve_connection<S, R, W>(
             Some(client_message::Msg::Cancel(cancel)) => {
                 requests.cancel(cancel.request_id);
                 let _ = replies.send(pong().answering(request_id)).await;
+            }
+            _ if requests.len() >= MAX_IN_FLIGHT => {
+                let error = ErrorMsg::new(
+                    ErrorMsg::TOO_MANY_REQUESTS,
+                    format!(
+                        "{MAX_IN_FLIGHT} requests are already in flight on this connection; wait for some to finish (or cancel them) before sending more"
+                    ),
+                );
+                let _ = replies
+                    .send(ServerMessage::from(error).answering(request_id))
+                    .await;
             }
             _ => requests.spawn(
                 request_id,
@@ -217,6 +198,16 @@ pub(crate) async fn serve_connection<S, R, W>(
         // Stop reading, but let what is in flight finish, within reason.
         let _ = tokio::time::timeout(SHUTDOWN_DRAIN, requests.drained()).await;
     }
+    close(requests, replies, writer).await;
+}
+
+/// Drops what a connection still runs and lets its writer flush, within
+/// reason.
+async fn close(
+    requests: Requests,
+    replies: Outbox<ServerMessage>,
+    mut writer: tokio::task::JoinHandle<()>,
+) {
     requests.abort_all();
     drop(replies);
     if tokio::time::timeout(WRITER_DRAIN, &mut writer)
@@ -231,7 +222,7 @@ pub(crate) async fn serve_connection<S, R, W>(
 async fn forward(
     mut stream: futures::stream::BoxStream<'static, ServerMessage>,
     request_id: u64,
-    replies: mpsc::Sender<ServerMessage>,
+    replies: Outbox<ServerMessage>,
 ) {
     while let Some(reply) = stream.next().await {
         if replies.send(reply.answering(request_id)).await.is_err() {
@@ -240,7 +231,7 @@ async fn forward(
     }
 }
 
-fn pong() -> ServerMessage {
+pub(super) fn pong() -> ServerMessage {
     server_message::Msg::Pong(Pong {
         server_version: crate::VERSION.into(),
         protocol: crate::PROTOCOL.into(),
@@ -311,6 +302,11 @@ impl Requests {
             }
             emptied.await;
         }
+    }
+
+    /// How many requests are in flight.
+    fn len(&self) -> usize {
+        self.lock().tasks.len()
     }
 
     fn cancel(&self, request_id: u64) {

@@ -18,12 +18,29 @@
 //!
 //! - [`UdsListener`]: `run/crabtalk.sock`, mode 0600, refuses to replace a
 //!   socket that another server still answers on, removes a stale one.
-//! - [`TcpListener`]: `TCP_NODELAY`; a non-loopback address requires a token,
-//!   and a client of a listener with a token that says nothing for the
-//!   handshake timeout is disconnected.
+//! - [`TcpListener`]: `TCP_NODELAY`; every listener has a token, loopback
+//!   included, and a client that says nothing for the handshake timeout is
+//!   disconnected.
+//!
+//! ## What a peer can make a server spend
+//!
+//! - Before `Hello` (TCP): frames of at most [`MAX_HELLO_FRAME`] bytes, at
+//!   most [`MAX_UNADMITTED`] such connections per listener, the handshake
+//!   timeout, and failed attempts answered ever more slowly per source
+//!   address ([`RETRY_DELAY`] doubling up to [`MAX_RETRY_DELAY`], a table of
+//!   at most [`MAX_SOURCES`] sources).
+//! - After: frames up to the codec's 16 MiB, at most [`MAX_IN_FLIGHT`]
+//!   requests at once (`ErrorMsg{429}` beyond), and replies queued for the
+//!   writer up to [`OUTBOX_BYTES`] — a peer that does not read makes the
+//!   tasks producing its replies wait, which is where the server's own
+//!   bounds take over (a turn drops a client that falls too far behind; it
+//!   never waits for one).
 
+mod admission;
 mod connection;
+pub(crate) mod outbox;
 mod tcp;
+mod throttle;
 #[cfg(unix)]
 mod uds;
 pub(crate) mod writer;
@@ -32,7 +49,10 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+pub use admission::{MAX_HELLO_FRAME, MAX_UNADMITTED};
+pub use connection::{MAX_IN_FLIGHT, OUTBOX_BYTES};
 pub use tcp::{DEFAULT_HANDSHAKE_TIMEOUT, TcpListener};
+pub use throttle::{FORGET_AFTER, MAX_RETRY_DELAY, MAX_SOURCES, RETRY_DELAY};
 #[cfg(unix)]
 pub use uds::UdsListener;
 
@@ -49,7 +69,7 @@ pub enum BindError {
     #[error("{path} exists and is not a socket; refusing to replace it")]
     NotASocket { path: PathBuf },
     #[error(
-        "refusing to listen on {addr} without a token: set [transport] token = \"...\" in config.toml, or listen on a loopback address"
+        "refusing to listen on {addr} without a token: every TCP listener needs one (set [transport] token = \"...\" in config.toml, or leave it out for a random one in run/token)"
     )]
     TokenRequired { addr: SocketAddr },
     #[error("cannot listen on {target}: {source}")]

@@ -8,30 +8,37 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_util::sync::CancellationToken;
 
 use super::BindError;
-use super::connection::{Acceptor, Admission, accept_loop};
+use super::admission::{Admission, TokenGate};
+use super::connection::{Accepted, Acceptor, accept_loop};
+use super::throttle::Delays;
 use crate::Server;
 
-/// How long a client on a listener with a token has to send `Hello`.
+/// How long a client has to send `Hello`.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A TCP listener with `TCP_NODELAY` on every connection.
+/// A TCP listener with `TCP_NODELAY` on every connection, for clients that
+/// know its token.
 ///
-/// With a token, every client must send `Hello{token}` as its first frame,
-/// within the handshake timeout ([`DEFAULT_HANDSHAKE_TIMEOUT`] unless set
-/// with [`with_handshake_timeout`](Self::with_handshake_timeout)); a client
-/// that does not is answered `ErrorMsg{401}` and disconnected, so a silent
-/// peer cannot hold a connection open. Binding a non-loopback address without
-/// a token is refused.
+/// Every client, on a loopback address as much as on any other, must send
+/// `Hello{token}` as its first frame, within the handshake timeout
+/// ([`DEFAULT_HANDSHAKE_TIMEOUT`] unless set with
+/// [`with_handshake_timeout`](Self::with_handshake_timeout)); a client
+/// that does not is answered `ErrorMsg{401}` and disconnected. Loopback is
+/// no boundary: every local user can reach it. What a client that has not
+/// said `Hello` yet may cost, and how failed attempts are slowed down, is
+/// described in the [`transport`](super) module.
 pub struct TcpListener {
     listener: tokio::net::TcpListener,
-    admission: Admission,
+    token: String,
+    handshake_timeout: Duration,
+    delays: Delays,
 }
 
 impl TcpListener {
-    /// Binds `addr` (port 0 picks a free port). An empty token counts as none.
-    pub async fn bind(addr: SocketAddr, token: Option<&str>) -> Result<Self, BindError> {
-        let token = token.filter(|token| !token.is_empty());
-        if token.is_none() && !addr.ip().is_loopback() {
+    /// Binds `addr` (port 0 picks a free port). A token that is empty or
+    /// only whitespace is refused with [`BindError::TokenRequired`].
+    pub async fn bind(addr: SocketAddr, token: &str) -> Result<Self, BindError> {
+        if token.trim().is_empty() {
             return Err(BindError::TokenRequired { addr });
         }
         let listener = tokio::net::TcpListener::bind(addr)
@@ -40,28 +47,26 @@ impl TcpListener {
                 target: addr.to_string(),
                 source,
             })?;
-        let admission = match token {
-            Some(token) => Admission::Token {
-                token: token.into(),
-                handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
-            },
-            None => Admission::Open,
-        };
         Ok(Self {
             listener,
-            admission,
+            token: token.to_owned(),
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            delays: Delays::default(),
         })
     }
 
-    /// Sets how long a client has to send `Hello` before it is disconnected
-    /// (only on a listener with a token; others need no `Hello`).
+    /// Sets how long a client has to send `Hello` before it is disconnected.
     pub fn with_handshake_timeout(mut self, timeout: Duration) -> Self {
-        if let Admission::Token {
-            handshake_timeout, ..
-        } = &mut self.admission
-        {
-            *handshake_timeout = timeout;
-        }
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// Sets the pause after a source's first failed attempt (`first`, then
+    /// doubling) and the longest pause (`max`); by default
+    /// [`RETRY_DELAY`](super::RETRY_DELAY) and
+    /// [`MAX_RETRY_DELAY`](super::MAX_RETRY_DELAY).
+    pub fn with_retry_delays(mut self, first: Duration, max: Duration) -> Self {
+        self.delays = Delays { base: first, max };
         self
     }
 
@@ -73,7 +78,8 @@ impl TcpListener {
     /// Serves connections until `shutdown` fires and every connection has
     /// closed.
     pub async fn serve<S: Server>(self, server: Arc<S>, shutdown: CancellationToken) {
-        let admission = self.admission.clone();
+        let gate = TokenGate::new(&self.token, self.handshake_timeout, self.delays);
+        let admission = Admission::Token(Arc::new(gate));
         accept_loop(&self, server, admission, shutdown).await;
     }
 }
@@ -82,9 +88,14 @@ impl Acceptor for TcpListener {
     type Read = OwnedReadHalf;
     type Write = OwnedWriteHalf;
 
-    async fn accept(&self) -> std::io::Result<(OwnedReadHalf, OwnedWriteHalf)> {
-        let (stream, _) = self.listener.accept().await?;
+    async fn accept(&self) -> std::io::Result<Accepted<OwnedReadHalf, OwnedWriteHalf>> {
+        let (stream, peer) = self.listener.accept().await?;
         stream.set_nodelay(true)?;
-        Ok(stream.into_split())
+        let (read, write) = stream.into_split();
+        Ok(Accepted {
+            read,
+            write,
+            peer: Some(peer.ip()),
+        })
     }
 }

@@ -9,7 +9,8 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_util::sync::CancellationToken;
 
 use super::BindError;
-use super::connection::{Acceptor, Admission, accept_loop};
+use super::admission::Admission;
+use super::connection::{Accepted, Acceptor, accept_loop};
 use crate::Server;
 
 /// How long to wait for an existing socket to answer before calling it stale.
@@ -93,9 +94,14 @@ impl Acceptor for UdsListener {
     type Read = OwnedReadHalf;
     type Write = OwnedWriteHalf;
 
-    async fn accept(&self) -> std::io::Result<(OwnedReadHalf, OwnedWriteHalf)> {
+    async fn accept(&self) -> std::io::Result<Accepted<OwnedReadHalf, OwnedWriteHalf>> {
         let (stream, _) = self.listener.accept().await?;
-        Ok(stream.into_split())
+        let (read, write) = stream.into_split();
+        Ok(Accepted {
+            read,
+            write,
+            peer: None,
+        })
     }
 }
 

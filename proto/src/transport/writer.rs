@@ -1,18 +1,20 @@
-//! The writer task of a connection: drains a queue of frames into the socket,
-//! batching whatever is already queued into one write.
+//! The writer task of a connection: drains its [`Outbox`](super::outbox)
+//! into the socket, batching whatever is already queued into one write.
 
 use prost::Message;
 use tokio::io::AsyncWrite;
-use tokio::sync::mpsc;
 
+use super::outbox::OutboxReceiver;
 use crate::codec::{FrameError, FrameWriter};
 
-/// Writes every message from `queue` until it closes or the socket fails.
+/// Writes every message from `queue` until every sender is gone or the
+/// socket fails. Each message's share of the outbox budget is given back
+/// once it is encoded into the writer's buffer.
 ///
 /// A message too large for a frame is passed to `oversize`, which may offer a
 /// replacement (the server answers `ErrorMsg{413}` in its place).
 pub(crate) async fn write_frames<M, W>(
-    mut queue: mpsc::Receiver<M>,
+    mut queue: OutboxReceiver<M>,
     socket: W,
     oversize: impl Fn(&M, FrameError) -> Option<M>,
 ) where
@@ -20,12 +22,18 @@ pub(crate) async fn write_frames<M, W>(
     W: AsyncWrite + Unpin,
 {
     let mut writer = FrameWriter::new(socket);
-    while let Some(message) = queue.recv().await {
-        if write_one(&mut writer, message, &oversize).await.is_err() {
+    while let Some(queued) = queue.recv().await {
+        if write_one(&mut writer, queued.message, &oversize)
+            .await
+            .is_err()
+        {
             return;
         }
-        while let Ok(message) = queue.try_recv() {
-            if write_one(&mut writer, message, &oversize).await.is_err() {
+        while let Some(queued) = queue.try_recv() {
+            if write_one(&mut writer, queued.message, &oversize)
+                .await
+                .is_err()
+            {
                 return;
             }
         }

@@ -5,9 +5,11 @@
 //!
 //! - on Unix, the socket `run/crabtalk.sock` first — it needs no token;
 //! - else the TCP port in `run/crabtalk.port`, with `Hello{token}` as the
-//!   first frame when `run/token` exists (the daemon keeps its token there
-//!   unless `[transport] token` is set in `config.toml`; a client of such a
-//!   daemon passes the token itself, see [`Endpoint`]).
+//!   first frame, the token read from `run/token` (the daemon writes the
+//!   token it accepts there at every start: `[transport] token`, or the
+//!   random one it keeps; the file is 0600, so only the daemon's user can
+//!   read it). A client elsewhere is given the token and passes it itself,
+//!   see [`Endpoint`].
 //!
 //! [`connect`] does that once and says plainly when the daemon is not
 //! running. [`DaemonLink`] keeps a connection for a component's whole life:

@@ -17,7 +17,7 @@ impl Server for Bare {}
 
 /// Serves [`Bare`] over TCP with `token` and writes `home`'s port file.
 async fn serve_tcp(home: &Home, token: &str) -> CancellationToken {
-    let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap(), Some(token))
+    let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap(), token)
         .await
         .unwrap();
     let port = listener.local_addr().unwrap().port();

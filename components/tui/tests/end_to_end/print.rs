@@ -189,10 +189,18 @@ async fn print_mode_over_tcp_and_ask_user_gets_an_explicit_cancel() {
     })
     .await;
     let port = PortFile::read(&port_file).unwrap().port;
+    // From another home, as a remote client would: the token is given.
     let elsewhere = tempfile::tempdir().unwrap();
     let output = run(
         elsewhere.path(),
-        &["-p", "do it", "--tcp", &format!("127.0.0.1:{port}")],
+        &[
+            "-p",
+            "do it",
+            "--tcp",
+            &format!("127.0.0.1:{port}"),
+            "--token",
+            &daemon.token(),
+        ],
     )
     .await;
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -208,6 +216,42 @@ async fn print_mode_over_tcp_and_ask_user_gets_an_explicit_cancel() {
     assert!(
         tool["content"].as_str().unwrap().starts_with("cancelled"),
         "{tool}"
+    );
+}
+
+#[tokio::test]
+async fn over_tcp_the_token_comes_from_the_home_and_only_for_its_own_daemon() {
+    let (llm, daemon) = daemon().await;
+    llm.set_default(Reply::text("over tcp"));
+    let addr = daemon.tcp_addr().await;
+    // `--tcp` alone: the port file and run/token of CRABTALK_HOME.
+    let output = run(daemon.path(), &["-p", "hi", "--tcp"]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "over tcp\n");
+    // `--tcp ADDR` naming the home's own daemon: run/token too.
+    let output = run(daemon.path(), &["-p", "hi", "--tcp", &addr]).await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    // From a home that is not the daemon's, without --token: refused,
+    // with what to do.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let output = run(elsewhere.path(), &["-p", "hi", "--tcp", &addr]).await;
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("refused the connection") && stderr.contains("--token"),
+        "{stderr}"
+    );
+    // A wrong token says so.
+    let output = run(
+        daemon.path(),
+        &["-p", "hi", "--tcp", &addr, "--token", "not-it"],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(3));
+    assert!(
+        text(&output.stderr).contains("is not the daemon's"),
+        "{}",
+        text(&output.stderr)
     );
 }
 

@@ -1,53 +1,40 @@
 //! `bash`: run a command with `bash -c` in the turn's working directory.
 //!
-//! The command runs in a process group of its own. When it ends, times out,
-//! or the turn is cancelled, the whole group is killed, so a `sleep` it
-//! started in the background (or its children) cannot outlive it. Each of
-//! stdout and stderr is kept up to a cap and the rest is counted, not
-//! stored; the pipes are drained to the end so the command never blocks on
-//! a full pipe.
+//! The timeout is a wall-clock bound on the call, and nothing the call
+//! started outlives it: when the command ends, times out, or the turn is
+//! cancelled (or the daemon stops), everything it started is killed —
+//! its process group, and on Linux also what left the group (`setsid`,
+//! `set -m`, double forks), found through a supervisor that is a child
+//! subreaper ([`supervisor`], [`reaper`]). Each of stdout and stderr is
+//! kept up to a cap and the rest is counted, not stored; the pipes are
+//! read as the command writes, so it never blocks on a full pipe. This is
+//! a guard against accidents and runaway commands, not a sandbox: the
+//! command runs as the daemon's user, with its rights.
 //!
 //! Limits per agent (`[bash]`): `disabled`, a `deny` list of command names,
-//! `timeout_secs`, extra `env`, and `allow_gateway` — without it, senders
-//! that come through a gateway (`tg:…` and the like) cannot use bash. That
-//! holds down the whole chain of turns a gateway message begins: a task it
-//! delegates, or a turn its done-event fires, is refused too unless the
-//! agent running it allows gateways.
+//! `timeout_secs`, extra `env`, and `allow_gateway`. Whether a gateway
+//! sender's chain may use bash at all is not decided here but at the gate
+//! (see [`super::gateway`]), where `allow_gateway` is read.
 
-use std::process::Stdio;
+mod reaper;
+#[cfg(unix)]
+mod supervisor;
+#[cfg(not(unix))]
+#[path = "unsupported.rs"]
+mod supervisor;
+
 use std::time::Duration;
 
 use serde::Deserialize;
-use tokio::io::{AsyncRead, AsyncReadExt};
 
+pub use self::reaper::end_all;
+pub use self::supervisor::OUTPUT_CAP;
+use self::supervisor::{Captured, Ending};
 use super::{Hook, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
 use crate::config::agent::AgentDef;
 
-/// Bytes kept of each of stdout and stderr.
-pub const OUTPUT_CAP: usize = 64 * 1024;
-
 /// The longest timeout a call may ask for.
 const MAX_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// Sender prefixes of the daemon's own triggers; any other `prefix:` sender
-/// came through a gateway.
-const INTERNAL_SENDER_PREFIXES: [&str; 2] = ["delegate", "event"];
-
-/// Whether `sender` came through a gateway (e.g. `tg:42`).
-pub fn is_gateway_sender(sender: &str) -> bool {
-    match sender.split_once(':') {
-        Some((prefix, _)) => !prefix.is_empty() && !INTERNAL_SENDER_PREFIXES.contains(&prefix),
-        None => false,
-    }
-}
-
-/// The gateway sender behind a turn, if any: its own sender, or the origin
-/// of the chain it belongs to (a task delegated for a `tg:` user).
-fn gateway_in_chain(context: &ToolContext) -> Option<&str> {
-    [context.sender.as_str(), context.chain.origin.as_str()]
-        .into_iter()
-        .find(|sender| is_gateway_sender(sender))
-}
 
 /// The `bash` tool.
 pub struct BashHook;
@@ -93,15 +80,6 @@ impl Hook for BashHook {
             return Some(ready_error(
                 "bash is disabled for this agent ([bash] disabled = true)",
             ));
-        }
-        if let Some(gateway) = gateway_in_chain(&context)
-            && !settings.allow_gateway
-        {
-            return Some(ready_error(format!(
-                "bash is not available here: this turn goes back to a message that came through a \
-                 gateway (sender {gateway:?}); the agent's config can allow it with \
-                 [bash] allow_gateway = true"
-            )));
         }
         if arguments.timeout_secs == Some(0) {
             return Some(ready_error(
@@ -154,29 +132,6 @@ fn denied_word<'a>(command: &str, deny: &'a [String]) -> Option<&'a str> {
     None
 }
 
-/// Kills a process group when dropped (cancellation), unless disarmed.
-struct GroupKiller {
-    pgid: Option<u32>,
-}
-
-impl GroupKiller {
-    fn kill(&mut self) {
-        #[cfg(unix)]
-        if let Some(pgid) = self.pgid.take() {
-            // SAFETY: signalling a process group this tool created.
-            unsafe {
-                libc::killpg(pgid as libc::pid_t, libc::SIGKILL);
-            }
-        }
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 async fn run(
     command: String,
     cwd: std::path::PathBuf,
@@ -189,126 +144,66 @@ async fn run(
             cwd.display()
         ));
     }
-    let mut process = tokio::process::Command::new("bash");
-    process
-        .arg("-c")
-        .arg(&command)
-        .current_dir(&cwd)
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    process.process_group(0);
-    let mut child = match process.spawn() {
-        Ok(child) => child,
-        Err(err) => return ToolOutput::error(format!("cannot start bash: {err}")),
+    let finished = match supervisor::run(&command, cwd, env, timeout).await {
+        Ok(finished) => finished,
+        Err(message) => return ToolOutput::error(message),
     };
-    let mut killer = GroupKiller { pgid: child.id() };
-    let stdout = tokio::spawn(read_capped(child.stdout.take()));
-    let stderr = tokio::spawn(read_capped(child.stderr.take()));
-    let status = tokio::time::timeout(timeout, child.wait()).await;
-    // Whatever happened, nothing the command started outlives it.
-    killer.kill();
-    let _ = child.wait().await;
-    let (stdout, stderr) = (
-        stdout.await.unwrap_or_default(),
-        stderr.await.unwrap_or_default(),
-    );
-
     let mut text = String::new();
-    text.push_str(&stdout.render("stdout"));
-    if stderr.total > 0 {
+    text.push_str(&render(&finished.stdout, "stdout"));
+    if finished.stderr.total > 0 {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
         text.push_str("--- stderr ---\n");
-        text.push_str(&stderr.render("stderr"));
+        text.push_str(&render(&finished.stderr, "stderr"));
     }
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    match status {
-        Err(_) => {
+    match finished.ending {
+        Ending::TimedOut => {
             text.push_str(&format!(
                 "--- timed out after {} s; the command and everything it started were killed ---",
                 timeout.as_secs()
             ));
             ToolOutput::error(text)
         }
-        Ok(Err(err)) => ToolOutput::error(format!(
-            "{text}--- could not wait for the command: {err} ---"
-        )),
-        Ok(Ok(status)) => match status.code() {
-            Some(0) => {
-                text.push_str("--- exit code 0 ---");
-                ToolOutput::ok(text)
-            }
-            Some(code) => {
-                text.push_str(&format!("--- exit code {code} ---"));
-                ToolOutput::error(text)
-            }
-            None => {
-                text.push_str("--- killed by a signal ---");
-                ToolOutput::error(text)
-            }
-        },
-    }
-}
-
-/// The start of a stream, and how long it really was.
-#[derive(Default)]
-struct Captured {
-    kept: Vec<u8>,
-    total: usize,
-}
-
-impl Captured {
-    fn render(&self, name: &str) -> String {
-        let mut text = String::from_utf8_lossy(&self.kept).into_owned();
-        if self.total > self.kept.len() {
-            text.push_str(&format!(
-                "\n[{name} truncated: {} bytes in all, the first {} shown]",
-                self.total,
-                self.kept.len()
-            ));
+        Ending::Vanished => {
+            text.push_str("--- the command was killed before it could report its exit status ---");
+            ToolOutput::error(text)
         }
-        text
-    }
-}
-
-async fn read_capped(stream: Option<impl AsyncRead + Unpin>) -> Captured {
-    let mut captured = Captured::default();
-    let Some(mut stream) = stream else {
-        return captured;
-    };
-    let mut buffer = vec![0u8; 16 * 1024];
-    loop {
-        match stream.read(&mut buffer).await {
-            Ok(0) | Err(_) => return captured,
-            Ok(n) => {
-                captured.total += n;
-                let room = OUTPUT_CAP.saturating_sub(captured.kept.len());
-                captured.kept.extend_from_slice(&buffer[..n.min(room)]);
-            }
+        Ending::Exited(0) => {
+            text.push_str("--- exit code 0 ---");
+            ToolOutput::ok(text)
+        }
+        Ending::Exited(code) => {
+            text.push_str(&format!("--- exit code {code} ---"));
+            ToolOutput::error(text)
         }
     }
+}
+
+/// A captured stream as text, with a note of what was left out.
+fn render(captured: &Captured, name: &str) -> String {
+    let mut text = String::from_utf8_lossy(&captured.kept).into_owned();
+    if captured.total > captured.kept.len() {
+        text.push_str(&format!(
+            "\n[{name} truncated: {} bytes in all, the first {} shown]",
+            captured.total,
+            captured.kept.len()
+        ));
+    }
+    if captured.cut_off {
+        text.push_str(&format!(
+            "\n[{name} was still open when the call ended; what came later is lost]"
+        ));
+    }
+    text
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gateway_senders_are_told_apart_from_the_daemons_own() {
-        for gateway in ["tg:42", "wechat:abc", "slack:T1"] {
-            assert!(is_gateway_sender(gateway), "{gateway}");
-        }
-        for local in ["user", "cron", "delegate:17", "event:agent:x:done", ""] {
-            assert!(!is_gateway_sender(local), "{local}");
-        }
-    }
 
     #[test]
     fn denied_words_are_found_however_they_are_written() {
@@ -317,6 +212,84 @@ mod tests {
         assert_eq!(denied_word("echo $(curl x)", &deny), Some("curl"));
         assert_eq!(denied_word("echo rmdir", &deny), None);
         assert_eq!(denied_word("git status", &deny), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn the_timeout_holds_whatever_the_children_do_and_none_survives() {
+        let dir = tempfile::tempdir().unwrap();
+        // Children that leave the process group and keep stdout open.
+        let command = "setsid sleep 25 & echo $! > setsid.pid; set -m; sleep 25 & echo $! > jobs.pid; sleep 25";
+        let started = std::time::Instant::now();
+        let output = run(
+            command.into(),
+            dir.path().into(),
+            vec![],
+            Duration::from_secs(1),
+        )
+        .await;
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            output.is_error && output.text.contains("timed out after 1 s"),
+            "{}",
+            output.text
+        );
+        for file in ["setsid.pid", "jobs.pid"] {
+            let pid: u32 = std::fs::read_to_string(dir.path().join(file))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            assert!(!alive(pid), "{file}: {pid} still runs");
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_command_that_returns_at_once_does_not_wait_for_what_it_left_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let command = "setsid sleep 25 & echo $! > left.pid; echo done";
+        let started = std::time::Instant::now();
+        let output = run(
+            command.into(),
+            dir.path().into(),
+            vec![],
+            Duration::from_secs(60),
+        )
+        .await;
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            !output.is_error && output.text.contains("done"),
+            "{}",
+            output.text
+        );
+        let pid: u32 = std::fs::read_to_string(dir.path().join("left.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(!alive(pid), "{pid} still runs");
+    }
+
+    /// Whether a process runs (a zombie does not count).
+    #[cfg(target_os = "linux")]
+    fn alive(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
     }
 
     #[tokio::test]

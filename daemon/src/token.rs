@@ -1,0 +1,178 @@
+//! The TCP token: what every TCP client must send in `Hello`.
+//!
+//! Every TCP listener needs one, loopback included: any local user can
+//! reach `127.0.0.1`, and the daemon runs commands as its own user. The
+//! token is `[transport] token` when `config.toml` sets it; else a random
+//! one (32 bytes from the operating system, hex) that the daemon makes on
+//! its first start and keeps. Either way the daemon writes the token it
+//! accepts to `run/token` (mode 0600, atomically), where local clients of
+//! the same user read it; remote clients are given it by hand.
+//!
+//! A kept token is used again only if it is still private: a `run/token`
+//! that other users can read, that is empty or that is not a token the
+//! daemon would make is replaced by a new random one (with a warning).
+
+use std::path::Path;
+
+use crabtalk_home::Home;
+use rand::TryRngCore;
+
+/// Bytes of randomness in a token the daemon makes.
+const TOKEN_BYTES: usize = 32;
+
+/// Why the token could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error("cannot get random bytes for the TCP token from the operating system: {0}")]
+    Random(String),
+    #[error("cannot write the TCP token to {path}: {source}", path = path.display())]
+    Write {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The token TCP clients must send: `configured` if set (the config check
+/// has refused a blank one), else the one kept in `run/token`, made on the
+/// first start. Written to `run/token` either way.
+pub fn establish(home: &Home, configured: Option<&str>) -> Result<String, TokenError> {
+    let path = home.token_file();
+    let token = match configured {
+        Some(token) => token.to_owned(),
+        None => match kept(&path) {
+            Some(token) => token,
+            None => fresh()?,
+        },
+    };
+    let current = std::fs::read_to_string(&path).ok();
+    if current.as_deref().map(str::trim) != Some(token.as_str()) || !private(&path) {
+        crabtalk_home::write_atomic_private(&path, format!("{token}\n").as_bytes()).map_err(
+            |source| TokenError::Write {
+                path: path.clone(),
+                source,
+            },
+        )?;
+    }
+    Ok(token)
+}
+
+/// The token kept in `path`, if it can be used again.
+fn kept(path: &Path) -> Option<String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(err) => {
+            tracing::warn!(
+                "cannot read {}: {err}; making a new TCP token",
+                path.display()
+            );
+            return None;
+        }
+    };
+    if !private(path) {
+        tracing::warn!(
+            "{} could be read by other users; making a new TCP token (clients of this user read the new one by themselves)",
+            path.display()
+        );
+        return None;
+    }
+    let token = text.trim();
+    let usable = !token.is_empty() && token.len() <= 1024 && !token.chars().any(char::is_control);
+    if !usable {
+        tracing::warn!("{} holds no usable token; making a new one", path.display());
+        return None;
+    }
+    Some(token.to_owned())
+}
+
+/// Whether only the owner may read or write `path`.
+fn private(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(path)
+            .is_ok_and(|meta| meta.file_type().is_file() && meta.mode() & 0o077 == 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
+}
+
+/// A new random token.
+fn fresh() -> Result<String, TokenError> {
+    let mut bytes = [0u8; TOKEN_BYTES];
+    rand::rngs::OsRng
+        .try_fill_bytes(&mut bytes)
+        .map_err(|err| TokenError::Random(err.to_string()))?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = path;
+            0o600
+        }
+    }
+
+    #[test]
+    fn a_random_token_is_made_once_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        let first = establish(&home, None).unwrap();
+        assert_eq!(first.len(), 2 * TOKEN_BYTES);
+        assert!(first.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(
+            std::fs::read_to_string(home.token_file()).unwrap(),
+            format!("{first}\n")
+        );
+        assert_eq!(mode(&home.token_file()), 0o600);
+        assert_eq!(establish(&home, None).unwrap(), first);
+        let other_home = tempfile::tempdir().unwrap();
+        assert_ne!(
+            establish(&Home::new(other_home.path()), None).unwrap(),
+            first
+        );
+    }
+
+    #[test]
+    fn a_configured_token_wins_and_is_written_for_local_clients() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        establish(&home, None).unwrap();
+        assert_eq!(establish(&home, Some("chosen")).unwrap(), "chosen");
+        assert_eq!(
+            std::fs::read_to_string(home.token_file()).unwrap(),
+            "chosen\n"
+        );
+        assert_eq!(mode(&home.token_file()), 0o600);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_token_others_could_read_is_replaced() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        let first = establish(&home, None).unwrap();
+        std::fs::set_permissions(home.token_file(), std::fs::Permissions::from_mode(0o644))
+            .unwrap();
+        let second = establish(&home, None).unwrap();
+        assert_ne!(first, second);
+        assert_eq!(mode(&home.token_file()), 0o600);
+        // Blank is no token either.
+        crabtalk_home::write_atomic_private(&home.token_file(), b" \n").unwrap();
+        let third = establish(&home, None).unwrap();
+        assert!(!third.is_empty() && third != second);
+    }
+}
