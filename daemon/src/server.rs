@@ -57,6 +57,7 @@ impl DaemonServer {
             client,
             chain: None,
             trigger: request.trigger,
+            origin: request.origin,
         })
     }
 
@@ -85,6 +86,7 @@ struct TurnRequestParts {
     guest: Option<String>,
     tool_choice: Option<String>,
     trigger: Option<String>,
+    origin: Option<String>,
 }
 
 impl From<SendMsg> for TurnRequestParts {
@@ -97,6 +99,7 @@ impl From<SendMsg> for TurnRequestParts {
             guest: msg.guest,
             tool_choice: msg.tool_choice,
             trigger: msg.trigger,
+            origin: msg.origin,
         }
     }
 }
@@ -111,6 +114,7 @@ impl From<StreamMsg> for TurnRequestParts {
             guest: msg.guest,
             tool_choice: msg.tool_choice,
             trigger: msg.trigger,
+            origin: msg.origin,
         }
     }
 }

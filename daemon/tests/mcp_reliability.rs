@@ -782,19 +782,71 @@ async fn every_tool_call_tells_the_server_who_called() {
             "ai.crabtalk/sender",
             "ai.crabtalk/origin",
             "ai.crabtalk/trigger",
+            "ai.crabtalk/gateway",
         ]
         .map(|key| call.get(key).and_then(Value::as_str).map(str::to_owned))
     };
     let s = |text: &str| Some(text.to_owned());
+    // tg:42 is a gateway sender (the default `[gateway] senders`): every
+    // call of its chain says so, the delegated task's too.
     assert_eq!(
         keys(&calls[0]),
-        [s("crab"), s("tg:42"), s("tg:42"), s("telegram")]
+        [s("crab"), s("tg:42"), s("tg:42"), s("telegram"), s("tg:42")]
     );
-    let [agent, sender, origin, trigger] = keys(&calls[1]);
+    let [agent, sender, origin, trigger, gateway] = keys(&calls[1]);
     assert_eq!(agent, s("worker"));
     assert!(sender.unwrap().starts_with("delegate:"));
-    assert_eq!((origin, trigger), (s("tg:42"), s("telegram")));
-    assert_eq!(keys(&calls[2]), [s("crab"), s("alice"), s("alice"), None]);
+    assert_eq!(
+        (origin, trigger, gateway),
+        (s("tg:42"), s("telegram"), s("tg:42"))
+    );
+    assert_eq!(
+        keys(&calls[2]),
+        [s("crab"), s("alice"), s("alice"), None, None]
+    );
+}
+
+#[tokio::test]
+async fn a_turn_started_on_a_gateway_senders_behalf_is_a_gateway_chain() {
+    let (llm, daemon) = start("").await;
+    let client = daemon.client().await;
+    let recorder = recorder_component(&daemon).await;
+    listed(&client, "recorder", "the recorder to connect", is_connected).await;
+    // A component (cron, say) starts a turn in its own conversation for
+    // tg:42, who asked for it: the chain begins at tg:42.
+    let mut request = triggered("crab", "cron", "note it", "cron");
+    request.origin = Some("tg:42".into());
+    call(
+        &llm,
+        &client,
+        request,
+        vec![ToolCall::new("n", "recorder__note", json!({}))],
+    )
+    .await;
+    let offered = offered(&llm);
+    for denied in ["bash", "read", "edit"] {
+        assert!(
+            !offered.iter().any(|t| t == denied),
+            "{denied}: {offered:?}"
+        );
+    }
+    let calls = recorder.calls.lock().clone();
+    assert_eq!(calls[0]["ai.crabtalk/origin"], "tg:42");
+    assert_eq!(calls[0]["ai.crabtalk/gateway"], "tg:42");
+    assert_eq!(calls[0]["ai.crabtalk/sender"], "cron");
+    // An origin that is not a gateway sender lifts nothing from one that
+    // is: tg:7's own turn stays a gateway chain.
+    let mut request = triggered("crab", "tg:7", "note it", "cron");
+    request.origin = Some("user".into());
+    call(
+        &llm,
+        &client,
+        request,
+        vec![ToolCall::new("m", "recorder__note", json!({}))],
+    )
+    .await;
+    let calls = recorder.calls.lock().clone();
+    assert_eq!(calls[1]["ai.crabtalk/gateway"], "tg:7");
 }
 
 #[tokio::test]

@@ -141,6 +141,61 @@ pub struct Admin {
 pub struct Caller {
     pub agent: Option<String>,
     pub sender: Option<String>,
+    /// The gateway sender behind the calling chain (the daemon's
+    /// `ai.crabtalk/gateway`), when someone the user let in through a
+    /// gateway asked. Such a caller acts only for itself: its entries speak
+    /// in its own conversation, deliver only to its own chat, run under
+    /// the gateway rule (`origin`), and it sees no other entries.
+    pub gateway: Option<String>,
+}
+
+impl Caller {
+    /// Whether this caller may see and change `entry`.
+    pub fn may_touch(&self, entry: &Entry) -> bool {
+        match &self.gateway {
+            None => true,
+            Some(gateway) => entry.origin.as_deref() == Some(gateway.as_str()),
+        }
+    }
+
+    /// For a gateway caller: refuses fields that would make an entry act
+    /// for someone else.
+    fn check_own(&self, fields: &EntryFields) -> Result<(), AdminError> {
+        if self.gateway.is_none() {
+            return Ok(());
+        }
+        let own = |key: &str, given: &Option<String>, own: &Option<String>| match (
+            given.as_deref(),
+            own.as_deref(),
+        ) {
+            (Some(given), Some(own)) if !given.is_empty() && given != own => {
+                Err(AdminError::Invalid(format!(
+                    "`{key}` = {given:?}: a conversation that came through a gateway schedules only for itself ({key} {own:?}); leave `{key}` out"
+                )))
+            }
+            _ => Ok(()),
+        };
+        own("sender", &fields.sender, &self.sender)?;
+        own("agent", &fields.agent, &self.agent)?;
+        if let Some(deliver) = fields
+            .deliver
+            .as_deref()
+            .filter(|d| !d.is_empty() && *d != "none")
+        {
+            let allowed = self
+                .sender
+                .as_deref()
+                .and_then(crate::config::Deliver::of_telegram_sender)
+                .map(|d| d.to_text());
+            if allowed.as_deref() != Some(deliver) {
+                return Err(AdminError::Invalid(format!(
+                    "`deliver` = {deliver:?}: a conversation that came through a gateway delivers only to its own chat ({}); leave `deliver` out",
+                    allowed.as_deref().unwrap_or("none")
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Admin {
@@ -168,6 +223,7 @@ impl Admin {
         caller: &Caller,
         now: DateTime<Utc>,
     ) -> Result<EntryView, AdminError> {
+        caller.check_own(fields)?;
         let zone = match &fields.tz {
             Some(name) => Zone::named(name)
                 .map_err(|err| AdminError::Invalid(format!("`tz` = {name:?}: {err}")))?,
@@ -233,6 +289,7 @@ impl Admin {
         }
         text("deliver", &fields.deliver, &mut written);
         text("timeout", &fields.timeout, &mut written);
+        text("origin", &caller.gateway, &mut written);
         let entries = self
             .crons
             .edit(self.machine_zone, &Change::Add { fields: written })?;
@@ -244,6 +301,7 @@ impl Admin {
         &self,
         id: &str,
         fields: &EntryFields,
+        caller: &Caller,
         now: DateTime<Utc>,
     ) -> Result<EntryView, AdminError> {
         if fields.id.as_deref().is_some_and(|new| new != id) {
@@ -251,10 +309,11 @@ impl Admin {
                 "`id` cannot be changed; remove the entry and add it again".into(),
             ));
         }
+        caller.check_own(fields)?;
         let entries = self.crons.load(self.machine_zone)?;
         let current = entries
             .iter()
-            .find(|e| e.id == id)
+            .find(|e| e.id == id && caller.may_touch(e))
             .ok_or_else(|| EditError::NotFound { id: id.to_owned() })?;
         let zone = match &fields.tz {
             Some(name) => Zone::named(name)
@@ -305,7 +364,8 @@ impl Admin {
         self.view_of(&entries, id, now)
     }
 
-    pub fn remove(&self, id: &str) -> Result<(), AdminError> {
+    pub fn remove(&self, id: &str, caller: &Caller) -> Result<(), AdminError> {
+        self.check_touch(id, caller)?;
         self.crons
             .edit(self.machine_zone, &Change::Remove { id: id.to_owned() })?;
         Ok(())
@@ -316,8 +376,10 @@ impl Admin {
         &self,
         id: &str,
         enabled: bool,
+        caller: &Caller,
         now: DateTime<Utc>,
     ) -> Result<EntryView, AdminError> {
+        self.check_touch(id, caller)?;
         let entries = self.crons.edit(
             self.machine_zone,
             &Change::Update {
@@ -328,14 +390,29 @@ impl Admin {
         self.view_of(&entries, id, now)
     }
 
-    /// Every entry with its state and next three slots.
-    pub fn list(&self, now: DateTime<Utc>) -> Result<Vec<EntryView>, AdminError> {
+    /// Every entry `caller` may see, with its state and next three slots.
+    pub fn list(&self, caller: &Caller, now: DateTime<Utc>) -> Result<Vec<EntryView>, AdminError> {
         let entries = self.crons.load(self.machine_zone)?;
         let state = self.state.load_quietly();
         Ok(entries
             .iter()
+            .filter(|entry| caller.may_touch(entry))
             .map(|entry| view(entry, &state, now))
             .collect())
+    }
+
+    /// Refuses, as if there were no such entry, an entry `caller` may not
+    /// touch.
+    pub fn check_touch(&self, id: &str, caller: &Caller) -> Result<(), AdminError> {
+        if caller.gateway.is_none() {
+            return Ok(());
+        }
+        let entries = self.crons.load(self.machine_zone)?;
+        entries
+            .iter()
+            .find(|e| e.id == id && caller.may_touch(e))
+            .map(|_| ())
+            .ok_or_else(|| EditError::NotFound { id: id.to_owned() }.into())
     }
 
     /// What `GET /health` reports: failing entries and a `crons.toml`
@@ -367,9 +444,32 @@ impl Admin {
         self.view_of(&entries, id, now)
     }
 
-    /// The newest `limit` run records of `id` (or all entries).
-    pub fn runs(&self, id: Option<&str>, limit: usize) -> Result<Vec<RunRecord>, AdminError> {
-        self.runs.read(id, limit).map_err(AdminError::Runs)
+    /// The newest `limit` run records of `id` (or all entries `caller`
+    /// may see).
+    pub fn runs(
+        &self,
+        id: Option<&str>,
+        limit: usize,
+        caller: &Caller,
+    ) -> Result<Vec<RunRecord>, AdminError> {
+        if caller.gateway.is_none() {
+            return self.runs.read(id, limit).map_err(AdminError::Runs);
+        }
+        if let Some(id) = id {
+            self.check_touch(id, caller)?;
+            return self.runs.read(Some(id), limit).map_err(AdminError::Runs);
+        }
+        let mine: std::collections::HashSet<String> = self
+            .crons
+            .load(self.machine_zone)?
+            .into_iter()
+            .filter(|entry| caller.may_touch(entry))
+            .map(|entry| entry.id)
+            .collect();
+        let mut runs = self.runs.read(None, usize::MAX).map_err(AdminError::Runs)?;
+        runs.retain(|run| mine.contains(&run.entry));
+        let skip = runs.len().saturating_sub(limit);
+        Ok(runs.split_off(skip))
     }
 
     fn view_of(

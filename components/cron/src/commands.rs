@@ -28,6 +28,8 @@ pub async fn run(component: &Component, command: Command) -> anyhow::Result<()> 
     let home = component.home();
     let admin = Admin::new(home, machine_zone());
     let now = Utc::now();
+    // The command line is the machine's user: every entry is theirs.
+    let owner = Caller::default();
     match command {
         Command::Run { id: None, .. } => unreachable!("the service is started by main"),
         Command::Run { id: Some(id), json } => {
@@ -41,7 +43,7 @@ pub async fn run(component: &Component, command: Command) -> anyhow::Result<()> 
         Command::Add(args) => {
             let json = args.json;
             let view = admin
-                .add(&fields_of(args), &Caller::default(), now)
+                .add(&fields_of(args), &owner, now)
                 .map_err(admin_error)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&view)?);
@@ -51,7 +53,7 @@ pub async fn run(component: &Component, command: Command) -> anyhow::Result<()> 
             }
         }
         Command::List { json } => {
-            let views = admin.list(now).map_err(admin_error)?;
+            let views = admin.list(&owner, now).map_err(admin_error)?;
             if json {
                 println!(
                     "{}",
@@ -62,19 +64,23 @@ pub async fn run(component: &Component, command: Command) -> anyhow::Result<()> 
             }
         }
         Command::Rm { id } => {
-            admin.remove(&id).map_err(admin_error)?;
+            admin.remove(&id, &owner).map_err(admin_error)?;
             println!("removed {id}");
         }
         Command::Enable { id } => {
-            admin.set_enabled(&id, true, now).map_err(admin_error)?;
+            admin
+                .set_enabled(&id, true, &owner, now)
+                .map_err(admin_error)?;
             println!("enabled {id}");
         }
         Command::Disable { id } => {
-            admin.set_enabled(&id, false, now).map_err(admin_error)?;
+            admin
+                .set_enabled(&id, false, &owner, now)
+                .map_err(admin_error)?;
             println!("disabled {id}");
         }
         Command::Runs { id, n, json } => {
-            let runs = admin.runs(id.as_deref(), n).map_err(admin_error)?;
+            let runs = admin.runs(id.as_deref(), n, &owner).map_err(admin_error)?;
             if json {
                 println!(
                     "{}",

@@ -35,6 +35,8 @@ pub const META_SENDER: &str = "ai.crabtalk/sender";
 pub const META_ORIGIN: &str = "ai.crabtalk/origin";
 /// `_meta` key: the component that started the chain (`cron`, `telegram`).
 pub const META_TRIGGER: &str = "ai.crabtalk/trigger";
+/// `_meta` key: the gateway sender behind the chain, for a gateway chain.
+pub const META_GATEWAY: &str = "ai.crabtalk/gateway";
 
 /// The tools, shared by every MCP session.
 #[derive(Clone)]
@@ -149,16 +151,17 @@ impl CronTools {
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned)
         };
+        let caller = Caller {
+            agent: text(META_AGENT),
+            sender: text(META_SENDER),
+            gateway: text(META_GATEWAY),
+        };
         match name {
             "cron_add" => {
                 if text(META_TRIGGER).as_deref() == Some("cron") {
                     return Err("turns started by cron cannot create schedules (no self-replicating schedules)".into());
                 }
                 let mut fields: EntryFields = args(arguments)?;
-                let caller = Caller {
-                    agent: text(META_AGENT),
-                    sender: text(META_SENDER),
-                };
                 if fields.deliver.is_none() {
                     fields.deliver = telegram_default(&fields, &caller);
                 }
@@ -168,7 +171,7 @@ impl CronTools {
             }
             "cron_list" => {
                 let _: NoArgs = args(arguments)?;
-                Ok(json!({ "entries": self.admin.list(now).map_err(message)? }))
+                Ok(json!({ "entries": self.admin.list(&caller, now).map_err(message)? }))
             }
             "cron_update" => {
                 let fields: EntryFields = args(arguments)?;
@@ -176,13 +179,16 @@ impl CronTools {
                     .id
                     .clone()
                     .ok_or("give the `id` of the entry to update")?;
-                let view = self.admin.update(&id, &fields, now).map_err(message)?;
+                let view = self
+                    .admin
+                    .update(&id, &fields, &caller, now)
+                    .map_err(message)?;
                 self.engine.reload().await;
                 Ok(json!({ "updated": view }))
             }
             "cron_remove" => {
                 let IdArgs { id } = args(arguments)?;
-                self.admin.remove(&id).map_err(message)?;
+                self.admin.remove(&id, &caller).map_err(message)?;
                 self.engine.reload().await;
                 Ok(json!({ "removed": id }))
             }
@@ -190,13 +196,14 @@ impl CronTools {
                 let IdArgs { id } = args(arguments)?;
                 let view = self
                     .admin
-                    .set_enabled(&id, name == "cron_resume", now)
+                    .set_enabled(&id, name == "cron_resume", &caller, now)
                     .map_err(message)?;
                 self.engine.reload().await;
                 Ok(json!({ "entry": view }))
             }
             "cron_run" => {
                 let RunArgs { id, wait } = args(arguments)?;
+                self.admin.check_touch(&id, &caller).map_err(message)?;
                 if wait {
                     let record = self.engine.run_now_and_wait(&id).await?;
                     Ok(json!({ "run": record }))
@@ -209,7 +216,7 @@ impl CronTools {
                 let RunsArgs { id, n } = args(arguments)?;
                 let runs = self
                     .admin
-                    .runs(id.as_deref(), n.unwrap_or(20))
+                    .runs(id.as_deref(), n.unwrap_or(20), &caller)
                     .map_err(message)?;
                 Ok(json!({ "runs": runs }))
             }
@@ -293,6 +300,7 @@ mod tests {
         let caller = |sender: &str| Caller {
             agent: Some("crab".into()),
             sender: Some(sender.into()),
+            gateway: None,
         };
         let fields = |sender: Option<&str>| EntryFields {
             sender: sender.map(str::to_owned),

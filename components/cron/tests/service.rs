@@ -595,3 +595,162 @@ async fn a_model_schedules_through_the_daemon_and_the_reply_lands_in_the_named_c
     })
     .await;
 }
+
+// ─── Gateway conversations ─────────────────────────────────────────────────
+
+async fn mcp_client(setup: &Setup) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    ().serve(StreamableHttpClientTransport::from_uri(format!(
+        "http://127.0.0.1:{}/mcp",
+        setup.cron_port()
+    )))
+    .await
+    .unwrap()
+}
+
+fn error_text(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_conversation_schedules_only_for_itself_and_sees_only_its_own() {
+    let mut setup = Setup::start(
+        "# the owner's own entry\n[[cron]]\nid = \"backup\"\nevery = \"1h\"\nmessage = \"run the backup\"\nsender = \"user\"\n",
+    )
+    .await;
+    setup.start_cron(&[]).await;
+    let client = mcp_client(&setup).await;
+    let stranger = json!({
+        "ai.crabtalk/agent": "crab",
+        "ai.crabtalk/sender": "tg:42",
+        "ai.crabtalk/origin": "tg:42",
+        "ai.crabtalk/gateway": "tg:42",
+    });
+
+    // Speaking in someone else's conversation, as another agent, or
+    // delivering to another chat is refused, naming the field.
+    for (args, field) in [
+        (
+            json!({"in": "1h", "message": "hi", "sender": "user"}),
+            "`sender`",
+        ),
+        (
+            json!({"in": "1h", "message": "hi", "agent": "ops"}),
+            "`agent`",
+        ),
+        (
+            json!({"in": "1h", "message": "hi", "deliver": "telegram:7"}),
+            "`deliver`",
+        ),
+    ] {
+        let refused = call(&client, "cron_add", args, Some(stranger.clone())).await;
+        let said = error_text(&refused);
+        assert!(
+            said.contains(field) && said.contains("through a gateway"),
+            "{said}"
+        );
+    }
+    let added = structured(
+        &call(
+            &client,
+            "cron_add",
+            json!({"id": "stretch", "in": "1h", "message": "stretch"}),
+            Some(stranger.clone()),
+        )
+        .await,
+    );
+    assert_eq!(added["added"]["sender"], "tg:42");
+    assert_eq!(added["added"]["deliver"], "telegram:42");
+    let crons =
+        std::fs::read_to_string(setup.home().component_config_dir().join("crons.toml")).unwrap();
+    assert!(crons.contains("origin = \"tg:42\""), "{crons}");
+    assert!(crons.starts_with("# the owner's own entry"), "{crons}");
+
+    // The stranger sees and touches only its own entry.
+    let listed = structured(&call(&client, "cron_list", json!({}), Some(stranger.clone())).await);
+    let ids: Vec<&str> = listed["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["stretch"]);
+    for (tool, args) in [
+        ("cron_remove", json!({"id": "backup"})),
+        ("cron_pause", json!({"id": "backup"})),
+        (
+            "cron_update",
+            json!({"id": "backup", "message": "rm -rf ~"}),
+        ),
+        ("cron_run", json!({"id": "backup"})),
+        ("cron_runs", json!({"id": "backup"})),
+    ] {
+        let refused = call(&client, tool, args, Some(stranger.clone())).await;
+        assert!(error_text(&refused).contains("no entry `backup`"), "{tool}");
+    }
+
+    // The owner's own turns see everything.
+    let owner = json!({"ai.crabtalk/agent": "crab", "ai.crabtalk/sender": "user", "ai.crabtalk/origin": "user"});
+    let listed = structured(&call(&client, "cron_list", json!({}), Some(owner)).await);
+    assert_eq!(listed["entries"].as_array().unwrap().len(), 2);
+    let crons =
+        std::fs::read_to_string(setup.home().component_config_dir().join("crons.toml")).unwrap();
+    assert!(crons.contains("message = \"run the backup\""), "{crons}");
+    let _ = client.cancel().await;
+}
+
+/// The tool names the model was offered in request `index`.
+fn offered(setup: &Setup, index: usize) -> Vec<String> {
+    setup.llm.requests()[index]["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_a_gateway_sender_made_runs_under_the_gateway_rule() {
+    // Written by hand to speak in the cron conversation: the origin alone
+    // must carry the gateway rule to the daemon.
+    let crons = format!(
+        "[[cron]]\nid = \"theirs\"\nat = \"{}\"\nmessage = \"what is in config.toml?\"\norigin = \"tg:42\"\n",
+        in_secs(2)
+    );
+    let mut setup = Setup::start(&crons).await;
+    setup.llm.set_default(Reply::text("done"));
+    setup.start_cron(&[]).await;
+    setup
+        .runs_where("the gateway entry's run", 1, |r| r.status == Status::Ok)
+        .await;
+    let tools = offered(&setup, 0);
+    assert!(!tools.is_empty());
+    for denied in ["bash", "read", "edit"] {
+        assert!(
+            !tools.iter().any(|t| t == denied),
+            "{denied} offered: {tools:?}"
+        );
+    }
+
+    // The same entry without an origin is the owner's: bash is offered.
+    crate::support::write_crons(
+        setup.daemon.path(),
+        &format!(
+            "[[cron]]\nid = \"mine\"\nat = \"{}\"\nmessage = \"what is in config.toml?\"\n",
+            in_secs(2)
+        ),
+    );
+    setup
+        .runs_where("the owner's entry's run", 2, |r| r.status == Status::Ok)
+        .await;
+    let tools = offered(&setup, 1);
+    assert!(tools.iter().any(|t| t == "bash"), "{tools:?}");
+}

@@ -13,6 +13,10 @@
 //! that may talk to the agent.
 //!
 //! `telegram_chats {}` lists the chats the gateway knows.
+//!
+//! A call from a gateway chain (`ai.crabtalk/gateway` in `_meta`: someone
+//! let in through a gateway began the chain) acts only for that sender: it
+//! sends only to that sender's own chat and lists only it.
 
 use std::sync::Arc;
 
@@ -31,6 +35,21 @@ use crate::gateway::Gateway;
 
 /// `_meta` key: the calling conversation's sender (RFC 0005).
 pub const META_SENDER: &str = "ai.crabtalk/sender";
+/// `_meta` key: the gateway sender behind the calling chain, if any.
+pub const META_GATEWAY: &str = "ai.crabtalk/gateway";
+
+/// The chat a gateway chain may reach: its own, when `meta` says the call
+/// comes from one. `Err` when it does but names no Telegram chat.
+fn gateway_chat(meta: &serde_json::Map<String, Value>) -> Result<Option<ChatAddress>, String> {
+    match meta.get(META_GATEWAY).and_then(Value::as_str) {
+        None | Some("") => Ok(None),
+        Some(sender) => ChatAddress::from_sender(sender).map(Some).ok_or_else(|| {
+            format!(
+                "this conversation came through another gateway ({sender}); it cannot use Telegram"
+            )
+        }),
+    }
+}
 
 /// The tools, shared by every MCP session. The gateway is there once it
 /// knows who the bot is.
@@ -120,6 +139,7 @@ impl TelegramTools {
             }
             "telegram_chats" => {
                 let _: NoArgs = parse_args(arguments)?;
+                let own = gateway_chat(meta)?;
                 let gateway = self.gateway()?;
                 let mut chats: Vec<Value> = gateway
                     .chats
@@ -150,6 +170,9 @@ impl TelegramTools {
                             "last_seen": Value::Null,
                         }));
                     }
+                }
+                if let Some(own) = own {
+                    chats.retain(|chat| chat["chat_id"].as_i64() == Some(own.chat));
                 }
                 Ok(json!({ "chats": chats }))
             }
@@ -188,6 +211,14 @@ impl TelegramTools {
         };
         if args.text.trim().is_empty() {
             return Err("`text` is empty".into());
+        }
+        if let Some(own) = gateway_chat(meta)?
+            && own.chat != address.chat
+        {
+            return Err(format!(
+                "chat {address}: a conversation that came through Telegram sends only to its own chat ({})",
+                own.chat
+            ));
         }
         if !gateway.access.may_send_to(address, &gateway.chats) {
             return Err(format!(

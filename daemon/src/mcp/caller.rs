@@ -8,6 +8,13 @@
 //! | `ai.crabtalk/sender` | the calling conversation's sender (`tg:42`, `user`) |
 //! | `ai.crabtalk/origin` | the sender whose message began the chain of turns |
 //! | `ai.crabtalk/trigger` | the component that started the chain, when one did |
+//! | `ai.crabtalk/gateway` | the gateway sender behind the chain, when it is a gateway chain |
+//!
+//! `gateway` is how a component tells a call made for someone the daemon's
+//! user let in through a gateway (`[gateway] senders`) from one of the
+//! user's own: such a call may act only for that sender (cron keeps its
+//! entries to their own conversation and runs them under the gateway rule;
+//! telegram sends only to that chat).
 
 use rmcp::model::{JsonObject, MetaObject, RequestMetaObject};
 
@@ -15,6 +22,7 @@ pub const AGENT_KEY: &str = "ai.crabtalk/agent";
 pub const SENDER_KEY: &str = "ai.crabtalk/sender";
 pub const ORIGIN_KEY: &str = "ai.crabtalk/origin";
 pub const TRIGGER_KEY: &str = "ai.crabtalk/trigger";
+pub const GATEWAY_KEY: &str = "ai.crabtalk/gateway";
 
 /// The conversation a tool call comes from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,6 +31,8 @@ pub struct Caller {
     pub sender: String,
     pub origin: String,
     pub trigger: Option<String>,
+    /// The gateway sender behind the chain, if it is a gateway chain.
+    pub gateway: Option<String>,
 }
 
 impl Caller {
@@ -34,6 +44,9 @@ impl Caller {
         object.insert(ORIGIN_KEY.into(), self.origin.clone().into());
         if let Some(trigger) = &self.trigger {
             object.insert(TRIGGER_KEY.into(), trigger.clone().into());
+        }
+        if let Some(gateway) = &self.gateway {
+            object.insert(GATEWAY_KEY.into(), gateway.clone().into());
         }
         RequestMetaObject(MetaObject(object))
     }
@@ -50,6 +63,7 @@ mod tests {
             sender: "tg:42".into(),
             origin: "tg:42".into(),
             trigger: None,
+            gateway: None,
         };
         let json = serde_json::to_value(caller.meta()).unwrap();
         assert_eq!(
@@ -61,7 +75,9 @@ mod tests {
             })
         );
         caller.trigger = Some("cron".into());
+        caller.gateway = Some("tg:42".into());
         let json = serde_json::to_value(caller.meta()).unwrap();
         assert_eq!(json["ai.crabtalk/trigger"], "cron");
+        assert_eq!(json["ai.crabtalk/gateway"], "tg:42");
     }
 }

@@ -219,6 +219,7 @@ impl Runtime {
                 client: None,
                 chain: Some(cause.fired()),
                 trigger: None,
+                origin: None,
             });
             if let Err(error) = started {
                 tracing::warn!(
@@ -289,7 +290,12 @@ impl Runtime {
             None => default_cwd(&self.home),
         };
         let chain = request.chain.take().unwrap_or_else(|| {
-            Chain::begun_by(&request.sender).triggered_by(request.trigger.as_deref())
+            let origin = request
+                .origin
+                .as_deref()
+                .filter(|origin| !origin.trim().is_empty())
+                .unwrap_or(&request.sender);
+            Chain::begun_by(origin).triggered_by(request.trigger.as_deref())
         });
         let run_id = self.next_run.fetch_add(1, Ordering::Relaxed);
         let key = ConversationKey {

@@ -56,6 +56,10 @@ pub struct TurnRequest {
     /// The component that starts a new chain on the sender's behalf (see
     /// [`Chain::trigger`]); a continued chain keeps its own.
     pub trigger: Option<String>,
+    /// The sender on whose behalf a component starts a new chain, when it
+    /// is not `sender` (the client's `origin` field): the chain begins
+    /// there, so gateway rules follow that sender.
+    pub origin: Option<String>,
 }
 
 /// How a turn ended.

@@ -199,6 +199,7 @@ impl DelegateHook {
                 client: None,
                 chain: Some(chain.clone()),
                 trigger: None,
+                origin: None,
             });
             match turn {
                 Ok(handle) => started.push((task.agent, sender, Ok(handle))),

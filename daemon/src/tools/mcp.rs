@@ -59,6 +59,7 @@ impl Hook for McpHook {
             sender: context.sender.clone(),
             origin: context.chain.origin.clone(),
             trigger: context.chain.trigger.clone(),
+            gateway: context.gateway.clone(),
         };
         let running = self
             .hub

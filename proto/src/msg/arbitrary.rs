@@ -55,10 +55,11 @@ fn client_msg() -> impl Strategy<Value = client_message::Msg> {
         option::of(text()),
         option::of(text()),
         option::of(text()),
+        option::of(text()),
     );
     prop_oneof![
         turn.clone().prop_map(
-            |(agent, content, sender, cwd, guest, tool_choice, trigger)| {
+            |(agent, content, sender, cwd, guest, tool_choice, trigger, origin)| {
                 Msg::Send(SendMsg {
                     agent,
                     content,
@@ -67,11 +68,12 @@ fn client_msg() -> impl Strategy<Value = client_message::Msg> {
                     guest,
                     tool_choice,
                     trigger,
+                    origin,
                 })
             }
         ),
         turn.prop_map(
-            |(agent, content, sender, cwd, guest, tool_choice, trigger)| {
+            |(agent, content, sender, cwd, guest, tool_choice, trigger, origin)| {
                 Msg::Stream(StreamMsg {
                     agent,
                     content,
@@ -80,6 +82,7 @@ fn client_msg() -> impl Strategy<Value = client_message::Msg> {
                     guest,
                     tool_choice,
                     trigger,
+                    origin,
                 })
             }
         ),

@@ -24,6 +24,7 @@ pub const KEYS: &[&str] = &[
     "enabled",
     "deliver",
     "timeout",
+    "origin",
 ];
 
 /// The sender an entry speaks as unless it says otherwise.
@@ -52,6 +53,10 @@ pub struct Entry {
     pub enabled: bool,
     pub deliver: Deliver,
     pub timeout: Span,
+    /// The gateway sender (`tg:42`) whose chain made this entry through
+    /// the MCP tools, if one did: its turns run under the daemon's gateway
+    /// rule as that sender's, and only that sender's calls see the entry.
+    pub origin: Option<String>,
 }
 
 /// The schedule key and value as written.

@@ -466,6 +466,23 @@ fn entry_of(
         })?,
     };
 
+    let origin = match string(table, "origin")? {
+        Some((origin, span))
+            if origin.trim().is_empty() || origin.chars().any(char::is_control) =>
+        {
+            return Err(Problem::new(
+                span,
+                field_error(
+                    "origin",
+                    &origin,
+                    "allowed: the gateway sender that made the entry (e.g. \"tg:42\"); leave the key out for an entry of your own",
+                ),
+            ));
+        }
+        Some((origin, _)) => Some(origin),
+        None => None,
+    };
+
     Ok(Entry {
         id,
         schedule: Schedule::new(timing, zone),
@@ -480,6 +497,7 @@ fn entry_of(
         enabled,
         deliver,
         timeout,
+        origin,
     })
 }
 

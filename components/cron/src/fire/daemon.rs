@@ -148,6 +148,8 @@ async fn turn(client: &Client, entry: &Entry) -> Result<(String, Option<u64>), S
         content: entry.action.content(),
         sender: Some(entry.sender.clone()),
         trigger: Some(TRIGGER.into()),
+        // An entry a gateway sender made runs as that sender's turn.
+        origin: entry.origin.clone(),
         ..Default::default()
     };
     let mut stream = client

@@ -180,3 +180,60 @@ async fn an_agent_sends_with_telegram_send_to_its_own_conversation() {
     setup.api.wait_for_text(chat, "sent by the agent").await;
     setup.api.wait_for_text(chat, "done sending").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_chain_sends_only_to_its_own_chat() {
+    let mut setup = Setup::start("allow = [111, 222]\n").await;
+    setup.start_gateway().await;
+    let port = setup.mcp_port().await;
+    crabtalk_kit::tls::install_ring();
+    let client = ()
+        .serve(StreamableHttpClientTransport::from_uri(format!(
+            "http://127.0.0.1:{port}/mcp"
+        )))
+        .await
+        .unwrap();
+    let call = |name: &str, arguments: Value| {
+        let mut params = CallToolRequestParams::new(name.to_owned())
+            .with_arguments(arguments.as_object().cloned().unwrap());
+        // What the daemon puts in a call of a chain tg:111 began.
+        params.meta = Some(rmcp::model::RequestMetaObject(
+            json!({
+                "ai.crabtalk/agent": "crab",
+                "ai.crabtalk/sender": "tg:111",
+                "ai.crabtalk/origin": "tg:111",
+                "ai.crabtalk/gateway": "tg:111",
+            })
+            .as_object()
+            .cloned()
+            .unwrap()
+            .into(),
+        ));
+        client.call_tool(params)
+    };
+    let refused = call(
+        "telegram_send",
+        json!({"chat_id": 222, "text": "hello from alice's agent"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let said = format!("{:?}", refused.content);
+    assert!(said.contains("only to its own chat"), "{said}");
+    let own = call("telegram_send", json!({"text": "to alice"}))
+        .await
+        .unwrap();
+    assert_ne!(own.is_error, Some(true), "{own:?}");
+    setup.api.wait_for_text(111, "to alice").await;
+    assert!(setup.api.messages(222).is_empty());
+    let chats = call("telegram_chats", json!({})).await.unwrap();
+    let listed = chats.structured_content.unwrap();
+    let ids: Vec<i64> = listed["chats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|chat| chat["chat_id"].as_i64())
+        .collect();
+    assert_eq!(ids, [111], "{listed}");
+    let _ = client.cancel().await;
+}
