@@ -30,6 +30,34 @@ pub struct Sandbox {
     pub path_override: Option<String>,
 }
 
+/// Services a test started with the process backend end with the test,
+/// passed or failed: each one's process group is killed, so no test leaves
+/// a fake service (or a real daemon) running on the machine.
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let Ok(entries) = std::fs::read_dir(self.home.join("run")) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|ext| ext != "pid") {
+                continue;
+            }
+            let Some(file) = crabtalk_command::manager::process::PidFile::read(&path) else {
+                continue;
+            };
+            let pid = file.pid as i32;
+            // SAFETY: signals to a process group and a process this
+            // sandbox's services started (the process backend runs each
+            // service as the leader of its own session).
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
 impl Sandbox {
     pub fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();

@@ -264,27 +264,36 @@ impl Engine {
         // Only a change of what the state records is written: an edit of a
         // message or an agent leaves every slot decision as it was.
         let mut changed = self.state.entries.len() != before;
+        // Entries whose schedule is new or changed: their next slots are
+        // computed afresh; every other entry keeps the one it had.
+        let mut rescheduled: HashSet<&str> = HashSet::new();
+        let mut key = String::new();
         for entry in &entries {
-            let key = schedule_key(entry);
+            key.clear();
+            write_schedule_key(entry, &mut key);
             match self.state.entries.get_mut(&entry.id) {
                 Some(state) if state.schedule == key => {}
                 Some(state) => {
                     // A new schedule starts now: its past slots were never due.
-                    let mut fresh = EntryState::new(now, key);
+                    let mut fresh = EntryState::new(now, key.clone());
                     fresh.running = state.running.take();
                     *state = fresh;
                     changed = true;
+                    rescheduled.insert(&entry.id);
                 }
                 None => {
                     self.state
                         .entries
-                        .insert(entry.id.clone(), EntryState::new(now, key));
+                        .insert(entry.id.clone(), EntryState::new(now, key.clone()));
                     changed = true;
+                    rescheduled.insert(&entry.id);
                 }
             }
         }
+        self.next
+            .retain(|id, _| ids.contains(id.as_str()) && !rescheduled.contains(id.as_str()));
+        drop((ids, rescheduled));
         self.entries = entries;
-        self.next.clear();
         if changed {
             self.save_state();
         }
@@ -627,12 +636,21 @@ fn text_hash(text: &str) -> u64 {
 /// What identifies an entry's schedule: a change of it starts the entry
 /// afresh.
 pub fn schedule_key(entry: &Entry) -> String {
-    format!(
+    let mut key = String::new();
+    write_schedule_key(entry, &mut key);
+    key
+}
+
+/// [`schedule_key`] into `out`, which a loop over many entries reuses.
+fn write_schedule_key(entry: &Entry, out: &mut String) {
+    use std::fmt::Write as _;
+    let _ = write!(
+        out,
         "{}={} tz={}",
         entry.written.key,
         entry.written.value,
         entry.schedule.zone()
-    )
+    );
 }
 
 #[cfg(test)]
