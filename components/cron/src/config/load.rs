@@ -224,12 +224,14 @@ fn entry_of(
     machine_zone: Zone,
     expressions: &mut Expressions,
 ) -> Result<Entry, Problem> {
-    let position = format!("entry {}", index + 1);
+    // Said only in refusals: not made for every entry of a big file.
+    let position = || format!("entry {}", index + 1);
     if let Some((key, span)) = table.first_unknown(KEYS) {
         return Err(Problem::new(
             Some(span),
             format!(
-                "unknown key `{key}` in {position}; allowed: {}",
+                "unknown key `{key}` in {}; allowed: {}",
+                position(),
                 KEYS.join(", ")
             ),
         ));
@@ -237,7 +239,7 @@ fn entry_of(
     let (id, id_span) = string(table, "id")?.ok_or_else(|| {
         Problem::new(
             table.span.clone(),
-            format!("{position} has no `id`; add id = \"a-short-name\""),
+            format!("{} has no `id`; add id = \"a-short-name\"", position()),
         )
     })?;
     if !valid_id(&id) {

@@ -63,6 +63,10 @@ pub const POLL: Duration = Duration::from_secs(2);
 /// counted in the oldest line written.
 const MISSED_LINES: usize = 20;
 
+/// How long after a (re)load the freed parse is given back to the system:
+/// never inside the reconcile itself, and once for a burst of edits.
+const RELEASE_DELAY: Duration = Duration::from_secs(2);
+
 /// The files the engine works on.
 #[derive(Debug, Clone)]
 pub struct Files {
@@ -99,6 +103,8 @@ pub struct Engine {
     running: HashSet<String>,
     /// When the next catch-up may start.
     catch_up_free_at: DateTime<Utc>,
+    /// When freed memory is to be given back (set by a load).
+    release_at: Option<tokio::time::Instant>,
     commands: mpsc::Receiver<Command>,
     finished_tx: mpsc::UnboundedSender<Finished>,
     finished_rx: mpsc::UnboundedReceiver<Finished>,
@@ -128,6 +134,7 @@ impl Engine {
             next: HashMap::new(),
             running: HashSet::new(),
             catch_up_free_at: now,
+            release_at: None,
             commands,
             finished_tx,
             finished_rx,
@@ -153,6 +160,13 @@ impl Engine {
             self.tick(now);
             let wait = self.wait_from(self.clock.now());
             let sleep = self.clock.sleep(wait);
+            let release_at = self.release_at;
+            let release = async move {
+                match release_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 () = &mut shutdown => {
                     self.drain().await;
@@ -162,6 +176,10 @@ impl Engine {
                 () = watch.changed() => self.reconcile(),
                 Some(command) = self.commands.recv() => self.command(command),
                 Some(finished) = self.finished_rx.recv() => self.finish(finished),
+                () = release => {
+                    self.release_at = None;
+                    release_memory();
+                }
             }
         }
     }
@@ -297,14 +315,10 @@ impl Engine {
         if changed {
             self.save_state();
         }
-        // The parse of a big file is freed by now; give its pages back to
-        // the system, so a service that read 10,000 entries once does not
-        // keep the peak.
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: malloc_trim only releases free heap memory.
-        unsafe {
-            libc::malloc_trim(0);
-        }
+        // The parse of a big file is freed by now; its pages go back to
+        // the system shortly after, so a service that read 10,000 entries
+        // once does not keep the peak.
+        self.release_at = Some(tokio::time::Instant::now() + RELEASE_DELAY);
         tracing::info!(entries = self.entries.len(), "schedule loaded");
     }
 
@@ -655,3 +669,12 @@ fn write_schedule_key(entry: &Entry, out: &mut String) {
 
 #[cfg(test)]
 mod tests;
+
+/// Gives freed heap pages back to the system.
+fn release_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap memory.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
