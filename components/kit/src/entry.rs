@@ -6,7 +6,8 @@
 //! TLS provider, start a current-thread runtime (a component is small; one
 //! thread keeps its idle footprint at a few megabytes), install the
 //! SIGINT/SIGTERM handlers, and run the component's code with a
-//! [`Component`]. Its result becomes the exit code ([`exit`](crate::exit)).
+//! [`Component`]; once it has settled, the pages start-up alone needed are
+//! given back (`footprint`). Its result becomes the exit code ([`exit`](crate::exit)).
 //! Tasks still running when the code returns get [`RUNTIME_GRACE`] to
 //! finish before the process exits.
 
@@ -104,6 +105,9 @@ where
     let result = runtime.block_on(async {
         let shutdown = Shutdown::on_signals()
             .map_err(|err| anyhow::anyhow!("cannot listen for shutdown signals: {err}"))?;
+        // Start-up's pages of the executable go back once it settles
+        // (`footprint`); the task ends with the runtime.
+        tokio::spawn(crate::footprint::release_after_settling());
         run_component(Component::new(home, service, shutdown)).await
     });
     runtime.shutdown_timeout(RUNTIME_GRACE);

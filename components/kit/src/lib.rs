@@ -54,6 +54,7 @@ pub mod config;
 pub mod daemon;
 mod entry;
 pub mod exit;
+pub mod footprint;
 #[cfg(feature = "service")]
 mod health;
 pub mod logging;

@@ -36,8 +36,6 @@ pub mod api;
 #[cfg(feature = "service")]
 pub mod commands;
 #[cfg(feature = "service")]
-pub mod footprint;
-#[cfg(feature = "service")]
 pub mod gateway;
 #[cfg(feature = "service")]
 pub mod lock;

@@ -210,11 +210,6 @@ async fn start(
     publish.send_replace(Some(gateway.clone()));
     crate::gateway::slash::register(&gateway).await;
     let relay = tokio::spawn(crate::gateway::relay::run(gateway.clone()));
-    // Start-up is over once the first polls are under way.
-    let settle = tokio::spawn(async {
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        crate::footprint::release_startup_pages();
-    });
     let offsets = OffsetStore::open(&home, me.id);
     crate::gateway::poller::run(gateway.clone(), offsets, problems).await;
     tracing::info!("polling stopped; delivering what is under way");
@@ -223,6 +218,5 @@ async fn start(
         tracing::warn!("some replies were not delivered within {DRAIN_GRACE:?}; abandoned");
     }
     relay.abort();
-    settle.abort();
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! names that resolve to loopback, redirect hops checked one by one,
 //! `allow_private` honoured exactly, content types and charsets.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 //! build on a loaded machine): they show each case ends, not how fast; the
 //! release figures are in docs/src/benchmarks.md.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! code as the service, its exit codes, and what it says about a broken
 //! `search.toml`.
 
-mod support;
+use crate::support;
 
 use support::{Engines, Fixture, Reply, TestHome, cli_async, text};
 

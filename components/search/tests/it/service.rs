@@ -3,7 +3,7 @@
 //! a turn in the real daemon whose scripted model calls
 //! `search__web_search`; the service idle.
 
-mod support;
+use crate::support;
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

@@ -309,3 +309,26 @@ mod untrusted_bytes {
         }
     }
 }
+
+#[test]
+fn missed_within_defaults_to_half_the_period_within_two_minutes_and_two_hours_and_timeout_to_ten_minutes()
+ {
+    let text = "[[cron]]\nid = \"minutely\"\nevery = \"1m\"\nmessage = \"m\"\n\n\
+                [[cron]]\nid = \"ten\"\nevery = \"10m\"\nmessage = \"t\"\n\n\
+                [[cron]]\nid = \"daily\"\ncron = \"@daily\"\ntz = \"UTC\"\nmessage = \"d\"\n\n\
+                [[cron]]\nid = \"set\"\nevery = \"10m\"\nmissed_within = \"7m\"\ntimeout = \"30s\"\nmessage = \"s\"\n";
+    let (_dir, file) = file_with(text);
+    let entries = file.load(Zone::UTC).unwrap();
+    let slot = chrono::Utc::now();
+    let within = |i: usize| entries[i].missed_within(slot).as_secs();
+    // Half of a minute is below the floor: 2 minutes.
+    assert_eq!(within(0), 120);
+    // Half of ten minutes.
+    assert_eq!(within(1), 300);
+    // Half a day is above the ceiling: 2 hours.
+    assert_eq!(within(2), 7_200);
+    // Set in the file: as written.
+    assert_eq!(within(3), 420);
+    assert_eq!(entries[0].timeout.as_secs(), 600);
+    assert_eq!(entries[3].timeout.as_secs(), 30);
+}

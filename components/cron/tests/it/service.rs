@@ -2,7 +2,7 @@
 //! scripted model; MCP through a real rmcp client; delivery through a real
 //! rmcp server standing in for the telegram component.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 
@@ -467,6 +467,36 @@ async fn replies_are_delivered_through_telegram_send_with_its_message_ids() {
     assert_eq!(sent.lock().unwrap().len(), 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_past_the_entrys_timeout_is_stopped_and_recorded_as_an_error() {
+    let crons = "[[cron]]\nid = \"stuck\"\nat = \"2099-01-01T00:00:00Z\"\nmessage = \"summarise\"\ntimeout = \"2s\"\n";
+    let mut setup = Setup::start(crons).await;
+    setup.start_cron(&[]).await;
+    // The model starts answering, then never ends its stream.
+    setup.llm.push(Reply::Stall("thinking about".into()));
+    let ran = setup.cli(&["run", "stuck", "--json"]);
+    let record: Value = serde_json::from_slice(&ran.stdout).unwrap_or_else(|err| {
+        panic!("{err}: {}", text(&ran));
+    });
+    assert_eq!(record["status"], "error", "{record}");
+    assert!(
+        record["error"]
+            .as_str()
+            .unwrap()
+            .contains("no end of the turn within 2s (the entry's timeout); it was stopped"),
+        "{record}"
+    );
+    // Stopped for real: the daemon killed the turn, which dropped the
+    // model's stream.
+    setup.llm.wait_for_aborted_streams(1).await;
+    let runs = setup
+        .runs_where("the timed-out run in the log", 1, |r| {
+            r.status == Status::Error
+        })
+        .await;
+    assert_eq!(runs[0].entry, "stuck");
+}
+
 /// One JSON-RPC message POSTed to `/mcp` by hand, as a client written from
 /// the MCP spec would; the session id and the body of the answer.
 fn post_mcp(port: u16, session: Option<&str>, body: &str) -> (Option<String>, String) {
@@ -549,18 +579,20 @@ async fn daemon_sees_cron(setup: &Setup) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_model_schedules_through_the_daemon_and_the_reply_lands_in_the_named_conversation() {
+async fn a_model_schedules_through_the_daemon_and_the_reply_lands_in_the_callers_conversation() {
     let mut setup = Setup::start("").await;
     setup.start_cron(&[]).await;
     daemon_sees_cron(&setup).await;
-    // The model asks for a reminder in two seconds, for tg:7's conversation,
-    // then answers; two seconds later cron's turn gets its own reply.
+    // The model asks for a reminder in two seconds, naming no conversation:
+    // cron learns whose it is from the `_meta` the daemon sends with the
+    // call (tg:7 talking to crab). Then the model answers; two seconds
+    // later cron's turn gets its own reply.
     setup
         .llm
         .push(Reply::tools(vec![crabtalk_testkit::ToolCall::new(
             "call-1",
             "cron__cron_add",
-            json!({"in": "2s", "message": "time to stretch", "agent": "crab", "sender": "tg:7"}),
+            json!({"in": "2s", "message": "time to stretch"}),
         )]));
     setup.llm.push(Reply::text("I will remind you."));
     setup.llm.push(Reply::text("Stretch now!"));

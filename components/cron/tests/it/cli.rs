@@ -1,6 +1,6 @@
 //! The `crabtalk-cron` command line: the real binary in a temp home.
 
-mod support;
+use crate::support;
 
 use support::{cli, text};
 

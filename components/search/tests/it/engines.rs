@@ -4,7 +4,7 @@
 //! reported as limited or blocked, suspended, and not asked again until
 //! the suspension ends.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;

@@ -1,14 +1,30 @@
 //! Giving back the pages start-up needed once.
 //!
-//! Most of an idle gateway's resident memory is not its data (under a
-//! megabyte) but pages of its own executable that start-up touched —
+//! Most of an idle service's resident memory is not its data (a megabyte
+//! or two) but pages of its own executable that start-up touched —
 //! parsing the command line and the config, TLS and HTTP set-up, the
 //! first requests — and that the idle loop never runs again. They are
 //! clean file pages: the kernel can drop them at any time, but until it
-//! needs the memory they count as the process's. Once the gateway is up,
-//! [`release_startup_pages`] asks the kernel to drop them now
+//! needs the memory they count as the process's. Once the service has
+//! settled, [`release_startup_pages`] asks the kernel to drop them now
 //! (`MADV_PAGEOUT`, Linux 5.4+); whatever runs later is read back from the
-//! page cache on first use. Elsewhere it does nothing.
+//! page cache on first use (a fraction of a millisecond for the first
+//! request after a quiet start, nothing after). Elsewhere it does nothing.
+//!
+//! The kit's `main` does this [`SETTLE`] after a component starts; the
+//! daemon does it after its listeners are up (RFC 0042).
+
+use std::time::Duration;
+
+/// How long after start a service is taken to have settled: its first
+/// polls, connections and config reads done.
+pub const SETTLE: Duration = Duration::from_secs(3);
+
+/// Waits [`SETTLE`], then gives back the start-up pages (once).
+pub async fn release_after_settling() {
+    tokio::time::sleep(SETTLE).await;
+    release_startup_pages();
+}
 
 /// Drops the process's resident pages of its own executable.
 pub fn release_startup_pages() {
