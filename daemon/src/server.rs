@@ -11,9 +11,9 @@ use crabtalk_proto::msg::*;
 use futures::stream::{self, BoxStream, Stream, StreamExt};
 
 use crate::config::agent::AgentDef;
-use crate::runtime::chain::Chain;
-use crate::runtime::sessions::SessionQuery;
+use crate::hook::Chain;
 use crate::runtime::{Runtime, TurnOutcome, TurnRequest};
+use crate::sessions::SessionQuery;
 use crate::storage::{Entry, HandleError, Role, read_entries};
 
 /// The daemon's version, reported in `Pong`.

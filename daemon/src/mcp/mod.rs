@@ -52,7 +52,7 @@ use self::peer::{Peer, PeerSettings};
 pub use self::peer::{RemoteTool, Status};
 use crate::config::REDACTED;
 use crate::config::agent::{AgentDef, McpServerConfig};
-use crate::tools::{ToolOutput, ToolSpec};
+use crate::hook::{ToolOutput, ToolSpec};
 
 /// How long shutdown waits for connections to close and processes to end
 /// before it stops waiting (they are killed either way).

@@ -4,7 +4,6 @@
 //! and a swappable [`Snapshot`] of everything that configuration decides.
 //! It opens no sockets; the server calls it.
 
-pub mod chain;
 mod client_outlet;
 mod compaction;
 pub mod conversation;
@@ -12,17 +11,16 @@ pub mod event_hub;
 pub mod events;
 mod eviction;
 pub mod instructions;
-pub mod memories;
 pub mod release;
 pub mod request;
-pub mod sessions;
 pub mod snapshot;
+pub mod tool_host;
 pub mod turn;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use crabtalk_home::Home;
@@ -31,12 +29,8 @@ use parking_lot::RwLock;
 use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
-use self::chain::Chain;
-pub use self::compaction::is_archive_of;
 use self::conversation::{ConversationKey, Conversations};
 use self::events::{EventHub, SUBSCRIBER_BUFFER};
-use self::memories::Memories;
-use self::sessions::SessionSearch;
 pub use self::snapshot::Snapshot;
 use self::turn::TurnPlan;
 pub use self::turn::{TurnFailure, TurnOutcome, TurnRequest};
@@ -44,8 +38,11 @@ use crate::bus::EventBus;
 use crate::config::agent::McpServerConfig;
 use crate::config::agent::{AgentConfig, AgentDef, AgentStore, RefusedAgent, validate_agent_name};
 use crate::config::{ConfigError, DaemonConfig};
+use crate::hook::Chain;
 use crate::mcp::{McpHub, McpSettings};
+use crate::memories::Memories;
 use crate::provider::{Environment, ModelRegistry};
+use crate::sessions::SessionSearch;
 use crate::storage::Storage;
 use crate::tools::{ToolSettings, Tools};
 
@@ -81,8 +78,6 @@ pub struct Runtime {
     /// The session index (fed by the conversations) and its logs; kept
     /// across reloads, rebuilt once at start.
     sessions: SessionSearch,
-    /// This runtime, for the turns it starts from inside (events).
-    me: Weak<Runtime>,
     /// Every MCP connection.
     pub mcp: Arc<McpHub>,
     /// Marked after every reload, for tasks that follow the configuration.
@@ -120,39 +115,34 @@ impl Runtime {
         // Before any turn can append: appends from here on survive the swap.
         sessions.start_rebuild();
         let memories = Arc::new(Memories::new(home.memory_dir()));
-        Ok(Arc::new_cyclic(|runtime| {
-            let settings = tool_settings(&home, &config, &mcp);
-            let tools = Tools::standard(runtime.clone(), &settings);
-            let snapshot = Snapshot {
-                config: Arc::new(config),
-                agents,
-                registry,
-                tools,
-                skills: settings.skill_dirs,
-            };
-            Self {
-                conversations,
-                home,
-                agent_store,
-                snapshot: RwLock::new(Arc::new(snapshot)),
-                hub: Arc::new(EventHub::new(SUBSCRIBER_BUFFER)),
-                bus,
-                environment,
-                next_run: AtomicU64::new(first_run),
-                started: Instant::now(),
-                turns: TaskTracker::new(),
-                closing: AtomicBool::new(false),
-                memories,
-                sessions,
-                me: runtime.clone(),
-                mcp,
-                reloads: tokio::sync::watch::Sender::new(()),
-            }
-        }))
-        .inspect(|runtime| {
-            runtime.reconcile_mcp();
-            runtime.check_skills();
-        })
+        let settings = tool_settings(&home, &config, &mcp, &memories, &sessions);
+        let snapshot = Snapshot {
+            config: Arc::new(config),
+            agents,
+            registry,
+            tools: Tools::standard(&settings),
+            skills: settings.skill_dirs,
+        };
+        let runtime = Arc::new(Self {
+            conversations,
+            home,
+            agent_store,
+            snapshot: RwLock::new(Arc::new(snapshot)),
+            hub: Arc::new(EventHub::new(SUBSCRIBER_BUFFER)),
+            bus,
+            environment,
+            next_run: AtomicU64::new(first_run),
+            started: Instant::now(),
+            turns: TaskTracker::new(),
+            closing: AtomicBool::new(false),
+            memories,
+            sessions,
+            mcp,
+            reloads: tokio::sync::watch::Sender::new(()),
+        });
+        runtime.reconcile_mcp();
+        runtime.check_skills();
+        Ok(runtime)
     }
 
     /// Walks the skill folders once, so that what is wrong with them
@@ -181,10 +171,7 @@ impl Runtime {
     /// the turn (or the client) that published it; the fired turns continue
     /// it one hop further. Past the hop limit the chain stops, with a
     /// warning.
-    pub fn publish(&self, source: &str, payload: &str, cause: &Chain) {
-        let Some(runtime) = self.me.upgrade() else {
-            return;
-        };
+    pub fn publish(self: &Arc<Self>, source: &str, payload: &str, cause: &Chain) {
         let max_hops = self.snapshot().config.events.max_hops;
         let subscribed = self
             .bus
@@ -208,7 +195,7 @@ impl Runtime {
             } else {
                 payload
             };
-            let started = runtime.start_turn(TurnRequest {
+            let started = self.start_turn(TurnRequest {
                 agent: subscription.target_agent.clone(),
                 sender: format!("event:{source}"),
                 content: payload.to_owned(),
@@ -439,8 +426,14 @@ impl Runtime {
                 }
                 notes.extend(registry.problems());
                 tokio::spawn(registry.clone().discover());
-                let settings = tool_settings(&self.home, &config, &self.mcp);
-                let tools = Tools::standard(self.me.clone(), &settings);
+                let settings = tool_settings(
+                    &self.home,
+                    &config,
+                    &self.mcp,
+                    &self.memories,
+                    &self.sessions,
+                );
+                let tools = Tools::standard(&settings);
                 Snapshot {
                     config: Arc::new(config),
                     agents,
@@ -851,7 +844,13 @@ fn refusal(refused: &RefusedAgent, previous: Option<&BTreeMap<String, Arc<AgentD
     format!("{}\n  {outcome}", refused.error)
 }
 
-fn tool_settings(home: &Home, config: &DaemonConfig, mcp: &Arc<McpHub>) -> ToolSettings {
+fn tool_settings(
+    home: &Home,
+    config: &DaemonConfig,
+    mcp: &Arc<McpHub>,
+    memories: &Arc<Memories>,
+    sessions: &SessionSearch,
+) -> ToolSettings {
     let mut skill_dirs = vec![home.skills_dir()];
     skill_dirs.extend(config.skill_dirs.iter().cloned());
     ToolSettings {
@@ -859,6 +858,8 @@ fn tool_settings(home: &Home, config: &DaemonConfig, mcp: &Arc<McpHub>) -> ToolS
         gateway: crate::tools::gateway::GatewayPolicy::new(&config.gateway),
         skill_dirs: crate::skills::SkillDirs::new(skill_dirs),
         mcp: mcp.clone(),
+        memories: memories.clone(),
+        sessions: sessions.clone(),
         max_delegation_depth: config.delegation.max_depth,
         max_delegated_tasks: config.delegation.max_tasks,
     }

@@ -27,16 +27,16 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
 use super::Runtime;
-use super::chain::Chain;
 use super::conversation::{Conversation, History};
 use super::events::{TurnSink, tool_call_infos};
 use super::instructions;
 use super::request::{RequestParts, Speaker};
 use super::snapshot::Snapshot;
+use super::tool_host::TurnConversation;
 use crate::config::agent::AgentDef;
+use crate::hook::{Chain, ToolContext, ToolOutput};
 use crate::provider::LlmError;
 use crate::storage::{Message, ToolCallRecord};
-use crate::tools::{ToolContext, ToolOutput};
 
 /// What a client asks for.
 pub struct TurnRequest {
@@ -429,8 +429,11 @@ impl Steps<'_> {
             sender: self.conversation.key.sender.clone(),
             chain: self.chain.clone(),
             cwd: self.cwd.clone(),
-            conversation: self.conversation.clone(),
-            sink: self.sink.clone(),
+            conversation: Arc::new(TurnConversation::new(
+                self.conversation.clone(),
+                self.sink.clone(),
+            )),
+            turns: self.runtime.clone(),
             ask_timeout: std::time::Duration::from_secs(
                 self.snapshot.config.conversations.ask_timeout_secs,
             ),
