@@ -41,7 +41,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crabtalk_proto::msg::{ErrorMsg, McpEventMsg, McpInfo, SourceKind};
+use crabtalk_proto::msg::{McpEventMsg, McpInfo, SourceKind};
 use futures::Stream;
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
@@ -363,11 +363,11 @@ impl McpHub {
     }
 
     /// MCP lifecycle events from now on.
-    pub fn subscribe(&self) -> impl Stream<Item = Result<McpEventMsg, ErrorMsg>> + Send + 'static {
+    pub fn subscribe(&self) -> impl Stream<Item = McpEventMsg> + Send + 'static {
         futures::stream::unfold(self.events.subscribe(), |mut receiver| async move {
             loop {
                 match receiver.recv().await {
-                    Ok(event) => return Some((Ok(event), receiver)),
+                    Ok(event) => return Some((event, receiver)),
                     Err(broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(broadcast::error::RecvError::Closed) => return None,
                 }

@@ -24,12 +24,11 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use crabllm_core::ChatCompletionRequest;
-use crabtalk_proto::msg::ErrorMsg;
 
-use super::Runtime;
 use super::conversation::ConversationKey;
 use super::request::tagged;
 use super::snapshot::Snapshot;
+use super::{Error, Runtime};
 use crate::config::agent::AgentDef;
 use crate::memories::archive::archive_name;
 use crate::provider::LlmError;
@@ -58,16 +57,16 @@ views into the agent's.
 
 impl Runtime {
     /// Compacts the conversation `(agent, sender)` and returns the summary.
-    pub async fn compact(self: &Arc<Self>, agent: &str, sender: &str) -> Result<String, ErrorMsg> {
+    pub async fn compact(self: &Arc<Self>, agent: &str, sender: &str) -> Result<String, Error> {
         if self.closing.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(ErrorMsg::unavailable("the daemon is shutting down"));
+            return Err(Error::unavailable("the daemon is shutting down"));
         }
         let key = self.key(agent, sender);
         let snapshot = self.snapshot();
-        let agent = snapshot.agent(&key.agent).map_err(ErrorMsg::not_found)?;
+        let agent = snapshot.agent(&key.agent).map_err(Error::not_found)?;
         let files = self.conversations.storage().files(&key.agent, &key.sender);
         if self.conversations.get(&key).is_none() && !files.log.is_file() {
-            return Err(ErrorMsg::not_found(format!(
+            return Err(Error::not_found(format!(
                 "there is no conversation between agent {:?} and sender {:?}",
                 key.agent, key.sender
             )));
@@ -78,7 +77,7 @@ impl Runtime {
             .spawn(async move { runtime.run_compaction(snapshot, agent, key).await });
         compaction
             .await
-            .map_err(|err| ErrorMsg::internal(format!("the compaction failed: {err}")))?
+            .map_err(|err| Error::internal(format!("the compaction failed: {err}")))?
     }
 
     /// Starts the conversation `(agent, sender)` afresh: a marker without
@@ -87,14 +86,14 @@ impl Runtime {
     /// called. Turns started before it run first, turns after it start
     /// from nothing. Nothing to do for a conversation with no messages
     /// since its last marker.
-    pub async fn start_fresh(self: &Arc<Self>, agent: &str, sender: &str) -> Result<(), ErrorMsg> {
+    pub async fn start_fresh(self: &Arc<Self>, agent: &str, sender: &str) -> Result<(), Error> {
         if self.closing.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(ErrorMsg::unavailable("the daemon is shutting down"));
+            return Err(Error::unavailable("the daemon is shutting down"));
         }
         let key = self.key(agent, sender);
         self.snapshot()
             .agent(&key.agent)
-            .map_err(ErrorMsg::not_found)?;
+            .map_err(Error::not_found)?;
         let files = self.conversations.storage().files(&key.agent, &key.sender);
         if self.conversations.get(&key).is_none() && !files.log.is_file() {
             return Ok(());
@@ -108,7 +107,7 @@ impl Runtime {
                 .lock_history(&key.sender)
                 .await
                 .map_err(|err| {
-                    ErrorMsg::internal(format!(
+                    Error::internal(format!(
                         "cannot load the conversation {}/{}: {err}",
                         key.agent, key.sender
                     ))
@@ -124,7 +123,7 @@ impl Runtime {
                 messages_before: None,
             };
             history.append_marker(marker).map_err(|err| {
-                ErrorMsg::internal(format!(
+                Error::internal(format!(
                     "the conversation was not started afresh: cannot write the marker: {err}"
                 ))
             })?;
@@ -139,7 +138,7 @@ impl Runtime {
         });
         fresh
             .await
-            .map_err(|err| ErrorMsg::internal(format!("the fresh start failed: {err}")))?
+            .map_err(|err| Error::internal(format!("the fresh start failed: {err}")))?
     }
 
     async fn run_compaction(
@@ -147,7 +146,7 @@ impl Runtime {
         snapshot: Arc<Snapshot>,
         agent: Arc<AgentDef>,
         key: ConversationKey,
-    ) -> Result<String, ErrorMsg> {
+    ) -> Result<String, Error> {
         let conversation = self.conversations.get_or_create(&key);
         // Queue with the conversation's turns: turns started before this
         // compaction run first, turns started after it wait for it.
@@ -157,7 +156,7 @@ impl Runtime {
             .lock_history(&key.sender)
             .await
             .map_err(|err| {
-                ErrorMsg::internal(format!(
+                Error::internal(format!(
                     "cannot load the conversation {}/{}: {err}",
                     key.agent, key.sender
                 ))
@@ -168,7 +167,7 @@ impl Runtime {
             } else {
                 "yet"
             };
-            return Err(ErrorMsg::conflict(format!(
+            return Err(Error::conflict(format!(
                 "nothing to compact: the conversation {}/{} has no messages {since}",
                 key.agent, key.sender
             )));
@@ -194,14 +193,11 @@ impl Runtime {
             ..Default::default()
         };
         let summary = summarize(&snapshot, request).await.map_err(|err| {
-            ErrorMsg::new(
-                err.code(),
-                format!("the conversation was not compacted: {err}"),
-            )
+            Error::of_model(&err, format!("the conversation was not compacted: {err}"))
         })?;
         let summary = summary.trim().to_owned();
         if summary.is_empty() {
-            return Err(ErrorMsg::unavailable(
+            return Err(Error::unavailable(
                 "the conversation was not compacted: the model returned an empty summary",
             ));
         }
@@ -227,7 +223,7 @@ impl Runtime {
                 .await
                 .and_then(|written| written)
                 .map_err(|err| {
-                    ErrorMsg::internal(format!(
+                    Error::internal(format!(
                         "the conversation was not compacted: cannot write the archive to {}'s memory: {err}",
                         agent.name
                     ))
@@ -250,7 +246,7 @@ impl Runtime {
             if let Err(undo) = taken_back.and_then(|removed| removed) {
                 tracing::warn!("cannot take back the archive of a failed compaction: {undo}");
             }
-            return Err(ErrorMsg::internal(format!(
+            return Err(Error::internal(format!(
                 "the conversation was not compacted: cannot write the compact marker: {err}"
             )));
         }

@@ -44,12 +44,12 @@ impl Turns for Runtime {
                 trigger: None,
                 origin: None,
             })
-            .map_err(|error| error.message)?;
+            .map_err(|error| error.to_string())?;
         Ok(Box::pin(async move {
             let outcome = turn.await.map_err(|err| err.to_string())?;
             Ok(TaskOutcome {
                 final_text: outcome.final_text,
-                error: outcome.error.map(|failure| failure.message),
+                error: outcome.error.map(|failure| failure.to_string()),
             })
         }))
     }
