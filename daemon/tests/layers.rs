@@ -17,6 +17,7 @@
 //! climb out of their top-level module — and fails naming `file:line`, both
 //! modules and the line itself. Comments and string literals do not count.
 //! A new top-level module fails the test until it is given a layer here.
+//! The wire's error type (`ErrorMsg`) may appear in the edge layer only.
 //!
 //! The checker is shown to work on synthetic sources in its own tests: for
 //! example `use crate::runtime::Runtime;` added to `tools/delegate.rs` is
@@ -522,6 +523,51 @@ fn the_daemon_modules_import_each_other_in_no_circle() {
     }
 }
 
+/// Every mention of the wire's error type below the edge layer.
+fn wire_errors_below_the_edge(file: &str, source: &str) -> Vec<String> {
+    let table = layer_table();
+    let edge = LAYERS.len() - 1;
+    let top = module_path(file).first().cloned().unwrap_or_default();
+    if table
+        .get(top.as_str())
+        .is_some_and(|(rank, _)| *rank == edge)
+    {
+        return Vec::new();
+    }
+    let lines: Vec<&str> = source.lines().collect();
+    tokens(&code_only(source))
+        .into_iter()
+        .filter(|(token, _)| *token == Token::Ident("ErrorMsg".into()))
+        .map(|(_, line)| {
+            format!(
+                "daemon/src/{file}:{line}: the wire's ErrorMsg below the edge ({top}); return \
+                 runtime::Error and let server.rs translate: {}",
+                lines[line - 1].trim()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_wire_error_type_stays_at_the_edge() {
+    let src = src_dir();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut problems = Vec::new();
+    for path in files {
+        let file = path
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        problems.extend(wire_errors_below_the_edge(
+            &file,
+            &std::fs::read_to_string(&path).unwrap(),
+        ));
+    }
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
 #[test]
 fn every_module_of_the_daemon_has_exactly_one_layer() {
     let root = std::fs::read_to_string(src_dir().join("lib.rs")).unwrap();
@@ -642,6 +688,19 @@ fn a_circle_is_reported_step_by_step() {
         ]
     );
     assert!(circle(&found[1..]).is_none());
+}
+
+#[test]
+fn the_wire_error_is_reported_below_the_edge_and_allowed_at_it() {
+    let source = "//! Not `ErrorMsg` in a comment.\nfn f() -> Result<(), ErrorMsg> { todo!() }\n";
+    let problems = wire_errors_below_the_edge("runtime/mod.rs", source);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].starts_with(
+            "daemon/src/runtime/mod.rs:2: the wire's ErrorMsg below the edge (runtime)"
+        )
+    );
+    assert!(wire_errors_below_the_edge("server.rs", source).is_empty());
 }
 
 #[test]

@@ -8,7 +8,7 @@
 //! ([`Memories::run`]).
 //!
 //! **File names.** `<agent>` is the agent name escaped by
-//! [`file_name::encode`](crabtalk_memory::file_name::encode) — the
+//! [`file_name::encode`] — the
 //! rule the memory dump uses for entry names. Agent names are already
 //! restricted to letters, digits, `-`, `_` and `.`, so in practice the file
 //! is the agent's name (`memory/crab.crmem`), readable by people and by

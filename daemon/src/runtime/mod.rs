@@ -15,7 +15,7 @@ pub mod instructions;
 pub mod release;
 pub mod request;
 pub mod snapshot;
-pub mod tool_host;
+mod tool_host;
 pub mod turn;
 
 use std::collections::BTreeMap;

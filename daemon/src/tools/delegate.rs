@@ -16,9 +16,8 @@
 //! travels with the turn, so no table here can be lost to a reload or a
 //! restart.
 //!
-//! The turns are started through the call's
-//! [`Turns`](crate::hook::Turns) handle: this hook holds no reference to
-//! the runtime.
+//! The turns are started through the call's [`crate::hook::Turns`]
+//! handle: this hook holds no reference to the runtime.
 
 use std::sync::Arc;
 
