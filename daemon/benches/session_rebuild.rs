@@ -24,7 +24,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crabtalk_session_index::{SearchQuery, SessionIndex};
-use crabtalkd::runtime::sessions::SessionSearch;
+use crabtalkd::sessions::SessionSearch;
 use crabtalkd::storage::{
     CompactMarker, Entry, Message, Meta, SessionLog, Storage, ToolCallRecord,
 };

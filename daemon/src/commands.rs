@@ -20,7 +20,7 @@ use crabtalk_proto::msg::{SearchSessionsMsg, SessionHit};
 use crate::cli::SearchArgs;
 use crate::config::agent::{AgentStore, validate_agent_name};
 use crate::lock::{InstanceLock, LockError};
-use crate::runtime::memories::memory_file;
+use crate::memories::memory_file;
 use crabtalk_memory::Memory;
 
 /// `crabtalkd memory dump --agent AGENT DIR`.

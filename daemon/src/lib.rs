@@ -2,38 +2,47 @@
 //! command line and calls [`process::run`]; tests and benches reach every
 //! subsystem here.
 //!
-//! - [`config`]: `config.toml` and agent definitions.
-//! - [`storage`]: conversation logs, metadata, handles.
-//! - [`provider`]: language models through crabllm.
-//! - [`runtime`]: conversations and turns.
-//! - [`tools`]: the hooks and the built-in tools; [`skills`]: `SKILL.md`.
-//! - [`bus`]: event subscriptions.
+//! The modules are in layers, lowest first; a module uses only its own
+//! layer and lower ones (ARCHITECTURE.md, RFC 0041; `tests/layers.rs`
+//! checks it):
 //!
-//! The cores it feeds are crates of their own that know nothing of it:
-//! `crabtalk-memory` (the per-agent CRMEM store, recall, dump/load) and
-//! `crabtalk-session-index` (session search), both over `crabtalk-bm25`.
-//! The daemon keeps the adapters: `runtime::memories` (one store per agent,
-//! owned by the runtime) and `runtime::sessions` (the index fed by every
-//! append and rebuilt from the logs).
-//! - [`server`]: the protocol operations; [`process`]: startup, listeners,
-//!   signals, shutdown; [`lock`]: one daemon per home; [`leftovers`]: the
-//!   temp files crashes leave, cleared at start; [`commands`]: the other
-//!   subcommands (`memory dump|load`, `sessions search`).
-//! - [`token`]: the token every TCP client sends; [`private`]: the home
-//!   and everything in it kept to the daemon's user.
+//! 1. Foundation. [`config`]: `config.toml` and agent definitions.
+//!    [`storage`]: conversation logs, metadata, handles. [`provider`]:
+//!    language models through crabllm. [`memories`]: one memory per agent
+//!    and [`sessions`]: the session index fed by every append and rebuilt
+//!    from the logs — the adapters of the cores, which are crates of their
+//!    own that know nothing of the daemon (`crabtalk-memory`,
+//!    `crabtalk-session-index`, both over `crabtalk-bm25`). [`skills`]:
+//!    `SKILL.md`. [`bus`]: event subscriptions. [`lock`]: one daemon per
+//!    home; [`leftovers`]: the temp files crashes leave, cleared at start;
+//!    [`token`]: the token every TCP client sends; [`private`]: the home
+//!    and everything in it kept to the daemon's user.
+//! 2. Tool contract. [`hook`]: what a tool is, and the narrow traits
+//!    through which a call reaches its conversation and the daemon's turns.
+//! 3. Capabilities. [`tools`]: the gate and the built-in tools; [`mcp`]:
+//!    MCP servers and components.
+//! 4. [`runtime`]: agents, conversations and turns; it implements the
+//!    tool contract's traits.
+//! 5. Edge. [`server`]: the protocol operations (the only module that
+//!    knows the wire's errors); [`process`]: startup, listeners, signals,
+//!    shutdown; [`commands`]: the other subcommands (`memory dump|load`,
+//!    `sessions search`); [`cli`]: the command line.
 
 pub mod bus;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod hook;
 pub mod leftovers;
 pub mod lock;
 pub mod mcp;
+pub mod memories;
 pub mod private;
 pub mod process;
 pub mod provider;
 pub mod runtime;
 pub mod server;
+pub mod sessions;
 pub mod skills;
 pub mod storage;
 pub mod token;

@@ -2,6 +2,10 @@
 //! [`Runtime`]. This module translates between wire messages and runtime
 //! calls and nothing else; operations that belong to subsystems not built
 //! yet keep the trait's `501` default.
+//!
+//! It is the edge of the daemon: the only module that knows the wire's
+//! error type. The runtime answers with its own [`runtime::Error`] kinds;
+//! [`ErrorMsg`]'s `From` below gives each kind its protocol code.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,9 +15,9 @@ use crabtalk_proto::msg::*;
 use futures::stream::{self, BoxStream, Stream, StreamExt};
 
 use crate::config::agent::AgentDef;
-use crate::runtime::chain::Chain;
-use crate::runtime::sessions::SessionQuery;
-use crate::runtime::{Runtime, TurnOutcome, TurnRequest};
+use crate::hook::Chain;
+use crate::runtime::{self, Runtime, TurnOutcome, TurnRequest};
+use crate::sessions::SessionQuery;
 use crate::storage::{Entry, HandleError, Role, read_entries};
 
 /// The daemon's version, reported in `Pong`.
@@ -45,7 +49,7 @@ impl DaemonServer {
         &self,
         request: TurnRequestParts,
         client: Option<crate::runtime::events::ClientOutlet>,
-    ) -> Result<tokio::task::JoinHandle<TurnOutcome>, ErrorMsg> {
+    ) -> Result<tokio::task::JoinHandle<TurnOutcome>, runtime::Error> {
         self.runtime.start_turn(TurnRequest {
             agent: request.agent,
             created_by: request.sender.clone().unwrap_or_default(),
@@ -132,6 +136,22 @@ fn pong_with(notes: Vec<String>) -> Pong {
     Pong { notes, ..pong() }
 }
 
+/// The wire form of a runtime error: its kind becomes the protocol code,
+/// its text the message.
+impl From<runtime::Error> for ErrorMsg {
+    fn from(err: runtime::Error) -> Self {
+        let code = match &err {
+            runtime::Error::Invalid(_) => ErrorMsg::BAD_REQUEST,
+            runtime::Error::NotFound(_) => ErrorMsg::NOT_FOUND,
+            runtime::Error::Conflict(_) => ErrorMsg::CONFLICT,
+            runtime::Error::RateLimited(_) => ErrorMsg::TOO_MANY_REQUESTS,
+            runtime::Error::Internal(_) => ErrorMsg::INTERNAL,
+            runtime::Error::Unavailable(_) => ErrorMsg::UNAVAILABLE,
+        };
+        ErrorMsg::new(code, err.to_string())
+    }
+}
+
 fn handle_error(err: HandleError) -> ErrorMsg {
     match err {
         HandleError::Malformed(_) => ErrorMsg::bad_request(err.to_string()),
@@ -151,7 +171,7 @@ impl Server for DaemonServer {
             .await
             .map_err(|err| ErrorMsg::internal(format!("the turn failed: {err}")))?;
         if let Some(failure) = outcome.error {
-            return Err(ErrorMsg::new(failure.code, failure.message));
+            return Err(failure.into());
         }
         Ok(SendResponse {
             agent: outcome.agent,
@@ -170,8 +190,8 @@ impl Server for DaemonServer {
         let (client, events) = crate::runtime::events::client_outlet();
         let stream: BoxStream<'static, Result<StreamEvent, ErrorMsg>> =
             match self.turn(request.into(), Some(client)) {
-                Ok(_turn) => events.boxed(),
-                Err(error) => stream::iter([Err(error)]).boxed(),
+                Ok(_turn) => events.map(|event| event.map_err(ErrorMsg::from)).boxed(),
+                Err(error) => stream::iter([Err(error.into())]).boxed(),
             };
         stream
     }
@@ -425,7 +445,7 @@ impl Server for DaemonServer {
         snapshot
             .registry
             .set_active(&request.model)
-            .map_err(|err| ErrorMsg::new(err.code(), err.to_string()))?;
+            .map_err(runtime::Error::from)?;
         let note = match &snapshot.config.default_model {
             Some(saved) => format!(
                 "{} is the default model now, but this is not saved: a restart or reload brings back default_model = {saved:?} from config.toml; change it there to keep {}",
@@ -578,14 +598,14 @@ impl Server for DaemonServer {
         &self,
         _: SubscribeMcpEventsMsg,
     ) -> impl Stream<Item = Result<McpEventMsg, ErrorMsg>> + Send + 'static {
-        self.runtime.mcp.subscribe()
+        self.runtime.mcp.subscribe().map(Ok)
     }
 
     fn subscribe_events(
         &self,
         _: SubscribeEvents,
     ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send + 'static {
-        self.runtime.hub.subscribe()
+        self.runtime.hub.subscribe().map(Ok)
     }
 }
 
@@ -696,6 +716,23 @@ fn history_messages(entries: Vec<Entry>) -> Vec<ConversationMessage> {
 mod tests {
     use super::*;
     use crate::storage::Message;
+
+    #[test]
+    fn runtime_errors_get_their_protocol_codes_and_keep_their_text() {
+        let cases = [
+            (runtime::Error::invalid("bad"), 400),
+            (runtime::Error::not_found("missing"), 404),
+            (runtime::Error::conflict("busy"), 409),
+            (runtime::Error::RateLimited("slow down".into()), 429),
+            (runtime::Error::internal("disk"), 500),
+            (runtime::Error::unavailable("closing"), 503),
+        ];
+        for (err, code) in cases {
+            let text = err.to_string();
+            let wire = ErrorMsg::from(err);
+            assert_eq!((wire.code, wire.message), (code, text));
+        }
+    }
 
     #[test]
     fn a_huge_message_is_cut_and_the_newest_messages_stay() {

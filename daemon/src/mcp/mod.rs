@@ -41,7 +41,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crabtalk_proto::msg::{ErrorMsg, McpEventMsg, McpInfo, SourceKind};
+use crabtalk_proto::msg::{McpEventMsg, McpInfo, SourceKind};
 use futures::Stream;
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
@@ -52,7 +52,7 @@ use self::peer::{Peer, PeerSettings};
 pub use self::peer::{RemoteTool, Status};
 use crate::config::REDACTED;
 use crate::config::agent::{AgentDef, McpServerConfig};
-use crate::tools::{ToolOutput, ToolSpec};
+use crate::hook::{ToolOutput, ToolSpec};
 
 /// How long shutdown waits for connections to close and processes to end
 /// before it stops waiting (they are killed either way).
@@ -363,11 +363,11 @@ impl McpHub {
     }
 
     /// MCP lifecycle events from now on.
-    pub fn subscribe(&self) -> impl Stream<Item = Result<McpEventMsg, ErrorMsg>> + Send + 'static {
+    pub fn subscribe(&self) -> impl Stream<Item = McpEventMsg> + Send + 'static {
         futures::stream::unfold(self.events.subscribe(), |mut receiver| async move {
             loop {
                 match receiver.recv().await {
-                    Ok(event) => return Some((Ok(event), receiver)),
+                    Ok(event) => return Some((event, receiver)),
                     Err(broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(broadcast::error::RecvError::Closed) => return None,
                 }

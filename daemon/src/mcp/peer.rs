@@ -39,8 +39,8 @@ use super::failure::{call_failure, connect_failure};
 use super::names::qualify_all;
 use super::stderr::StderrTail;
 use super::stdio::{Launch, StdioProcess};
+use crate::hook::ToolOutput;
 use crate::storage::now_rfc3339;
-use crate::tools::ToolOutput;
 
 /// A tool of a server.
 #[derive(Debug, Clone)]

@@ -50,22 +50,6 @@ pub enum LlmError {
 }
 
 impl LlmError {
-    /// The protocol error code for this failure.
-    pub fn code(&self) -> u32 {
-        match self {
-            Self::NotConfigured(_) => 503,
-            Self::UnknownModel { .. } => 404,
-            Self::Provider {
-                status: Some(429), ..
-            } => 429,
-            Self::Provider {
-                status: Some(400..=499),
-                ..
-            } => 400,
-            Self::Provider { .. } | Self::Idle { .. } => 503,
-        }
-    }
-
     fn from_provider(provider: &str, err: &crabllm_core::Error) -> Self {
         let status = match err {
             crabllm_core::Error::Provider { status, .. } => Some(*status),
@@ -462,7 +446,7 @@ mod tests {
     fn nothing_configured_explains_what_to_set() {
         let registry = ModelRegistry::new(&DaemonConfig::default(), &Environment::default());
         let err = registry.resolve(None).unwrap_err();
-        assert_eq!(err.code(), 503);
+        assert!(matches!(err, LlmError::NotConfigured(_)), "{err:?}");
         let message = err.to_string();
         assert!(message.contains("[[providers]]"), "{message}");
         assert!(message.contains("OPENAI_API_KEY"), "{message}");
@@ -497,7 +481,7 @@ mod tests {
         assert_eq!(label, "claude");
         assert!(registry.problems()[0].contains("listed by both"));
         let err = registry.resolve(Some("gpt-9")).unwrap_err();
-        assert_eq!(err.code(), 404);
+        assert!(matches!(err, LlmError::UnknownModel { .. }), "{err:?}");
         assert!(err.to_string().contains("large, small, sonnet"), "{err}");
         registry.set_active("sonnet").unwrap();
         assert_eq!(registry.resolve(None).unwrap().0, "sonnet");

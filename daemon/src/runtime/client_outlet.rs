@@ -9,7 +9,7 @@
 //! limit (`[conversations] client_stall_secs`) — it stopped reading, and
 //! the connection's buffers are full — is dropped from the turn: the
 //! queued events are discarded, and what it gets next is an
-//! `ErrorMsg{503}` that says why its stream ended. So is a client whose
+//! [`Error::Unavailable`] (a 503 on the wire) that says why its stream ended. So is a client whose
 //! queue passes [`CLIENT_QUEUE_LIMIT`] between two waits (a burst of large
 //! tool results). Either way the turn goes on at full speed, and its
 //! history has everything.
@@ -18,7 +18,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crabtalk_proto::msg::{ErrorMsg, StreamEvent};
+use crabtalk_proto::msg::StreamEvent;
+
+use super::Error;
 use futures::Stream;
 use parking_lot::Mutex;
 use prost::Message;
@@ -69,7 +71,7 @@ struct State {
     events: VecDeque<(StreamEvent, usize)>,
     bytes: usize,
     /// Why the client was dropped, until its stream reads it.
-    dropped: Option<ErrorMsg>,
+    dropped: Option<Error>,
     /// No more events will come (the turn's outlets are gone, or the
     /// client was dropped).
     ended: bool,
@@ -98,7 +100,7 @@ impl Drop for Reader {
 /// client's request reads.
 pub fn client_outlet() -> (
     ClientOutlet,
-    impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send + 'static,
+    impl Stream<Item = Result<StreamEvent, Error>> + Send + 'static,
 ) {
     client_outlet_with(CLIENT_QUEUE_BYTES, CLIENT_QUEUE_LIMIT)
 }
@@ -108,7 +110,7 @@ pub(super) fn client_outlet_with(
     limit: usize,
 ) -> (
     ClientOutlet,
-    impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send + 'static,
+    impl Stream<Item = Result<StreamEvent, Error>> + Send + 'static,
 ) {
     let shared = Arc::new(Shared {
         state: Mutex::new(State::default()),
@@ -205,7 +207,7 @@ impl ClientOutlet {
 fn drop_client(state: &mut State, why: String) {
     state.events.clear();
     state.bytes = 0;
-    state.dropped = Some(ErrorMsg::unavailable(format!(
+    state.dropped = Some(Error::unavailable(format!(
         "this client stopped reading the turn's events ({why}), so its stream was ended; the turn goes on and is saved (GetConversationHistory shows it)"
     )));
 }
@@ -263,9 +265,8 @@ mod tests {
         assert_eq!(started.elapsed(), Duration::from_secs(30));
         let error = events.next().await.unwrap().unwrap_err();
         assert!(
-            error.message.contains("nothing was taken for 30 s"),
-            "{}",
-            error.message
+            matches!(&error, Error::Unavailable(message) if message.contains("nothing was taken for 30 s")),
+            "{error:?}"
         );
         outlet.send(chunk(1));
         drop(outlet);
@@ -303,11 +304,9 @@ mod tests {
         // What was queued is discarded: the reason comes at once.
         assert_eq!(items.len(), 1);
         let error = items[0].as_ref().unwrap_err();
-        assert_eq!(error.code, ErrorMsg::UNAVAILABLE);
         assert!(
-            error.message.contains("stopped reading"),
-            "{}",
-            error.message
+            matches!(error, Error::Unavailable(message) if message.contains("stopped reading")),
+            "{error:?}"
         );
     }
 

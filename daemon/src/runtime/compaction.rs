@@ -22,18 +22,18 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use crabllm_core::ChatCompletionRequest;
-use crabtalk_proto::msg::ErrorMsg;
 
-use super::Runtime;
 use super::conversation::ConversationKey;
 use super::request::tagged;
 use super::snapshot::Snapshot;
+use super::{Error, Runtime};
 use crate::config::agent::AgentDef;
+use crate::memories::archive::archive_name;
 use crate::provider::LlmError;
 use crate::storage::{CompactMarker, Message, Role};
-use crabtalk_memory::{EntryKind, Memory, Op};
+use crabtalk_memory::{EntryKind, Op};
 
 /// The longest title, in characters.
 const MAX_TITLE_CHARS: usize = 60;
@@ -57,16 +57,16 @@ views into the agent's.
 
 impl Runtime {
     /// Compacts the conversation `(agent, sender)` and returns the summary.
-    pub async fn compact(self: &Arc<Self>, agent: &str, sender: &str) -> Result<String, ErrorMsg> {
+    pub async fn compact(self: &Arc<Self>, agent: &str, sender: &str) -> Result<String, Error> {
         if self.closing.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(ErrorMsg::unavailable("the daemon is shutting down"));
+            return Err(Error::unavailable("the daemon is shutting down"));
         }
         let key = self.key(agent, sender);
         let snapshot = self.snapshot();
-        let agent = snapshot.agent(&key.agent).map_err(ErrorMsg::not_found)?;
+        let agent = snapshot.agent(&key.agent).map_err(Error::not_found)?;
         let files = self.conversations.storage().files(&key.agent, &key.sender);
         if self.conversations.get(&key).is_none() && !files.log.is_file() {
-            return Err(ErrorMsg::not_found(format!(
+            return Err(Error::not_found(format!(
                 "there is no conversation between agent {:?} and sender {:?}",
                 key.agent, key.sender
             )));
@@ -77,7 +77,7 @@ impl Runtime {
             .spawn(async move { runtime.run_compaction(snapshot, agent, key).await });
         compaction
             .await
-            .map_err(|err| ErrorMsg::internal(format!("the compaction failed: {err}")))?
+            .map_err(|err| Error::internal(format!("the compaction failed: {err}")))?
     }
 
     /// Starts the conversation `(agent, sender)` afresh: a marker without
@@ -86,14 +86,14 @@ impl Runtime {
     /// called. Turns started before it run first, turns after it start
     /// from nothing. Nothing to do for a conversation with no messages
     /// since its last marker.
-    pub async fn start_fresh(self: &Arc<Self>, agent: &str, sender: &str) -> Result<(), ErrorMsg> {
+    pub async fn start_fresh(self: &Arc<Self>, agent: &str, sender: &str) -> Result<(), Error> {
         if self.closing.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(ErrorMsg::unavailable("the daemon is shutting down"));
+            return Err(Error::unavailable("the daemon is shutting down"));
         }
         let key = self.key(agent, sender);
         self.snapshot()
             .agent(&key.agent)
-            .map_err(ErrorMsg::not_found)?;
+            .map_err(Error::not_found)?;
         let files = self.conversations.storage().files(&key.agent, &key.sender);
         if self.conversations.get(&key).is_none() && !files.log.is_file() {
             return Ok(());
@@ -107,7 +107,7 @@ impl Runtime {
                 .lock_history(&key.sender)
                 .await
                 .map_err(|err| {
-                    ErrorMsg::internal(format!(
+                    Error::internal(format!(
                         "cannot load the conversation {}/{}: {err}",
                         key.agent, key.sender
                     ))
@@ -123,7 +123,7 @@ impl Runtime {
                 messages_before: None,
             };
             history.append_marker(marker).map_err(|err| {
-                ErrorMsg::internal(format!(
+                Error::internal(format!(
                     "the conversation was not started afresh: cannot write the marker: {err}"
                 ))
             })?;
@@ -138,7 +138,7 @@ impl Runtime {
         });
         fresh
             .await
-            .map_err(|err| ErrorMsg::internal(format!("the fresh start failed: {err}")))?
+            .map_err(|err| Error::internal(format!("the fresh start failed: {err}")))?
     }
 
     async fn run_compaction(
@@ -146,7 +146,7 @@ impl Runtime {
         snapshot: Arc<Snapshot>,
         agent: Arc<AgentDef>,
         key: ConversationKey,
-    ) -> Result<String, ErrorMsg> {
+    ) -> Result<String, Error> {
         let conversation = self.conversations.get_or_create(&key);
         // Queue with the conversation's turns: turns started before this
         // compaction run first, turns started after it wait for it.
@@ -156,7 +156,7 @@ impl Runtime {
             .lock_history(&key.sender)
             .await
             .map_err(|err| {
-                ErrorMsg::internal(format!(
+                Error::internal(format!(
                     "cannot load the conversation {}/{}: {err}",
                     key.agent, key.sender
                 ))
@@ -167,7 +167,7 @@ impl Runtime {
             } else {
                 "yet"
             };
-            return Err(ErrorMsg::conflict(format!(
+            return Err(Error::conflict(format!(
                 "nothing to compact: the conversation {}/{} has no messages {since}",
                 key.agent, key.sender
             )));
@@ -193,14 +193,11 @@ impl Runtime {
             ..Default::default()
         };
         let summary = summarize(&snapshot, request).await.map_err(|err| {
-            ErrorMsg::new(
-                err.code(),
-                format!("the conversation was not compacted: {err}"),
-            )
+            Error::of_model(&err, format!("the conversation was not compacted: {err}"))
         })?;
         let summary = summary.trim().to_owned();
         if summary.is_empty() {
-            return Err(ErrorMsg::unavailable(
+            return Err(Error::unavailable(
                 "the conversation was not compacted: the model returned an empty summary",
             ));
         }
@@ -226,7 +223,7 @@ impl Runtime {
                 .await
                 .and_then(|written| written)
                 .map_err(|err| {
-                    ErrorMsg::internal(format!(
+                    Error::internal(format!(
                         "the conversation was not compacted: cannot write the archive to {}'s memory: {err}",
                         agent.name
                     ))
@@ -249,7 +246,7 @@ impl Runtime {
             if let Err(undo) = taken_back.and_then(|removed| removed) {
                 tracing::warn!("cannot take back the archive of a failed compaction: {undo}");
             }
-            return Err(ErrorMsg::internal(format!(
+            return Err(Error::internal(format!(
                 "the conversation was not compacted: cannot write the compact marker: {err}"
             )));
         }
@@ -395,74 +392,10 @@ fn title(summary: &str) -> String {
     format!("{keep}…")
 }
 
-/// A name no entry of `memory` has: `compaction-<sender>-<UTC time>`, with
-/// `-2`, `-3`… if the same conversation was compacted twice in one second.
-fn archive_name(memory: &Memory, sender: &str, at: DateTime<Utc>) -> String {
-    let base = format!(
-        "compaction-{}-{}",
-        archive_sender(sender),
-        at.format("%Y%m%d-%H%M%S")
-    );
-    if memory.get(&base).is_none() {
-        return base;
-    }
-    (2u32..)
-        .map(|n| format!("{base}-{n}"))
-        .find(|name| memory.get(name).is_none())
-        .expect("some suffix is free")
-}
-
-/// `sender` as it appears in archive names: without control characters,
-/// at most 64 bytes.
-fn archive_sender(sender: &str) -> String {
-    let mut sender: String = sender.chars().filter(|c| !c.is_control()).collect();
-    if sender.len() > 64 {
-        let mut end = 64;
-        while !sender.is_char_boundary(end) {
-            end -= 1;
-        }
-        sender.truncate(end);
-    }
-    sender
-}
-
-/// Whether `name` is the name [`archive_name`] gives an archive of a
-/// conversation with `sender`: `compaction-<sender>-YYYYMMDD-HHMMSS`,
-/// maybe with `-<n>`. Exact, so `tg:4` does not claim `tg:42`'s archives.
-pub fn is_archive_of(name: &str, sender: &str) -> bool {
-    let Some(rest) = name
-        .strip_prefix("compaction-")
-        .and_then(|rest| rest.strip_prefix(archive_sender(sender).as_str()))
-        .and_then(|rest| rest.strip_prefix('-'))
-    else {
-        return false;
-    };
-    let digits = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
-    let Some((stamp, suffix)) = rest.split_at_checked(15) else {
-        return false;
-    };
-    let stamp_ok = stamp.as_bytes()[8] == b'-' && digits(&stamp[..8]) && digits(&stamp[9..]);
-    let suffix_ok = suffix.is_empty() || suffix.strip_prefix('-').is_some_and(digits);
-    stamp_ok && suffix_ok
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn archives_belong_to_exactly_their_sender() {
-        assert!(is_archive_of("compaction-tg:42-20260403-100000", "tg:42"));
-        assert!(is_archive_of("compaction-tg:42-20260403-100000-3", "tg:42"));
-        assert!(!is_archive_of("compaction-tg:42-20260403-100000", "tg:4"));
-        assert!(!is_archive_of("compaction-tg:420-20260403-100000", "tg:42"));
-        assert!(!is_archive_of(
-            "compaction-tg:42-20250101-000000-20260403-100000",
-            "tg:42"
-        ));
-        assert!(!is_archive_of("compaction-user-20260403-100000", "tg:42"));
-        assert!(!is_archive_of("notes", "tg:42"));
-    }
     use crate::storage::ToolCallRecord;
 
     #[test]
@@ -487,28 +420,6 @@ mod tests {
         );
         let unbroken = title(&"x".repeat(100));
         assert_eq!(unbroken.chars().count(), 60);
-    }
-
-    #[test]
-    fn archive_names_are_unique_and_safe() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut memory = Memory::open(dir.path().join("m.crmem")).unwrap();
-        let at = DateTime::parse_from_rfc3339("2026-04-03T10:00:00Z")
-            .unwrap()
-            .to_utc();
-        let first = archive_name(&memory, "tg:1\n2", at);
-        assert_eq!(first, "compaction-tg:12-20260403-100000");
-        memory
-            .apply(Op::Add {
-                name: first.clone(),
-                content: "x".into(),
-                aliases: Vec::new(),
-                kind: EntryKind::Archive,
-            })
-            .unwrap();
-        assert_eq!(archive_name(&memory, "tg:1\n2", at), format!("{first}-2"));
-        let long = archive_name(&memory, &"é".repeat(100), at);
-        assert!(long.len() <= 128, "{}", long.len());
     }
 
     #[test]

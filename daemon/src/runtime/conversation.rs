@@ -24,7 +24,7 @@ use parking_lot::Mutex;
 use tokio::sync::{MutexGuard, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::sessions::SessionFeed;
+use crate::sessions::SessionFeed;
 use crate::storage::{
     CompactMarker, ConversationFiles, Entry, Message, Meta, Role, SessionLog, Storage, now_rfc3339,
 };
@@ -210,7 +210,7 @@ pub struct Conversation {
     order: Mutex<TurnOrder>,
     order_changed: tokio::sync::Notify,
     /// Files read in this conversation, and what they held then (for edit).
-    reads: Mutex<HashMap<std::path::PathBuf, crate::tools::files::FileStamp>>,
+    reads: Mutex<HashMap<std::path::PathBuf, crate::hook::FileStamp>>,
     meta_writer: Arc<MetaWriter>,
 }
 
@@ -392,12 +392,12 @@ impl Conversation {
     }
 
     /// Records that `path` was read, as it was then.
-    pub fn record_read(&self, path: std::path::PathBuf, stamp: crate::tools::files::FileStamp) {
+    pub fn record_read(&self, path: std::path::PathBuf, stamp: crate::hook::FileStamp) {
         self.reads.lock().insert(path, stamp);
     }
 
     /// What `path` held when it was last read here, if it was.
-    pub fn read_stamp(&self, path: &std::path::Path) -> Option<crate::tools::files::FileStamp> {
+    pub fn read_stamp(&self, path: &std::path::Path) -> Option<crate::hook::FileStamp> {
         self.reads.lock().get(path).copied()
     }
 
@@ -817,7 +817,7 @@ mod tests {
         assert_eq!(history.meta.summary.as_deref(), Some("summary"));
         history.append(Message::assistant("three")).unwrap();
         drop(history);
-        let sessions = super::super::sessions::SessionSearch::new(
+        let sessions = crate::sessions::SessionSearch::new(
             restarted.storage().clone(),
             restarted.index().clone(),
         );

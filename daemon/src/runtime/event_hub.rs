@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
 
-use crabtalk_proto::msg::{AgentEventKind, AgentEventMsg, ErrorMsg};
+use crabtalk_proto::msg::{AgentEventKind, AgentEventMsg};
 use futures::Stream;
 use parking_lot::Mutex;
 use prost::Message;
@@ -80,9 +80,7 @@ impl EventHub {
     /// A subscription: every agent event from now on (it is registered
     /// when this is called, not when the stream is first polled), until the
     /// hub closes or the stream is dropped.
-    pub fn subscribe(
-        &self,
-    ) -> impl Stream<Item = Result<AgentEventMsg, ErrorMsg>> + Send + 'static {
+    pub fn subscribe(&self) -> impl Stream<Item = AgentEventMsg> + Send + 'static {
         let subscriber = Arc::new(Subscriber {
             queue: Mutex::new(Queue::default()),
             ready: Notify::new(),
@@ -92,7 +90,7 @@ impl EventHub {
         futures::stream::unfold(state, |(subscriber, closed)| async move {
             loop {
                 if let Some(event) = subscriber.next() {
-                    return Some((Ok(event), (subscriber, closed)));
+                    return Some((event, (subscriber, closed)));
                 }
                 tokio::select! {
                     () = closed.cancelled() => return None,
@@ -181,12 +179,12 @@ mod tests {
         for i in 0..10 {
             hub.publish(text(&format!("{i}{}", "x".repeat(3000))));
         }
-        let marker = events.next().await.unwrap().unwrap();
+        let marker = events.next().await.unwrap();
         assert_eq!(marker.kind, AgentEventKind::EventsDropped as i32);
         assert!(marker.content.starts_with("7 events"), "{}", marker.content);
         let rest: Vec<char> = events
             .take(3)
-            .map(|e| e.unwrap().content.chars().next().unwrap())
+            .map(|e| e.content.chars().next().unwrap())
             .collect()
             .await;
         assert_eq!(rest, ['7', '8', '9']);
@@ -197,7 +195,7 @@ mod tests {
         let hub = EventHub::with_budget(10, 100);
         let mut events = Box::pin(hub.subscribe());
         hub.publish(text(&"y".repeat(5000)));
-        assert_eq!(events.next().await.unwrap().unwrap().content.len(), 5000);
+        assert_eq!(events.next().await.unwrap().content.len(), 5000);
         assert_eq!(hub.subscribers(), 1);
         drop(events);
         hub.publish(text("after"));

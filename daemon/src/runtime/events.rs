@@ -227,13 +227,13 @@ mod tests {
             error: "boom".into(),
             ..Default::default()
         });
-        let first = events.next().await.unwrap().unwrap();
+        let first = events.next().await.unwrap();
         assert_eq!(first.kind, AgentEventKind::TextDelta as i32);
         assert_eq!(
             (first.sender.as_str(), first.run_id, first.content.as_str()),
             ("tg:42", 7, "hi")
         );
-        let done = events.next().await.unwrap().unwrap();
+        let done = events.next().await.unwrap();
         assert_eq!(done.kind, AgentEventKind::Done as i32);
         assert_eq!(done.error, "boom");
         assert!(client_rx.next().await.unwrap().unwrap().event.is_some());
@@ -249,10 +249,10 @@ mod tests {
                 content: i.to_string(),
             });
         }
-        let marker = events.next().await.unwrap().unwrap();
+        let marker = events.next().await.unwrap();
         assert_eq!(marker.kind, AgentEventKind::EventsDropped as i32);
         assert!(marker.content.starts_with("6 events"), "{}", marker.content);
-        let rest: Vec<String> = events.take(4).map(|e| e.unwrap().content).collect().await;
+        let rest: Vec<String> = events.take(4).map(|e| e.content).collect().await;
         assert_eq!(rest, ["6", "7", "8", "9"]);
     }
 }

@@ -4,48 +4,46 @@
 //! and a swappable [`Snapshot`] of everything that configuration decides.
 //! It opens no sockets; the server calls it.
 
-pub mod chain;
 mod client_outlet;
 mod compaction;
 pub mod conversation;
+mod error;
 pub mod event_hub;
 pub mod events;
 mod eviction;
 pub mod instructions;
-pub mod memories;
 pub mod release;
 pub mod request;
-pub mod sessions;
 pub mod snapshot;
+mod tool_host;
 pub mod turn;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use crabtalk_home::Home;
-use crabtalk_proto::msg::ErrorMsg;
 use parking_lot::RwLock;
 use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
-use self::chain::Chain;
-pub use self::compaction::is_archive_of;
 use self::conversation::{ConversationKey, Conversations};
+pub use self::error::Error;
 use self::events::{EventHub, SUBSCRIBER_BUFFER};
-use self::memories::Memories;
-use self::sessions::SessionSearch;
 pub use self::snapshot::Snapshot;
 use self::turn::TurnPlan;
-pub use self::turn::{TurnFailure, TurnOutcome, TurnRequest};
+pub use self::turn::{TurnOutcome, TurnRequest};
 use crate::bus::EventBus;
 use crate::config::agent::McpServerConfig;
 use crate::config::agent::{AgentConfig, AgentDef, AgentStore, RefusedAgent, validate_agent_name};
 use crate::config::{ConfigError, DaemonConfig};
+use crate::hook::Chain;
 use crate::mcp::{McpHub, McpSettings};
+use crate::memories::Memories;
 use crate::provider::{Environment, ModelRegistry};
+use crate::sessions::SessionSearch;
 use crate::storage::Storage;
 use crate::tools::{ToolSettings, Tools};
 
@@ -81,8 +79,6 @@ pub struct Runtime {
     /// The session index (fed by the conversations) and its logs; kept
     /// across reloads, rebuilt once at start.
     sessions: SessionSearch,
-    /// This runtime, for the turns it starts from inside (events).
-    me: Weak<Runtime>,
     /// Every MCP connection.
     pub mcp: Arc<McpHub>,
     /// Marked after every reload, for tasks that follow the configuration.
@@ -120,39 +116,34 @@ impl Runtime {
         // Before any turn can append: appends from here on survive the swap.
         sessions.start_rebuild();
         let memories = Arc::new(Memories::new(home.memory_dir()));
-        Ok(Arc::new_cyclic(|runtime| {
-            let settings = tool_settings(&home, &config, &mcp);
-            let tools = Tools::standard(runtime.clone(), &settings);
-            let snapshot = Snapshot {
-                config: Arc::new(config),
-                agents,
-                registry,
-                tools,
-                skills: settings.skill_dirs,
-            };
-            Self {
-                conversations,
-                home,
-                agent_store,
-                snapshot: RwLock::new(Arc::new(snapshot)),
-                hub: Arc::new(EventHub::new(SUBSCRIBER_BUFFER)),
-                bus,
-                environment,
-                next_run: AtomicU64::new(first_run),
-                started: Instant::now(),
-                turns: TaskTracker::new(),
-                closing: AtomicBool::new(false),
-                memories,
-                sessions,
-                me: runtime.clone(),
-                mcp,
-                reloads: tokio::sync::watch::Sender::new(()),
-            }
-        }))
-        .inspect(|runtime| {
-            runtime.reconcile_mcp();
-            runtime.check_skills();
-        })
+        let settings = tool_settings(&home, &config, &mcp, &memories, &sessions);
+        let snapshot = Snapshot {
+            config: Arc::new(config),
+            agents,
+            registry,
+            tools: Tools::standard(&settings),
+            skills: settings.skill_dirs,
+        };
+        let runtime = Arc::new(Self {
+            conversations,
+            home,
+            agent_store,
+            snapshot: RwLock::new(Arc::new(snapshot)),
+            hub: Arc::new(EventHub::new(SUBSCRIBER_BUFFER)),
+            bus,
+            environment,
+            next_run: AtomicU64::new(first_run),
+            started: Instant::now(),
+            turns: TaskTracker::new(),
+            closing: AtomicBool::new(false),
+            memories,
+            sessions,
+            mcp,
+            reloads: tokio::sync::watch::Sender::new(()),
+        });
+        runtime.reconcile_mcp();
+        runtime.check_skills();
+        Ok(runtime)
     }
 
     /// Walks the skill folders once, so that what is wrong with them
@@ -181,10 +172,7 @@ impl Runtime {
     /// the turn (or the client) that published it; the fired turns continue
     /// it one hop further. Past the hop limit the chain stops, with a
     /// warning.
-    pub fn publish(&self, source: &str, payload: &str, cause: &Chain) {
-        let Some(runtime) = self.me.upgrade() else {
-            return;
-        };
+    pub fn publish(self: &Arc<Self>, source: &str, payload: &str, cause: &Chain) {
         let max_hops = self.snapshot().config.events.max_hops;
         let subscribed = self
             .bus
@@ -208,7 +196,7 @@ impl Runtime {
             } else {
                 payload
             };
-            let started = runtime.start_turn(TurnRequest {
+            let started = self.start_turn(TurnRequest {
                 agent: subscription.target_agent.clone(),
                 sender: format!("event:{source}"),
                 content: payload.to_owned(),
@@ -226,7 +214,7 @@ impl Runtime {
                     "subscription {} could not run {}: {}",
                     subscription.id,
                     subscription.target_agent,
-                    error.message
+                    error
                 );
             }
         }
@@ -261,9 +249,9 @@ impl Runtime {
     pub fn start_turn(
         self: &Arc<Self>,
         mut request: TurnRequest,
-    ) -> Result<JoinHandle<TurnOutcome>, ErrorMsg> {
+    ) -> Result<JoinHandle<TurnOutcome>, Error> {
         if self.closing.load(Ordering::Acquire) {
-            return Err(ErrorMsg::unavailable("the daemon is shutting down"));
+            return Err(Error::unavailable("the daemon is shutting down"));
         }
         let snapshot = self.snapshot();
         if request.agent.is_empty() {
@@ -276,13 +264,11 @@ impl Runtime {
             request.created_by = request.sender.clone();
         }
         if request.content.trim().is_empty() {
-            return Err(ErrorMsg::bad_request("the message is empty"));
+            return Err(Error::invalid("the message is empty"));
         }
-        let primary = snapshot
-            .agent(&request.agent)
-            .map_err(ErrorMsg::not_found)?;
+        let primary = snapshot.agent(&request.agent).map_err(Error::not_found)?;
         let guest = match request.guest.as_deref().filter(|guest| !guest.is_empty()) {
-            Some(name) => Some(snapshot.agent(name).map_err(ErrorMsg::not_found)?),
+            Some(name) => Some(snapshot.agent(name).map_err(Error::not_found)?),
             None => None,
         };
         let cwd = match request.cwd.take() {
@@ -323,10 +309,7 @@ impl Runtime {
             runtime.conversations.trim();
             let payload = match &outcome.error {
                 None => outcome.final_text.clone(),
-                Some(failure) => format!(
-                    "[the turn failed: {}]\n{}",
-                    failure.message, outcome.final_text
-                ),
+                Some(failure) => format!("[the turn failed: {}]\n{}", failure, outcome.final_text),
             };
             runtime.publish(&format!("agent:{}:done", outcome.agent), &payload, &chain);
             // The turn's memory is free now; once all is quiet, give it back.
@@ -345,7 +328,7 @@ impl Runtime {
     }
 
     /// Injects a user message into the running turn of `(agent, sender)`.
-    pub fn steer(&self, agent: &str, sender: &str, content: &str) -> Result<(), ErrorMsg> {
+    pub fn steer(&self, agent: &str, sender: &str, content: &str) -> Result<(), Error> {
         let key = self.key(agent, sender);
         let steered = self
             .conversations
@@ -354,7 +337,7 @@ impl Runtime {
         if steered {
             Ok(())
         } else {
-            Err(ErrorMsg::conflict(format!(
+            Err(Error::conflict(format!(
                 "no turn is running on {}/{}; send the message as a new turn instead",
                 key.agent, key.sender
             )))
@@ -368,17 +351,17 @@ impl Runtime {
         sender: &str,
         call_id: &str,
         content: &str,
-    ) -> Result<(), ErrorMsg> {
+    ) -> Result<(), Error> {
         let key = self.key(agent, sender);
         let conversation = self.conversations.get(&key).ok_or_else(|| {
-            ErrorMsg::not_found(format!(
+            Error::not_found(format!(
                 "no question is waiting on {}/{}",
                 key.agent, key.sender
             ))
         })?;
         conversation
             .answer(Some(call_id), content)
-            .map_err(|err| ErrorMsg::not_found(format!("{}/{}: {err}", key.agent, key.sender)))
+            .map_err(|err| Error::not_found(format!("{}/{}: {err}", key.agent, key.sender)))
     }
 
     /// `(agent, sender)` with the defaults filled in.
@@ -405,7 +388,7 @@ impl Runtime {
     /// keeps that agent's previous definition. Everything else is applied.
     /// `Ok` carries notes worth showing (warnings); `Err` lists every
     /// refused file's problems, with file, line and column.
-    pub fn reload(&self) -> Result<Vec<String>, ErrorMsg> {
+    pub fn reload(&self) -> Result<Vec<String>, Error> {
         let previous = self.snapshot();
         let mut refusals = Vec::new();
         let loaded = match DaemonConfig::load(&self.home.config_file()) {
@@ -423,7 +406,7 @@ impl Runtime {
         let mut notes = Vec::new();
         self.agent_store
             .ensure(&config.default_agent)
-            .map_err(|err| ErrorMsg::internal(err.to_string()))?;
+            .map_err(|err| Error::internal(err.to_string()))?;
         let (agents, refused) = load_agents(&self.agent_store, &config, Some(&previous.agents));
         for refused in &refused {
             refusals.push(refusal(refused, Some(&previous.agents)));
@@ -439,8 +422,14 @@ impl Runtime {
                 }
                 notes.extend(registry.problems());
                 tokio::spawn(registry.clone().discover());
-                let settings = tool_settings(&self.home, &config, &self.mcp);
-                let tools = Tools::standard(self.me.clone(), &settings);
+                let settings = tool_settings(
+                    &self.home,
+                    &config,
+                    &self.mcp,
+                    &self.memories,
+                    &self.sessions,
+                );
+                let tools = Tools::standard(&settings);
                 Snapshot {
                     config: Arc::new(config),
                     agents,
@@ -473,7 +462,7 @@ impl Runtime {
         for note in &notes {
             message.push_str(&format!("\nnote: {note}"));
         }
-        Err(ErrorMsg::bad_request(message))
+        Err(Error::invalid(message))
     }
 
     /// Creates an agent from a JSON config (empty for the defaults).
@@ -482,20 +471,20 @@ impl Runtime {
         name: &str,
         config_json: &str,
         prompt: &str,
-    ) -> Result<Arc<AgentDef>, ErrorMsg> {
-        validate_agent_name(name).map_err(ErrorMsg::bad_request)?;
+    ) -> Result<Arc<AgentDef>, Error> {
+        validate_agent_name(name).map_err(Error::invalid)?;
         let snapshot = self.snapshot();
         if let Some(existing) = snapshot
             .agents
             .keys()
             .find(|existing| existing.eq_ignore_ascii_case(name))
         {
-            return Err(ErrorMsg::conflict(format!(
+            return Err(Error::conflict(format!(
                 "an agent named {existing:?} already exists"
             )));
         }
         let config = parse_agent_config(config_json)?.unwrap_or_default();
-        config.check_mcps().map_err(ErrorMsg::bad_request)?;
+        config.check_mcps().map_err(Error::invalid)?;
         let agent = AgentDef {
             name: name.to_owned(),
             config,
@@ -503,7 +492,7 @@ impl Runtime {
         };
         self.agent_store
             .save(&agent)
-            .map_err(|err| ErrorMsg::internal(format!("cannot save agent {name:?}: {err}")))?;
+            .map_err(|err| Error::internal(format!("cannot save agent {name:?}: {err}")))?;
         Ok(self.refresh_agents(&snapshot, name))
     }
 
@@ -513,12 +502,12 @@ impl Runtime {
         name: &str,
         config_json: &str,
         prompt: &str,
-    ) -> Result<Arc<AgentDef>, ErrorMsg> {
+    ) -> Result<Arc<AgentDef>, Error> {
         let snapshot = self.snapshot();
-        let current = snapshot.agent(name).map_err(ErrorMsg::not_found)?;
+        let current = snapshot.agent(name).map_err(Error::not_found)?;
         let mut agent = AgentDef::clone(&current);
         if let Some(config) = parse_agent_config(config_json)? {
-            config.check_mcps().map_err(ErrorMsg::bad_request)?;
+            config.check_mcps().map_err(Error::invalid)?;
             agent.config = config;
         }
         if !prompt.is_empty() {
@@ -526,45 +515,45 @@ impl Runtime {
         }
         self.agent_store
             .save(&agent)
-            .map_err(|err| ErrorMsg::internal(format!("cannot save agent {name:?}: {err}")))?;
+            .map_err(|err| Error::internal(format!("cannot save agent {name:?}: {err}")))?;
         Ok(self.refresh_agents(&snapshot, name))
     }
 
     /// Deletes an agent's definition (its stored conversations stay on disk).
-    pub async fn delete_agent(&self, name: &str) -> Result<(), ErrorMsg> {
+    pub async fn delete_agent(&self, name: &str) -> Result<(), Error> {
         let snapshot = self.snapshot();
-        snapshot.agent(name).map_err(ErrorMsg::not_found)?;
+        snapshot.agent(name).map_err(Error::not_found)?;
         self.refuse_builtin(name)?;
         if name == snapshot.config.default_agent {
-            return Err(ErrorMsg::conflict(format!(
+            return Err(Error::conflict(format!(
                 "{name:?} is the default agent; set another default_agent in config.toml first"
             )));
         }
         self.release_conversations(name).await?;
         self.agent_store
             .delete(name)
-            .map_err(|err| ErrorMsg::internal(format!("cannot delete agent {name:?}: {err}")))?;
+            .map_err(|err| Error::internal(format!("cannot delete agent {name:?}: {err}")))?;
         self.refresh_agents(&snapshot, name);
         Ok(())
     }
 
     /// Renames an agent and moves its conversations.
-    pub async fn rename_agent(&self, old: &str, new: &str) -> Result<Arc<AgentDef>, ErrorMsg> {
-        validate_agent_name(new).map_err(ErrorMsg::bad_request)?;
+    pub async fn rename_agent(&self, old: &str, new: &str) -> Result<Arc<AgentDef>, Error> {
+        validate_agent_name(new).map_err(Error::invalid)?;
         let snapshot = self.snapshot();
-        snapshot.agent(old).map_err(ErrorMsg::not_found)?;
+        snapshot.agent(old).map_err(Error::not_found)?;
         self.refuse_builtin(old)?;
         if snapshot
             .agents
             .keys()
             .any(|existing| existing != old && existing.eq_ignore_ascii_case(new))
         {
-            return Err(ErrorMsg::conflict(format!(
+            return Err(Error::conflict(format!(
                 "an agent named {new:?} already exists"
             )));
         }
         if old == snapshot.config.default_agent {
-            return Err(ErrorMsg::conflict(format!(
+            return Err(Error::conflict(format!(
                 "{old:?} is the default agent; change default_agent in config.toml before renaming it"
             )));
         }
@@ -578,7 +567,7 @@ impl Runtime {
             self.memories.exists(new).then(|| self.memories.file(new)),
         ];
         if let Some(path) = left_over.into_iter().flatten().next() {
-            return Err(ErrorMsg::conflict(format!(
+            return Err(Error::conflict(format!(
                 "{} already exists (left by an earlier agent {new:?}); move it aside first, \
                  or choose another name",
                 path.display()
@@ -594,20 +583,20 @@ impl Runtime {
             }
         });
         self.refresh_agents(&snapshot, old);
-        self.snapshot().agent(new).map_err(ErrorMsg::internal)
+        self.snapshot().agent(new).map_err(Error::internal)
     }
 
     /// Moves an agent's definition, conversations and memory to `new`; if a
     /// step fails, the steps before it are undone, so the agent is whole
     /// under one name or the other.
-    fn move_agent_files(&self, old: &str, new: &str) -> Result<(), ErrorMsg> {
+    fn move_agent_files(&self, old: &str, new: &str) -> Result<(), Error> {
         let failed = |what: &str, err: std::io::Error, undone: bool| {
             let after = if undone {
                 "nothing was changed"
             } else {
                 "it could not all be moved back (see the log)"
             };
-            ErrorMsg::internal(format!(
+            Error::internal(format!(
                 "cannot rename agent {old:?} to {new:?}: {what}: {err}; {after}"
             ))
         };
@@ -629,18 +618,18 @@ impl Runtime {
 
     /// Adds (or replaces, by name) an MCP server in `agent`'s config, from
     /// `McpServerConfig` JSON; returns the server's name.
-    pub fn upsert_mcp(&self, agent: &str, config_json: &str) -> Result<String, ErrorMsg> {
+    pub fn upsert_mcp(&self, agent: &str, config_json: &str) -> Result<String, Error> {
         let config: McpServerConfig = serde_json::from_str(config_json)
-            .map_err(|err| ErrorMsg::bad_request(format!("not McpServerConfig JSON: {err}")))?;
-        crate::config::agent::validate_server_name(&config.name).map_err(ErrorMsg::bad_request)?;
+            .map_err(|err| Error::invalid(format!("not McpServerConfig JSON: {err}")))?;
+        crate::config::agent::validate_server_name(&config.name).map_err(Error::invalid)?;
         if config.command.is_none() == config.url.is_none() {
-            return Err(ErrorMsg::bad_request(
+            return Err(Error::invalid(
                 "give the MCP server either a command or a url",
             ));
         }
         let key = self.key(agent, "");
         let snapshot = self.snapshot();
-        let mut def = AgentDef::clone(&*snapshot.agent(&key.agent).map_err(ErrorMsg::not_found)?);
+        let mut def = AgentDef::clone(&*snapshot.agent(&key.agent).map_err(Error::not_found)?);
         match def
             .config
             .mcps
@@ -650,38 +639,38 @@ impl Runtime {
             Some(existing) => *existing = config.clone(),
             None => def.config.mcps.push(config.clone()),
         }
-        def.config.check_mcps().map_err(ErrorMsg::bad_request)?;
-        self.agent_store.save(&def).map_err(|err| {
-            ErrorMsg::internal(format!("cannot save agent {:?}: {err}", def.name))
-        })?;
+        def.config.check_mcps().map_err(Error::invalid)?;
+        self.agent_store
+            .save(&def)
+            .map_err(|err| Error::internal(format!("cannot save agent {:?}: {err}", def.name)))?;
         self.refresh_agents(&snapshot, &def.name);
         Ok(config.name)
     }
 
     /// Removes the MCP server `name` from `agent`'s config.
-    pub fn delete_mcp(&self, agent: &str, name: &str) -> Result<(), ErrorMsg> {
+    pub fn delete_mcp(&self, agent: &str, name: &str) -> Result<(), Error> {
         let key = self.key(agent, "");
         let snapshot = self.snapshot();
-        let mut def = AgentDef::clone(&*snapshot.agent(&key.agent).map_err(ErrorMsg::not_found)?);
+        let mut def = AgentDef::clone(&*snapshot.agent(&key.agent).map_err(Error::not_found)?);
         let before = def.config.mcps.len();
         def.config.mcps.retain(|mcp| mcp.name != name);
         if def.config.mcps.len() == before {
-            return Err(ErrorMsg::not_found(format!(
+            return Err(Error::not_found(format!(
                 "agent {:?} declares no MCP server named {name:?}",
                 def.name
             )));
         }
-        self.agent_store.save(&def).map_err(|err| {
-            ErrorMsg::internal(format!("cannot save agent {:?}: {err}", def.name))
-        })?;
+        self.agent_store
+            .save(&def)
+            .map_err(|err| Error::internal(format!("cannot save agent {:?}: {err}", def.name)))?;
         self.refresh_agents(&snapshot, &def.name);
         Ok(())
     }
 
     /// Refuses to delete or rename the built-in worker (it has no file).
-    fn refuse_builtin(&self, name: &str) -> Result<(), ErrorMsg> {
+    fn refuse_builtin(&self, name: &str) -> Result<(), Error> {
         if name == WORKER && !self.agent_store.exists(name) {
-            return Err(ErrorMsg::conflict(
+            return Err(Error::conflict(
                 "worker is built in and cannot be deleted or renamed; an agents/worker.toml replaces it",
             ));
         }
@@ -690,7 +679,7 @@ impl Runtime {
 
     /// Takes `agent`'s conversations out of memory and waits until nothing
     /// holds them; refuses if one is busy.
-    async fn release_conversations(&self, agent: &str) -> Result<(), ErrorMsg> {
+    async fn release_conversations(&self, agent: &str) -> Result<(), Error> {
         match self.conversations.take_where(|key| key.agent == agent) {
             Ok(taken) => {
                 futures::future::join_all(
@@ -701,7 +690,7 @@ impl Runtime {
             }
             Err(busy) => {
                 let senders: Vec<&str> = busy.iter().map(|key| key.sender.as_str()).collect();
-                Err(ErrorMsg::conflict(format!(
+                Err(Error::conflict(format!(
                     "agent {agent:?} is busy (conversations with {}); kill or finish them first",
                     senders.join(", ")
                 )))
@@ -714,7 +703,7 @@ impl Runtime {
     pub async fn release_conversation(
         &self,
         files: &crate::storage::ConversationFiles,
-    ) -> Result<(), ErrorMsg> {
+    ) -> Result<(), Error> {
         let storage = self.conversations.storage().clone();
         match self
             .conversations
@@ -727,7 +716,7 @@ impl Runtime {
                 .await;
                 Ok(())
             }
-            Err(_) => Err(ErrorMsg::conflict(
+            Err(_) => Err(Error::conflict(
                 "the conversation is busy (a turn or a question is pending); kill it first",
             )),
         }
@@ -851,7 +840,13 @@ fn refusal(refused: &RefusedAgent, previous: Option<&BTreeMap<String, Arc<AgentD
     format!("{}\n  {outcome}", refused.error)
 }
 
-fn tool_settings(home: &Home, config: &DaemonConfig, mcp: &Arc<McpHub>) -> ToolSettings {
+fn tool_settings(
+    home: &Home,
+    config: &DaemonConfig,
+    mcp: &Arc<McpHub>,
+    memories: &Arc<Memories>,
+    sessions: &SessionSearch,
+) -> ToolSettings {
     let mut skill_dirs = vec![home.skills_dir()];
     skill_dirs.extend(config.skill_dirs.iter().cloned());
     ToolSettings {
@@ -859,6 +854,8 @@ fn tool_settings(home: &Home, config: &DaemonConfig, mcp: &Arc<McpHub>) -> ToolS
         gateway: crate::tools::gateway::GatewayPolicy::new(&config.gateway),
         skill_dirs: crate::skills::SkillDirs::new(skill_dirs),
         mcp: mcp.clone(),
+        memories: memories.clone(),
+        sessions: sessions.clone(),
         max_delegation_depth: config.delegation.max_depth,
         max_delegated_tasks: config.delegation.max_tasks,
     }
@@ -876,12 +873,12 @@ fn mcp_settings(config: &DaemonConfig) -> McpSettings {
     }
 }
 
-fn parse_agent_config(json: &str) -> Result<Option<AgentConfig>, ErrorMsg> {
+fn parse_agent_config(json: &str) -> Result<Option<AgentConfig>, Error> {
     if json.trim().is_empty() {
         return Ok(None);
     }
     let config: AgentConfig = serde_json::from_str(json).map_err(|err| {
-        ErrorMsg::bad_request(format!(
+        Error::invalid(format!(
             "the agent config is not valid AgentConfig JSON: {err}"
         ))
     })?;
@@ -892,7 +889,7 @@ fn parse_agent_config(json: &str) -> Result<Option<AgentConfig>, ErrorMsg> {
         .map(|key| format!("`{}`: {}", key.path, key.message()))
         .collect();
     if !unknown.is_empty() {
-        return Err(ErrorMsg::bad_request(format!(
+        return Err(Error::invalid(format!(
             "the agent config has keys this daemon does not know: {}",
             unknown.join("; ")
         )));
@@ -900,15 +897,15 @@ fn parse_agent_config(json: &str) -> Result<Option<AgentConfig>, ErrorMsg> {
     Ok(Some(config))
 }
 
-fn validate_cwd(cwd: &Path) -> Result<PathBuf, ErrorMsg> {
+fn validate_cwd(cwd: &Path) -> Result<PathBuf, Error> {
     if !cwd.is_absolute() {
-        return Err(ErrorMsg::bad_request(format!(
+        return Err(Error::invalid(format!(
             "cwd {} must be an absolute path",
             cwd.display()
         )));
     }
     if !cwd.is_dir() {
-        return Err(ErrorMsg::bad_request(format!(
+        return Err(Error::invalid(format!(
             "cwd {} is not a directory",
             cwd.display()
         )));

@@ -13,8 +13,8 @@ use crabllm_core::{
 };
 
 use crate::config::agent::AgentDef;
+use crate::hook::{ToolSpec, escape_attribute};
 use crate::storage::{Message, Role};
-use crate::tools::ToolSpec;
 
 /// Who is speaking on this turn.
 pub enum Speaker<'a> {
@@ -48,22 +48,6 @@ pub struct RequestParts<'a> {
     pub tool_choice: Option<&'a str>,
     /// The model, or empty for the daemon's active model.
     pub model: String,
-}
-
-/// Escapes a name for an XML attribute.
-pub fn escape_attribute(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A guest's message as every model sees it.

@@ -26,17 +26,17 @@ use crabtalk_proto::msg::{
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
-use super::Runtime;
-use super::chain::Chain;
 use super::conversation::{Conversation, History};
 use super::events::{TurnSink, tool_call_infos};
 use super::instructions;
 use super::request::{RequestParts, Speaker};
 use super::snapshot::Snapshot;
+use super::tool_host::TurnConversation;
+use super::{Error, Runtime};
 use crate::config::agent::AgentDef;
+use crate::hook::{Chain, ToolContext, ToolOutput};
 use crate::provider::LlmError;
 use crate::storage::{Message, ToolCallRecord};
-use crate::tools::{ToolContext, ToolOutput};
 
 /// What a client asks for.
 pub struct TurnRequest {
@@ -72,15 +72,8 @@ pub struct TurnOutcome {
     pub final_text: String,
     pub model: String,
     pub usage: TokenUsage,
-    pub error: Option<TurnFailure>,
-}
-
-/// Why a turn failed, with the protocol code that says what kind of failure
-/// it was.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TurnFailure {
-    pub code: u32,
-    pub message: String,
+    /// Why the turn failed, if it did.
+    pub error: Option<Error>,
 }
 
 /// Why a turn stopped early.
@@ -107,11 +100,13 @@ impl std::fmt::Display for TurnError {
 }
 
 impl TurnError {
-    fn code(&self) -> u32 {
+    /// The failure as the turn's outcome reports it.
+    fn to_error(&self) -> Error {
+        let message = self.to_string();
         match self {
-            Self::Llm(err) => err.code(),
-            Self::Cancelled(_) => crabtalk_proto::msg::ErrorMsg::CONFLICT,
-            Self::MaxIterations(_) | Self::Storage(_) => crabtalk_proto::msg::ErrorMsg::INTERNAL,
+            Self::Llm(err) => Error::of_model(err, message),
+            Self::Cancelled(_) => Error::Conflict(message),
+            Self::MaxIterations(_) | Self::Storage(_) => Error::Internal(message),
         }
     }
 }
@@ -183,10 +178,7 @@ pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
                 error: message.clone(),
                 ..Default::default()
             });
-            outcome.error = Some(TurnFailure {
-                code: crabtalk_proto::msg::ErrorMsg::INTERNAL,
-                message,
-            });
+            outcome.error = Some(Error::Internal(message));
             return outcome;
         }
     };
@@ -223,10 +215,7 @@ pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
                 key.sender
             );
         }
-        outcome.error = Some(TurnFailure {
-            code: err.code(),
-            message: err.to_string(),
-        });
+        outcome.error = Some(err.to_error());
     }
     conversation.save_meta(&history.meta);
     drop(history);
@@ -239,7 +228,7 @@ pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
             error: outcome
                 .error
                 .as_ref()
-                .map(|failure| failure.message.clone())
+                .map(ToString::to_string)
                 .unwrap_or_default(),
             model: outcome.model.clone(),
             usage: Some(outcome.usage),
@@ -429,8 +418,11 @@ impl Steps<'_> {
             sender: self.conversation.key.sender.clone(),
             chain: self.chain.clone(),
             cwd: self.cwd.clone(),
-            conversation: self.conversation.clone(),
-            sink: self.sink.clone(),
+            conversation: Arc::new(TurnConversation::new(
+                self.conversation.clone(),
+                self.sink.clone(),
+            )),
+            turns: self.runtime.clone(),
             ask_timeout: std::time::Duration::from_secs(
                 self.snapshot.config.conversations.ask_timeout_secs,
             ),

@@ -8,8 +8,9 @@
 use crabtalk_proto::msg::{AskOption, AskQuestion, AskUserEvent};
 use serde::Deserialize;
 
-use super::{Hook, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
 use crate::config::agent::AgentDef;
+use crate::hook::{Hook, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
+use crate::storage::ToolCallRecord;
 
 /// The `ask_user` tool.
 pub struct AskUserHook;
@@ -95,9 +96,7 @@ impl Hook for AskUserHook {
         }
         let call_id = call.id.clone();
         Some(Box::pin(async move {
-            // Register before announcing, so a fast reply is never missed.
-            let ticket = context.conversation.register_ask(&call_id);
-            context.sink.emit(AskUserEvent {
+            let answer = context.conversation.ask(AskUserEvent {
                 call_id: call_id.clone(),
                 questions: arguments
                     .questions
@@ -117,7 +116,7 @@ impl Hook for AskUserHook {
                     })
                     .collect(),
             });
-            match tokio::time::timeout(context.ask_timeout, ticket.answer()).await {
+            match tokio::time::timeout(context.ask_timeout, answer).await {
                 Ok(Some(answer)) => ToolOutput::ok(answer),
                 Ok(None) => {
                     ToolOutput::error("the question was withdrawn before the user answered")

@@ -11,28 +11,30 @@
 //!
 //! Limits: at most `max_tasks` tasks per call, and delegated turns may
 //! delegate again only down to `max_depth` levels. A task's turn continues
-//! the delegating turn's [`Chain`](crate::runtime::chain::Chain): its depth
+//! the delegating turn's [`Chain`](crate::hook::Chain): its depth
 //! is one more, its origin and event hop count are the same. The depth
 //! travels with the turn, so no table here can be lost to a reload or a
 //! restart.
+//!
+//! The turns are started through the call's [`crate::hook::Turns`]
+//! handle: this hook holds no reference to the runtime.
 
-use std::sync::Weak;
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use super::files::resolve;
-use super::{
-    Hook, PromptContext, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec,
+use crate::hook::{
+    Hook, PromptContext, TaskRequest, ToolContext, ToolFuture, ToolOutput, ToolSpec, Turns,
     parse_arguments,
 };
-use crate::runtime::{Runtime, TurnRequest};
+use crate::storage::ToolCallRecord;
 
 /// The sender prefix of delegated turns.
 pub const SENDER_PREFIX: &str = "delegate:";
 
 /// The `delegate` tool.
 pub struct DelegateHook {
-    runtime: Weak<Runtime>,
     max_depth: u32,
     max_tasks: usize,
 }
@@ -53,9 +55,8 @@ struct Task {
 }
 
 impl DelegateHook {
-    pub fn new(runtime: Weak<Runtime>, max_depth: u32, max_tasks: usize) -> Self {
+    pub fn new(max_depth: u32, max_tasks: usize) -> Self {
         Self {
-            runtime,
             max_depth,
             max_tasks,
         }
@@ -123,7 +124,7 @@ impl Hook for DelegateHook {
 /// Cancels the delegated turns of a foreground call that is dropped before
 /// they finish (the delegating turn was cancelled).
 struct ChildTurns {
-    runtime: Weak<Runtime>,
+    turns: Arc<dyn Turns>,
     keys: Vec<(String, String)>,
     finished: bool,
 }
@@ -140,10 +141,8 @@ impl Drop for ChildTurns {
         if self.finished {
             return;
         }
-        if let Some(runtime) = self.runtime.upgrade() {
-            for (agent, sender) in &self.keys {
-                runtime.kill(agent, sender);
-            }
+        for (agent, sender) in &self.keys {
+            self.turns.kill(agent, sender);
         }
     }
 }
@@ -155,10 +154,7 @@ impl DelegateHook {
         context: &ToolContext,
     ) -> Result<ToolFuture, ToolOutput> {
         let arguments: Arguments = parse_arguments(call)?;
-        let runtime = self
-            .runtime
-            .upgrade()
-            .ok_or_else(|| ToolOutput::error("the daemon is shutting down"))?;
+        let turns = &context.turns;
         if arguments.tasks.is_empty() {
             return Err(ToolOutput::error("delegate needs at least one task"));
         }
@@ -176,10 +172,9 @@ impl DelegateHook {
                 context.chain.depth, self.max_depth
             )));
         }
-        let snapshot = runtime.snapshot();
         let mut started = Vec::new();
         for task in arguments.tasks {
-            if let Err(message) = snapshot.agent(&task.agent) {
+            if let Err(message) = turns.check_agent(&task.agent) {
                 started.push((task.agent, String::new(), Err(message)));
                 continue;
             }
@@ -187,23 +182,18 @@ impl DelegateHook {
                 .cwd
                 .as_deref()
                 .map_or_else(|| context.cwd.clone(), |cwd| resolve(&context.cwd, cwd));
-            let sender = format!("{SENDER_PREFIX}{}", runtime.next_id());
-            let turn = runtime.start_turn(TurnRequest {
+            let sender = format!("{SENDER_PREFIX}{}", turns.next_id());
+            let turn = turns.clone().start(TaskRequest {
                 agent: task.agent.clone(),
                 sender: sender.clone(),
                 content: task.message,
-                cwd: Some(cwd),
-                guest: None,
-                tool_choice: None,
+                cwd,
                 created_by: format!("delegated by {} ({})", context.agent.name, context.sender),
-                client: None,
-                chain: Some(chain.clone()),
-                trigger: None,
-                origin: None,
+                chain: chain.clone(),
             });
             match turn {
                 Ok(handle) => started.push((task.agent, sender, Ok(handle))),
-                Err(error) => started.push((task.agent, String::new(), Err(error.message))),
+                Err(error) => started.push((task.agent, String::new(), Err(error))),
             }
         }
 
@@ -227,7 +217,7 @@ impl DelegateHook {
         }
 
         let mut guard = ChildTurns {
-            runtime: self.runtime.clone(),
+            turns: turns.clone(),
             keys: started
                 .iter()
                 .filter(|(_, sender, _)| !sender.is_empty())
@@ -249,11 +239,11 @@ impl DelegateHook {
                                 serde_json::json!({"agent": agent, "result": outcome.final_text, "error": null})
                             }
                             Some(failure) => {
-                                serde_json::json!({"agent": agent, "result": outcome.final_text, "error": failure.message})
+                                serde_json::json!({"agent": agent, "result": outcome.final_text, "error": failure})
                             }
                         },
                         Err(err) => {
-                            serde_json::json!({"agent": agent, "result": null, "error": err.to_string()})
+                            serde_json::json!({"agent": agent, "result": null, "error": err})
                         }
                     },
                 };

@@ -11,8 +11,10 @@ use std::io::Read;
 
 use serde::Deserialize;
 
-use super::files::{FileStamp, HomeGuard, resolve};
-use super::{Hook, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
+use super::files::{HomeGuard, resolve};
+use crate::hook::FileStamp;
+use crate::hook::{Hook, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
+use crate::storage::ToolCallRecord;
 
 /// The `edit` tool.
 pub struct EditHook {

@@ -1,6 +1,8 @@
 //! What `read` and `edit` share: resolving a path against the turn's working
 //! directory, the guard that keeps them out of the daemon's own files, and
-//! the stamp that tells whether a file changed since it was read.
+//! binary detection. (The stamp that tells whether a file changed since it
+//! was read is [`FileStamp`](crate::hook::FileStamp): the conversation
+//! keeps it.)
 //!
 //! **The daemon's own files.** The home holds the provider keys
 //! (`config.toml`, `env`), the TCP token (`run/`), the agents' definitions
@@ -17,28 +19,9 @@
 //! help), and a hard link to a secret file is recognised by its inode.
 
 use std::fs::File;
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 use crabtalk_home::Home;
-
-/// A file's size and a hash of its bytes at the time it was read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileStamp {
-    len: u64,
-    hash: u64,
-}
-
-impl FileStamp {
-    pub fn of(bytes: &[u8]) -> Self {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        bytes.hash(&mut hasher);
-        Self {
-            len: bytes.len() as u64,
-            hash: hasher.finish(),
-        }
-    }
-}
 
 /// `path` relative to `cwd` (absolute paths stay as they are), with `.` and
 /// `..` resolved lexically so the same file always has the same key.
@@ -248,9 +231,7 @@ mod tests {
     }
 
     #[test]
-    fn stamps_change_with_content() {
-        assert_eq!(FileStamp::of(b"a"), FileStamp::of(b"a"));
-        assert_ne!(FileStamp::of(b"a"), FileStamp::of(b"b"));
+    fn nul_bytes_mark_a_binary_file() {
         assert!(looks_binary(b"ab\0c") && !looks_binary("é".as_bytes()));
     }
 }

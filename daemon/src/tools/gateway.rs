@@ -20,7 +20,7 @@
 
 use crate::config::GatewaySettings;
 use crate::config::agent::AgentDef;
-use crate::runtime::chain::Chain;
+use crate::hook::Chain;
 
 /// The gateway rule in force (rebuilt with the tools on every reload).
 #[derive(Debug, Clone, PartialEq, Eq)]

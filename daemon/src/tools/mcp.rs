@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use super::{Hook, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec};
 use crate::config::agent::AgentDef;
+use crate::hook::{Chain, Hook, ToolContext, ToolFuture, ToolOutput, ToolSpec};
 use crate::mcp::McpHub;
 use crate::mcp::caller::Caller;
-use crate::runtime::chain::Chain;
+use crate::storage::ToolCallRecord;
 
 /// The MCP tools.
 pub struct McpHook {
@@ -55,7 +55,7 @@ impl Hook for McpHook {
                 }
             };
         let caller = Caller {
-            agent: context.conversation.key.agent.clone(),
+            agent: context.conversation.agent().to_owned(),
             sender: context.sender.clone(),
             origin: context.chain.origin.clone(),
             trigger: context.chain.trigger.clone(),

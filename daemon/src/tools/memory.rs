@@ -1,5 +1,6 @@
 //! `remember`, `forget` and `recall`: the agent's long-term memory (RFC
-//! 0150), one store per agent (see [`crate::runtime::memories`]).
+//! 0150), one store per agent (see [`crate::memories`]), which the hook is
+//! given when the tools are built.
 //!
 //! Offered only to agents whose `[memory] enabled` is true (the default),
 //! with a short guidance fragment in the system prompt. Recall is driven by
@@ -15,14 +16,16 @@
 //! conversations. Everything else in the memory does not exist for it.
 
 use std::fmt::Write;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Hook, PromptContext, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
 use crate::config::agent::AgentDef;
-use crate::runtime::Runtime;
+use crate::hook::{
+    Hook, PromptContext, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments,
+};
+use crate::memories::Memories;
 use crate::storage::ToolCallRecord;
 use crabtalk_memory::{Entry, EntryKind, MemoryError, Op};
 
@@ -35,7 +38,7 @@ const MAX_RECALLED_BYTES: usize = 8 * 1024;
 
 /// The memory tools.
 pub struct MemoryHook {
-    runtime: Weak<Runtime>,
+    memories: Arc<Memories>,
 }
 
 #[derive(Deserialize)]
@@ -62,8 +65,8 @@ struct RecallArgs {
 }
 
 impl MemoryHook {
-    pub fn new(runtime: Weak<Runtime>) -> Self {
-        Self { runtime }
+    pub fn new(memories: Arc<Memories>) -> Self {
+        Self { memories }
     }
 }
 
@@ -168,7 +171,7 @@ impl Hook for MemoryHook {
     }
 
     fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture> {
-        let runtime = self.runtime.clone();
+        let memories = self.memories.clone();
         let agent = context.agent.name.clone();
         let view = View::of(context.gateway);
         let run: ToolFuture = match call.name.as_str() {
@@ -177,7 +180,7 @@ impl Hook for MemoryHook {
                     Ok(args) => args,
                     Err(output) => return Some(ready(output)),
                 };
-                Box::pin(with_memory(runtime, agent, move |memory| {
+                Box::pin(with_memory(memories, agent, move |memory| {
                     remember(memory, args, &view)
                 }))
             }
@@ -186,7 +189,7 @@ impl Hook for MemoryHook {
                     Ok(args) => args,
                     Err(output) => return Some(ready(output)),
                 };
-                Box::pin(with_memory(runtime, agent, move |memory| {
+                Box::pin(with_memory(memories, agent, move |memory| {
                     forget(memory, args, &view)
                 }))
             }
@@ -195,7 +198,7 @@ impl Hook for MemoryHook {
                     Ok(args) => args,
                     Err(output) => return Some(ready(output)),
                 };
-                Box::pin(with_memory(runtime, agent, move |memory| {
+                Box::pin(with_memory(memories, agent, move |memory| {
                     recall(memory, args, &view)
                 }))
             }
@@ -245,7 +248,7 @@ impl View {
             Self::Whole => true,
             Self::Sender(sender) => match entry.kind {
                 EntryKind::Note => entry.name.starts_with(&Self::prefix(sender)),
-                EntryKind::Archive => crate::runtime::is_archive_of(&entry.name, sender),
+                EntryKind::Archive => crate::memories::archive::is_archive_of(&entry.name, sender),
             },
         }
     }
@@ -257,15 +260,10 @@ fn ready(output: ToolOutput) -> ToolFuture {
 
 /// Runs `f` on `agent`'s memory on a blocking thread.
 async fn with_memory(
-    runtime: Weak<Runtime>,
+    memories: Arc<Memories>,
     agent: String,
     f: impl FnOnce(&mut crabtalk_memory::Memory) -> ToolOutput + Send + 'static,
 ) -> ToolOutput {
-    let Some(runtime) = runtime.upgrade() else {
-        return ToolOutput::error("the daemon is shutting down");
-    };
-    let memories: Arc<_> = runtime.memories().clone();
-    drop(runtime);
     match memories.run(&agent, f).await {
         Ok(output) => output,
         Err(err) => ToolOutput::error(format!("your memory is not available: {err}")),

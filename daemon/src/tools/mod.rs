@@ -1,6 +1,7 @@
 //! Tools: what an agent can do besides talk.
 //!
-//! Each subsystem is a [`Hook`] that owns some tools: it declares their
+//! Built on the tool contract in [`crate::hook`]; nothing here names the
+//! runtime. Each subsystem is a [`Hook`] that owns some tools: it declares their
 //! schemas and dispatches calls to them. [`Tools`] composes the hooks and is
 //! the one place where a call is checked before it is routed: against the
 //! agent's scope ([`scope`]) and against the gateway rule ([`gateway`]) —
@@ -22,11 +23,7 @@ mod search_sessions;
 mod skill;
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::path::PathBuf;
-use std::pin::Pin;
-use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::sync::Arc;
 
 pub use self::ask_user::AskUserHook;
 pub use self::bash::BashHook;
@@ -40,127 +37,29 @@ use self::scope::Scope;
 pub use self::search_sessions::SessionSearchHook;
 pub use self::skill::SkillHook;
 use crate::config::agent::AgentDef;
-use crate::runtime::chain::Chain;
-use crate::runtime::conversation::Conversation;
-use crate::runtime::events::TurnSink;
+use crate::hook::{Chain, Hook, PromptContext, ToolContext, ToolFuture, ToolOutput, ToolSpec};
+use crate::memories::Memories;
+use crate::sessions::SessionSearch;
 use crate::storage::ToolCallRecord;
 
 /// Tool output longer than this is cut (with a marker) before the model
 /// sees it.
 pub const MAX_TOOL_OUTPUT: usize = 256 * 1024;
 
-/// A tool's schema, as offered to the model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of the arguments.
-    pub parameters: serde_json::Value,
-}
-
-/// What a tool returns. The model sees `text` either way; `is_error` lets
-/// clients style failures and agents decide to retry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolOutput {
-    pub text: String,
-    pub is_error: bool,
-}
-
-impl ToolOutput {
-    pub fn ok(text: impl Into<String>) -> Self {
-        Self {
-            text: text.into(),
-            is_error: false,
-        }
-    }
-
-    pub fn error(text: impl Into<String>) -> Self {
-        Self {
-            text: text.into(),
-            is_error: true,
-        }
-    }
-}
-
-/// Everything a tool call may need to know about where it runs.
-#[derive(Clone)]
-pub struct ToolContext {
-    pub agent: Arc<AgentDef>,
-    pub sender: String,
-    /// The chain of turns this one belongs to (who began it, how deep).
-    pub chain: Chain,
-    /// The effective working directory of this turn.
-    pub cwd: PathBuf,
-    pub conversation: Arc<Conversation>,
-    pub sink: TurnSink,
-    /// How long `ask_user` waits.
-    pub ask_timeout: Duration,
-    /// The gateway sender whose chain this is, if any. Set by the gate in
-    /// [`Tools::dispatch`] (whatever the caller put here), so that hooks
-    /// read one answer to "is this a gateway conversation".
-    pub gateway: Option<String>,
-}
-
-/// A running tool call.
-pub type ToolFuture = Pin<Box<dyn Future<Output = ToolOutput> + Send>>;
-
-/// What a hook may look at when it contributes to a system prompt.
-pub struct PromptContext<'a> {
-    pub agent: &'a AgentDef,
-    /// Every agent, for hooks that point to the others (delegation).
-    pub agents: &'a BTreeMap<String, Arc<AgentDef>>,
-}
-
-/// How the daemon's tools are set up.
+/// How the daemon's tools are set up: what the hooks are given once, when
+/// the tools are built (at start and on every reload).
 pub struct ToolSettings {
     /// The daemon's home: `read` and `edit` never touch what it keeps there.
     pub home: crabtalk_home::Home,
     pub gateway: GatewayPolicy,
     pub skill_dirs: crate::skills::SkillDirs,
     pub mcp: Arc<crate::mcp::McpHub>,
+    /// Every agent's memory (the runtime's, shared).
+    pub memories: Arc<Memories>,
+    /// Session search over every stored conversation (the runtime's, shared).
+    pub sessions: SessionSearch,
     pub max_delegation_depth: u32,
     pub max_delegated_tasks: usize,
-}
-
-/// A subsystem that owns tools.
-pub trait Hook: Send + Sync {
-    /// The tools this hook owns.
-    fn tools(&self) -> Vec<ToolSpec>;
-
-    /// The tools this hook offers `agent` in a turn of `chain`: by default
-    /// those of [`Hook::tools`] that [`Hook::offers`] lets through. Hooks
-    /// whose tools depend on the agent or the chain (MCP servers) answer
-    /// directly.
-    fn tools_for(&self, agent: &AgentDef, chain: &Chain) -> Vec<ToolSpec> {
-        let _ = chain;
-        self.tools()
-            .into_iter()
-            .filter(|spec| self.offers(agent, &spec.name))
-            .collect()
-    }
-
-    /// Whether this hook offers `tool` to `agent` at all (for example, memory
-    /// tools only where memory is enabled).
-    fn offers(&self, agent: &AgentDef, tool: &str) -> bool {
-        let _ = (agent, tool);
-        true
-    }
-
-    /// A fragment for the agent's system prompt.
-    fn system_prompt(&self, context: &PromptContext<'_>) -> Option<String> {
-        let _ = context;
-        None
-    }
-
-    /// Rewrites a user message before it enters the history; `None` leaves
-    /// it as it is.
-    fn preprocess(&self, agent: &AgentDef, content: &str) -> Option<String> {
-        let _ = (agent, content);
-        None
-    }
-
-    /// Starts `call` if this hook owns its tool.
-    fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture>;
 }
 
 /// The composite of every hook, and the gate in front of them.
@@ -185,7 +84,7 @@ impl Tools {
     }
 
     /// The daemon's standard set of hooks.
-    pub fn standard(runtime: Weak<crate::runtime::Runtime>, settings: &ToolSettings) -> Self {
+    pub fn standard(settings: &ToolSettings) -> Self {
         let files = files::HomeGuard::new(&settings.home);
         Self::new(vec![
             Arc::new(BashHook),
@@ -194,13 +93,12 @@ impl Tools {
             Arc::new(AskUserHook),
             Arc::new(SkillHook::new(settings.skill_dirs.clone())),
             Arc::new(DelegateHook::new(
-                runtime.clone(),
                 settings.max_delegation_depth,
                 settings.max_delegated_tasks,
             )),
             Arc::new(McpHook::new(settings.mcp.clone())),
-            Arc::new(MemoryHook::new(runtime.clone())),
-            Arc::new(SessionSearchHook::new(runtime)),
+            Arc::new(MemoryHook::new(settings.memories.clone())),
+            Arc::new(SessionSearchHook::new(settings.sessions.clone())),
         ])
         .with_gateway(settings.gateway.clone())
     }
@@ -332,23 +230,6 @@ fn cap_output(mut output: ToolOutput) -> ToolOutput {
     output
 }
 
-/// Parses a call's JSON arguments into `T`, or an error the model can act on.
-pub fn parse_arguments<T: serde::de::DeserializeOwned>(
-    call: &ToolCallRecord,
-) -> Result<T, ToolOutput> {
-    let raw = if call.arguments.trim().is_empty() {
-        "{}"
-    } else {
-        &call.arguments
-    };
-    serde_json::from_str(raw).map_err(|err| {
-        ToolOutput::error(format!(
-            "invalid arguments for {}: {err}; arguments were: {raw}",
-            call.name
-        ))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,21 +240,5 @@ mod tests {
         let capped = cap_output(ToolOutput::ok(text));
         assert!(capped.text.contains("[output truncated"));
         assert!(capped.text.len() < MAX_TOOL_OUTPUT + 100);
-    }
-
-    #[test]
-    fn bad_arguments_name_the_tool() {
-        #[derive(serde::Deserialize, Debug)]
-        #[allow(dead_code)]
-        struct Args {
-            n: u32,
-        }
-        let call = ToolCallRecord {
-            id: "c".into(),
-            name: "count".into(),
-            arguments: "{\"n\":\"x\"}".into(),
-        };
-        let err = parse_arguments::<Args>(&call).unwrap_err();
-        assert!(err.is_error && err.text.contains("count"), "{}", err.text);
     }
 }

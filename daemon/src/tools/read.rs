@@ -8,8 +8,10 @@ use std::io::Read;
 
 use serde::Deserialize;
 
-use super::files::{FileStamp, HomeGuard, looks_binary, resolve};
-use super::{Hook, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
+use super::files::{HomeGuard, looks_binary, resolve};
+use crate::hook::FileStamp;
+use crate::hook::{Hook, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
+use crate::storage::ToolCallRecord;
 
 /// Lines returned when the call names no limit.
 const DEFAULT_LIMIT: usize = 2000;

@@ -9,16 +9,14 @@
 //! hits, 16 messages a window, 1 KiB a snippet).
 
 use std::fmt::Write;
-use std::sync::Weak;
 
 use serde::Deserialize;
 use serde_json::json;
 
 use super::memory::memory_enabled;
-use super::{Hook, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
 use crate::config::agent::AgentDef;
-use crate::runtime::Runtime;
-use crate::runtime::sessions::SessionQuery;
+use crate::hook::{Hook, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
+use crate::sessions::{SessionQuery, SessionSearch};
 use crate::storage::ToolCallRecord;
 use crabtalk_session_index::SessionHit;
 
@@ -28,12 +26,12 @@ const DEFAULT_HITS: usize = 5;
 const DEFAULT_CONTEXT: usize = 2;
 
 pub struct SessionSearchHook {
-    runtime: Weak<Runtime>,
+    sessions: SessionSearch,
 }
 
 impl SessionSearchHook {
-    pub fn new(runtime: Weak<Runtime>) -> Self {
-        Self { runtime }
+    pub fn new(sessions: SessionSearch) -> Self {
+        Self { sessions }
     }
 }
 
@@ -82,7 +80,7 @@ impl Hook for SessionSearchHook {
             Ok(args) => args,
             Err(output) => return Some(Box::pin(std::future::ready(output))),
         };
-        let runtime = self.runtime.clone();
+        let sessions = self.sessions.clone();
         let agent = context.agent.name.clone();
         let sender = match (context.gateway, args.sender.filter(|s| !s.is_empty())) {
             (Some(gateway), Some(asked)) if asked != gateway => {
@@ -97,11 +95,6 @@ impl Hook for SessionSearchHook {
             if args.query.trim().is_empty() {
                 return ToolOutput::error("the query is empty; give keywords to search for");
             }
-            let Some(runtime) = runtime.upgrade() else {
-                return ToolOutput::error("the daemon is shutting down");
-            };
-            let sessions = runtime.sessions().clone();
-            drop(runtime);
             let query = SessionQuery {
                 agent,
                 sender,

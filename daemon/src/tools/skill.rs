@@ -8,12 +8,13 @@
 use serde::Deserialize;
 
 use super::scope::Scope;
-use super::{
-    Hook, PromptContext, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec,
+use crate::config::agent::AgentDef;
+use crate::hook::{
+    Hook, PromptContext, ToolContext, ToolFuture, ToolOutput, ToolSpec, escape_attribute,
     parse_arguments,
 };
-use crate::config::agent::AgentDef;
 use crate::skills::{SkillDirs, SkillEntry, is_valid_name};
+use crate::storage::ToolCallRecord;
 
 /// The `skill` tool and slash commands.
 pub struct SkillHook {
@@ -46,7 +47,7 @@ impl SkillHook {
     fn render(name: &str, body: &str) -> String {
         format!(
             "<skill name=\"{}\">\n{body}\n</skill>",
-            crate::runtime::request::escape_attribute(name)
+            escape_attribute(name)
         )
     }
 

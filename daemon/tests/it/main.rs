@@ -7,6 +7,7 @@ mod delegation;
 mod env_file;
 mod gateway;
 mod idle;
+mod layers;
 mod local_users;
 mod mcp;
 mod mcp_reliability;

@@ -405,7 +405,7 @@ async fn a_message_appended_during_the_rebuild_is_found() {
         daemon_binary(),
         &TestDaemon::config_for(&llm.base_url()),
         &[(
-            crabtalkd::runtime::sessions::REBUILD_GATE_ENV,
+            crabtalkd::sessions::REBUILD_GATE_ENV,
             gate.to_str().unwrap(),
         )],
     )

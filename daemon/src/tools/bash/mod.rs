@@ -30,8 +30,9 @@ use serde::Deserialize;
 pub use self::reaper::end_all;
 pub use self::supervisor::OUTPUT_CAP;
 use self::supervisor::{Captured, Ending};
-use super::{Hook, ToolCallRecord, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
 use crate::config::agent::AgentDef;
+use crate::hook::{Hook, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
+use crate::storage::ToolCallRecord;
 
 /// The longest timeout a call may ask for.
 const MAX_TIMEOUT: Duration = Duration::from_secs(600);

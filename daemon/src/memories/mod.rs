@@ -8,11 +8,15 @@
 //! ([`Memories::run`]).
 //!
 //! **File names.** `<agent>` is the agent name escaped by
-//! [`file_name::encode`](crabtalk_memory::file_name::encode) — the
+//! [`file_name::encode`] — the
 //! rule the memory dump uses for entry names. Agent names are already
 //! restricted to letters, digits, `-`, `_` and `.`, so in practice the file
 //! is the agent's name (`memory/crab.crmem`), readable by people and by
 //! `crabtalkd memory dump|load`.
+//!
+//! The runtime creates one [`Memories`] and hands it to the memory tools;
+//! neither reaches the other through it. [`archive`] names the summaries
+//! that compaction stores here.
 
 use std::collections::HashMap;
 use std::io;
@@ -22,6 +26,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crabtalk_memory::{Memory, MemoryError, file_name};
+
+pub mod archive;
 
 /// One agent's memory, opened when first needed.
 type Slot = Arc<Mutex<Option<Memory>>>;

@@ -1,0 +1,715 @@
+//! The daemon's layers hold: no module imports one of a higher layer, and
+//! the top-level modules import each other in no circle.
+//!
+//! The layers, lowest first (ARCHITECTURE.md, "Layers"; RFC 0041):
+//!
+//! | layer | modules |
+//! |---|---|
+//! | foundation | `private`, `token`, `lock`, `leftovers`, `config`, `storage`, `provider`, `memories`, `sessions`, `skills`, `bus` |
+//! | tool contract | `hook` |
+//! | capabilities | `tools`, `mcp` |
+//! | runtime | `runtime` |
+//! | edge | `server`, `process`, `commands`, `cli` |
+//!
+//! A module may name modules of its own layer or of lower ones. The test
+//! reads every file under `daemon/src`, finds the paths it names into the
+//! crate — `crate::x::…`, `use crate::{x, y}`, and `super::` paths that
+//! climb out of their top-level module — and fails naming `file:line`, both
+//! modules and the line itself. Comments and string literals do not count.
+//! A new top-level module fails the test until it is given a layer here.
+//! The wire's error type (`ErrorMsg`) may appear in the edge layer only.
+//!
+//! The checker is shown to work on synthetic sources in its own tests: for
+//! example `use crate::runtime::Runtime;` added to `tools/delegate.rs` is
+//! reported as
+//!
+//! ```text
+//! daemon/src/tools/delegate.rs:2: tools (capabilities) imports runtime (runtime), a higher layer: use crate::runtime::Runtime;
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first, and the top-level modules in each.
+const LAYERS: &[(&str, &[&str])] = &[
+    (
+        "foundation",
+        &[
+            "private",
+            "token",
+            "lock",
+            "leftovers",
+            "config",
+            "storage",
+            "provider",
+            "memories",
+            "sessions",
+            "skills",
+            "bus",
+        ],
+    ),
+    ("tool contract", &["hook"]),
+    ("capabilities", &["tools", "mcp"]),
+    ("runtime", &["runtime"]),
+    ("edge", &["server", "process", "commands", "cli"]),
+];
+
+/// One path from a module into another top-level module of the crate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Import {
+    /// The file, relative to `daemon/src`.
+    file: String,
+    line: usize,
+    /// The top-level module the file belongs to.
+    from: String,
+    /// The top-level module it names.
+    to: String,
+    /// The source line, trimmed.
+    text: String,
+}
+
+impl Import {
+    fn place(&self) -> String {
+        format!("daemon/src/{}:{}", self.file, self.line)
+    }
+}
+
+/// The layer of every top-level module: its index in [`LAYERS`] and name.
+fn layer_table() -> BTreeMap<&'static str, (usize, &'static str)> {
+    let mut table = BTreeMap::new();
+    for (rank, (layer, modules)) in LAYERS.iter().enumerate() {
+        for module in *modules {
+            table.insert(*module, (rank, *layer));
+        }
+    }
+    table
+}
+
+// ---------------------------------------------------------------- lexing
+
+/// `source` with every comment and string or character literal replaced by
+/// spaces, lines kept where they were.
+fn code_only(source: &str) -> String {
+    let chars: Vec<char> = source.chars().collect();
+    let mut out = String::with_capacity(source.len());
+    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        // Line comment.
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                out.push(' ');
+                i += 1;
+            }
+            continue;
+        }
+        // Block comment, nested.
+        if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    out.push(blank(chars[i]));
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        let after_ident = i > 0 && ident(chars[i - 1]);
+        // Raw string: r"…", r#"…"#, br"…".
+        if !after_ident && (c == 'r' || (c == 'b' && next == Some('r'))) {
+            let start = if c == 'b' { i + 2 } else { i + 1 };
+            let mut hashes = 0;
+            while chars.get(start + hashes) == Some(&'#') {
+                hashes += 1;
+            }
+            if chars.get(start + hashes) == Some(&'"') {
+                let mut j = start + hashes + 1;
+                loop {
+                    if j >= chars.len() {
+                        break;
+                    }
+                    if chars[j] == '"' && (0..hashes).all(|h| chars.get(j + 1 + h) == Some(&'#')) {
+                        j += 1 + hashes;
+                        break;
+                    }
+                    j += 1;
+                }
+                for &skipped in &chars[i..j.min(chars.len())] {
+                    out.push(blank(skipped));
+                }
+                i = j;
+                continue;
+            }
+        }
+        // String.
+        if c == '"' {
+            out.push(' ');
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                if chars[i] == '\\' {
+                    out.push(' ');
+                    i += 1;
+                }
+                if i < chars.len() {
+                    out.push(blank(chars[i]));
+                    i += 1;
+                }
+            }
+            out.push(' ');
+            i += 1;
+            continue;
+        }
+        // Character literal (a lifetime or a label stays).
+        if c == '\'' {
+            let end = if next == Some('\\') {
+                (i + 2..chars.len()).find(|&j| chars[j] == '\'')
+            } else if chars.get(i + 2) == Some(&'\'') {
+                Some(i + 2)
+            } else {
+                None
+            };
+            if let Some(end) = end {
+                for &skipped in &chars[i..=end] {
+                    out.push(blank(skipped));
+                }
+                i = end + 1;
+                continue;
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token {
+    Ident(String),
+    /// `::`
+    PathSep,
+    Punct(char),
+}
+
+/// The tokens of code (comments and literals already blanked), each with
+/// its line.
+fn tokens(code: &str) -> Vec<(Token, usize)> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut out = Vec::new();
+    let mut line = 1;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\n' {
+            line += 1;
+            i += 1;
+        } else if c.is_whitespace() {
+            i += 1;
+        } else if c.is_alphabetic() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            out.push((Token::Ident(chars[start..i].iter().collect()), line));
+        } else if c == ':' && chars.get(i + 1) == Some(&':') {
+            out.push((Token::PathSep, line));
+            i += 2;
+        } else {
+            out.push((Token::Punct(c), line));
+            i += 1;
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------- imports
+
+/// The module path of a file under `daemon/src`: `runtime/turn.rs` →
+/// `[runtime, turn]`, `tools/bash/mod.rs` → `[tools, bash]`.
+fn module_path(file: &str) -> Vec<String> {
+    let mut parts: Vec<String> = file
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(str::to_owned)
+        .collect();
+    if parts.last().is_some_and(|last| last == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The top-level modules a path names, starting at `tokens[at]` (just
+/// after its `::`): one ident, or the first ident of every entry of a
+/// `{…}` group.
+fn named_modules(tokens: &[(Token, usize)], at: usize) -> Vec<String> {
+    match tokens.get(at) {
+        Some((Token::Ident(name), _)) => vec![name.clone()],
+        Some((Token::Punct('{'), _)) => {
+            let mut names = Vec::new();
+            let mut depth = 0;
+            let mut entry_start = true;
+            for (token, _) in &tokens[at..] {
+                match token {
+                    Token::Punct('{') => {
+                        depth += 1;
+                        entry_start = depth == 1;
+                    }
+                    Token::Punct('}') => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    Token::Punct(',') if depth == 1 => entry_start = true,
+                    Token::Ident(name) if entry_start && depth == 1 => {
+                        names.push(name.clone());
+                        entry_start = false;
+                    }
+                    _ => {}
+                }
+            }
+            names.retain(|name| name != "self");
+            names
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Every path in `source` (the file `file` under `daemon/src`) that leads
+/// into another top-level module.
+fn imports(file: &str, source: &str) -> Vec<Import> {
+    let module = module_path(file);
+    let Some(top) = module.first().cloned() else {
+        return Vec::new();
+    };
+    let lines: Vec<&str> = source.lines().collect();
+    let tokens = tokens(&code_only(source));
+    let mut found = Vec::new();
+    let mut record = |to: Vec<String>, line: usize| {
+        for to in to {
+            if to != top {
+                found.push(Import {
+                    file: file.to_owned(),
+                    line,
+                    from: top.clone(),
+                    to,
+                    text: lines.get(line - 1).map_or("", |l| l.trim()).to_owned(),
+                });
+            }
+        }
+    };
+    // Inline `mod name { … }` blocks open at this point, with the brace
+    // depth inside each.
+    let mut inline: Vec<(String, usize)> = Vec::new();
+    let mut pending_mod: Option<String> = None;
+    let mut depth = 0;
+    for (i, (token, line)) in tokens.iter().enumerate() {
+        let previous = i.checked_sub(1).map(|p| &tokens[p].0);
+        let followed_by_path = matches!(tokens.get(i + 1), Some((Token::PathSep, _)));
+        match token {
+            Token::Punct('{') => {
+                depth += 1;
+                if let Some(name) = pending_mod.take() {
+                    inline.push((name, depth));
+                }
+            }
+            Token::Punct('}') => {
+                if inline.last().is_some_and(|(_, open)| *open == depth) {
+                    inline.pop();
+                }
+                depth -= 1;
+            }
+            Token::Punct(';') => pending_mod = None,
+            Token::Ident(word) if word == "mod" => {
+                if let Some((Token::Ident(name), _)) = tokens.get(i + 1) {
+                    pending_mod = Some(name.clone());
+                }
+            }
+            Token::Ident(word)
+                if word == "crate"
+                    && followed_by_path
+                    && previous != Some(&Token::Punct('$'))
+                    && previous != Some(&Token::PathSep) =>
+            {
+                record(named_modules(&tokens, i + 2), *line);
+            }
+            Token::Ident(word)
+                if word == "super" && followed_by_path && previous != Some(&Token::PathSep) =>
+            {
+                let mut climbs = 0;
+                let mut at = i;
+                while matches!(&tokens.get(at), Some((Token::Ident(w), _)) if w == "super")
+                    && matches!(tokens.get(at + 1), Some((Token::PathSep, _)))
+                {
+                    climbs += 1;
+                    at += 2;
+                }
+                let here = module.len() + inline.len();
+                // Still inside its own top-level module: not an import.
+                if climbs == here {
+                    record(named_modules(&tokens, at), *line);
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+// ---------------------------------------------------------------- rules
+
+/// Every import of a module of a higher layer, and every module that has
+/// no layer, as messages naming `file:line`.
+fn layer_violations(imports: &[Import]) -> Vec<String> {
+    let table = layer_table();
+    let mut problems = Vec::new();
+    for import in imports {
+        let (Some(&(from_rank, from_layer)), Some(&(to_rank, to_layer))) = (
+            table.get(import.from.as_str()),
+            table.get(import.to.as_str()),
+        ) else {
+            let unknown = if table.contains_key(import.from.as_str()) {
+                &import.to
+            } else {
+                &import.from
+            };
+            problems.push(format!(
+                "{}: module {unknown} has no layer; add it to LAYERS in daemon/tests/layers.rs \
+                 and to ARCHITECTURE.md: {}",
+                import.place(),
+                import.text
+            ));
+            continue;
+        };
+        if to_rank > from_rank {
+            problems.push(format!(
+                "{}: {} ({from_layer}) imports {} ({to_layer}), a higher layer: {}",
+                import.place(),
+                import.from,
+                import.to,
+                import.text
+            ));
+        }
+    }
+    problems
+}
+
+/// A circle among the top-level modules, if there is one: each step with
+/// one import that makes it.
+fn circle(imports: &[Import]) -> Option<Vec<String>> {
+    let mut edges: BTreeMap<&str, BTreeMap<&str, &Import>> = BTreeMap::new();
+    for import in imports {
+        edges
+            .entry(import.from.as_str())
+            .or_default()
+            .entry(import.to.as_str())
+            .or_insert(import);
+    }
+    fn visit<'a>(
+        node: &'a str,
+        edges: &BTreeMap<&'a str, BTreeMap<&'a str, &'a Import>>,
+        path: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+    ) -> Option<Vec<&'a str>> {
+        if let Some(start) = path.iter().position(|on| *on == node) {
+            let mut found = path[start..].to_vec();
+            found.push(node);
+            return Some(found);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node);
+        for next in edges.get(node).into_iter().flat_map(|to| to.keys()) {
+            if let Some(found) = visit(next, edges, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.insert(node);
+        None
+    }
+    let mut done = BTreeSet::new();
+    for start in edges.keys() {
+        if let Some(found) = visit(start, &edges, &mut Vec::new(), &mut done) {
+            return Some(
+                found
+                    .windows(2)
+                    .map(|step| {
+                        let import = edges[step[0]][step[1]];
+                        format!(
+                            "{} → {} ({}: {})",
+                            step[0],
+                            step[1],
+                            import.place(),
+                            import.text
+                        )
+                    })
+                    .collect(),
+            );
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------- the tree
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every import in the daemon's sources (the crate root and the binary
+/// only declare and wire, and are not in a layer).
+fn daemon_imports() -> Vec<Import> {
+    let src = src_dir();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut all = Vec::new();
+    for path in files {
+        let file = path
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        if file == "lib.rs" || file == "main.rs" {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).unwrap();
+        all.extend(imports(&file, &source));
+    }
+    all
+}
+
+#[test]
+fn no_daemon_module_imports_a_higher_layer() {
+    let imports = daemon_imports();
+    assert!(
+        imports.iter().any(|import| import.to == "hook"),
+        "the checker found no import of hook at all; is it reading the sources?"
+    );
+    let problems = layer_violations(&imports);
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_daemon_modules_import_each_other_in_no_circle() {
+    if let Some(steps) = circle(&daemon_imports()) {
+        panic!("a circle among the daemon's modules:\n{}", steps.join("\n"));
+    }
+}
+
+/// Every mention of the wire's error type below the edge layer.
+fn wire_errors_below_the_edge(file: &str, source: &str) -> Vec<String> {
+    let table = layer_table();
+    let edge = LAYERS.len() - 1;
+    let top = module_path(file).first().cloned().unwrap_or_default();
+    if table
+        .get(top.as_str())
+        .is_some_and(|(rank, _)| *rank == edge)
+    {
+        return Vec::new();
+    }
+    let lines: Vec<&str> = source.lines().collect();
+    tokens(&code_only(source))
+        .into_iter()
+        .filter(|(token, _)| *token == Token::Ident("ErrorMsg".into()))
+        .map(|(_, line)| {
+            format!(
+                "daemon/src/{file}:{line}: the wire's ErrorMsg below the edge ({top}); return \
+                 runtime::Error and let server.rs translate: {}",
+                lines[line - 1].trim()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_wire_error_type_stays_at_the_edge() {
+    let src = src_dir();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut problems = Vec::new();
+    for path in files {
+        let file = path
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        problems.extend(wire_errors_below_the_edge(
+            &file,
+            &std::fs::read_to_string(&path).unwrap(),
+        ));
+    }
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+#[test]
+fn every_module_of_the_daemon_has_exactly_one_layer() {
+    let root = std::fs::read_to_string(src_dir().join("lib.rs")).unwrap();
+    let declared: BTreeSet<String> = root
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("pub mod "))
+        .map(|rest| rest.trim_end_matches(';').to_owned())
+        .collect();
+    let placed: Vec<&str> = LAYERS
+        .iter()
+        .flat_map(|(_, modules)| modules.iter().copied())
+        .collect();
+    let unique: BTreeSet<String> = placed.iter().map(|m| m.to_string()).collect();
+    assert_eq!(placed.len(), unique.len(), "a module is in two layers");
+    assert_eq!(
+        declared, unique,
+        "lib.rs declares these modules; LAYERS must place exactly them"
+    );
+}
+
+// ---------------------------------------------------------------- the checker
+
+#[test]
+fn an_upward_import_is_reported_with_its_file_line_and_text() {
+    let source = "use crate::hook::ToolSpec;\nuse crate::runtime::Runtime;\n";
+    let problems = layer_violations(&imports("tools/delegate.rs", source));
+    assert_eq!(
+        problems,
+        [
+            "daemon/src/tools/delegate.rs:2: tools (capabilities) imports runtime (runtime), \
+          a higher layer: use crate::runtime::Runtime;"
+        ]
+    );
+}
+
+#[test]
+fn downward_and_internal_imports_pass() {
+    let source =
+        "use super::files::resolve;\nuse crate::hook::Chain;\nuse crate::tools::scope::Scope;\n";
+    let found = imports("tools/delegate.rs", source);
+    assert_eq!(
+        found.iter().map(|i| i.to.as_str()).collect::<Vec<_>>(),
+        ["hook"]
+    );
+    assert!(layer_violations(&found).is_empty());
+}
+
+#[test]
+fn grouped_paths_and_full_paths_in_code_count() {
+    let source = "\
+use crate::{config::agent::AgentDef, server::DaemonServer};
+fn f() {
+    let x = crate::process::run;
+}
+";
+    let found = imports("mcp/peer.rs", source);
+    let named: Vec<(usize, &str)> = found.iter().map(|i| (i.line, i.to.as_str())).collect();
+    assert_eq!(named, [(1, "config"), (1, "server"), (3, "process")]);
+    assert_eq!(layer_violations(&found).len(), 2);
+}
+
+#[test]
+fn super_paths_that_climb_out_of_their_module_count() {
+    // From tools/bash/mod.rs, two `super`s reach the crate root.
+    let found = imports("tools/bash/mod.rs", "use super::super::runtime::Runtime;\n");
+    assert_eq!(found[0].to, "runtime");
+    // Inside an inline `mod tests`, one more is needed.
+    let source = "\
+mod tests {
+    use super::super::Tools;
+    fn f() { super::super::super::server::VERSION; }
+}
+";
+    let found = imports("tools/bash/mod.rs", source);
+    assert_eq!(
+        found
+            .iter()
+            .map(|i| (i.line, i.to.as_str()))
+            .collect::<Vec<_>>(),
+        [(3, "server")]
+    );
+}
+
+#[test]
+fn comments_strings_and_macros_do_not_count() {
+    let source = r####"
+// use crate::runtime::Runtime;
+/* crate::server /* nested */ crate::process */
+/// See [`crate::runtime`].
+const QUOTE: char = '"';
+const TEXT: &str = "crate::runtime::Runtime";
+const RAW: &str = r#"crate::server "quoted""#;
+macro_rules! m { () => { $crate::runtime::x } }
+fn lifetime<'a>(x: &'a str) -> &'a str { x }
+use crate::server::VERSION;
+"####;
+    let found = imports("config/mod.rs", source);
+    assert_eq!(
+        found
+            .iter()
+            .map(|i| (i.line, i.to.as_str()))
+            .collect::<Vec<_>>(),
+        [(10, "server")],
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_circle_is_reported_step_by_step() {
+    let mut found = imports("mcp/mod.rs", "use crate::tools::Tools;\n");
+    found.extend(imports("tools/mcp.rs", "use crate::mcp::McpHub;\n"));
+    let steps = circle(&found).expect("mcp and tools import each other");
+    assert_eq!(
+        steps,
+        [
+            "mcp → tools (daemon/src/mcp/mod.rs:1: use crate::tools::Tools;)",
+            "tools → mcp (daemon/src/tools/mcp.rs:1: use crate::mcp::McpHub;)",
+        ]
+    );
+    assert!(circle(&found[1..]).is_none());
+}
+
+#[test]
+fn the_wire_error_is_reported_below_the_edge_and_allowed_at_it() {
+    let source = "//! Not `ErrorMsg` in a comment.\nfn f() -> Result<(), ErrorMsg> { todo!() }\n";
+    let problems = wire_errors_below_the_edge("runtime/mod.rs", source);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].starts_with(
+            "daemon/src/runtime/mod.rs:2: the wire's ErrorMsg below the edge (runtime)"
+        )
+    );
+    assert!(wire_errors_below_the_edge("server.rs", source).is_empty());
+}
+
+#[test]
+fn a_module_without_a_layer_is_reported() {
+    let problems = layer_violations(&imports("gadgets/mod.rs", "use crate::hook::Hook;\n"));
+    assert_eq!(problems.len(), 1);
+    assert!(
+        problems[0].starts_with("daemon/src/gadgets/mod.rs:1: module gadgets has no layer"),
+        "{}",
+        problems[0]
+    );
+}
