@@ -1,7 +1,7 @@
 //! `crabtalk-command`: running crabtalk binaries as services of this
 //! machine — what `crabup` is built on.
 //!
-//! - [`unit`]: rendering launchd plists, systemd user units and Task
+//! - [`unit`](mod@unit): rendering launchd plists, systemd user units and Task
 //!   Scheduler XML from the templates in `service-templates/`, every value
 //!   escaped for its format.
 //! - [`manager`]: the service managers (launchd, systemd, schtasks, and a

@@ -1,5 +1,9 @@
 //! The command line.
 
+// The doc comments in this module are the `--help` text, where `<name>`
+// is a placeholder and `[table]` a TOML table, not HTML or a link.
+#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};

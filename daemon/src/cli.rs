@@ -1,6 +1,10 @@
 //! The `crabtalkd` command line. Defined in the library so that other crates
 //! (crabup's unit tests) can check a rendered command line against it.
 
+// The doc comments in this module are the `--help` text, where `<name>`
+// is a placeholder and `[table]` a TOML table, not HTML or a link.
+#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};

@@ -2,6 +2,10 @@
 //! resume, list, read runs, preview slots. The CLI and the MCP tools both
 //! call these, so the two cannot disagree.
 
+// The doc comments in this module are the `--help` text, where `<name>`
+// is a placeholder and `[table]` a TOML table, not HTML or a link.
+#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
+
 use chrono::{DateTime, Utc};
 use crabtalk_home::Home;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,10 @@
 //! The command line of `crabtalk-cron`, in the library so tests (and
 //! crabup's) parse exactly what the binary accepts.
 
+// The doc comments in this module are the `--help` text, where `<name>`
+// is a placeholder and `[table]` a TOML table, not HTML or a link.
+#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
+
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use crabtalk_home::Service;
 use crabtalk_kit::cli::{ComponentCli, Verbosity};

@@ -376,7 +376,7 @@ impl McpHub {
     }
 
     /// Closes every connection and ends every stdio server's process group,
-    /// waiting at most [`SHUTDOWN_WAIT`]; nothing connects afterwards.
+    /// waiting at most `SHUTDOWN_WAIT`; nothing connects afterwards.
     pub async fn shutdown(&self) {
         self.closed.store(true, Ordering::Release);
         let peers: Vec<Arc<Peer>> = std::mem::take(&mut *self.entries.lock())

@@ -22,7 +22,7 @@ use crate::codec::{FrameError, FrameReader};
 use crate::msg::{ClientMessage, ErrorMsg, Pong, ServerMessage, client_message, server_message};
 
 /// Bytes of replies queued for a connection's writer before the tasks
-/// producing them wait (see [`Outbox`](super::outbox::Outbox)).
+/// producing them wait (see `transport::outbox::Outbox`).
 pub const OUTBOX_BYTES: usize = 256 * 1024;
 
 /// Requests one connection may have in flight; one more is answered

@@ -5,7 +5,7 @@
 //! Mojeek, Wikipedia) are on, Brave is on when `BRAVE_API_KEY` is set and
 //! SearXNG when an instance's `base_url` is given. The kit's loader reads
 //! it (errors at `file:line:column`, unknown keys refused, exit 78);
-//! [`check`] adds what the types cannot say (a weight of 0, a URL that is
+//! `check` adds what the types cannot say (a weight of 0, a URL that is
 //! not http, a CIDR that does not parse), pointing at the key, and
 //! [`Settings`] is the result every part of the service works from.
 //!

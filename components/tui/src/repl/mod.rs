@@ -9,7 +9,7 @@
 //! gives the queued inputs back to the input line; an `ask_user` question
 //! takes the keys until it is answered or dismissed. Turns that other
 //! clients run in the same conversation appear as they stream
-//! ([`follow`]). When the connection to the daemon is lost the chat
+//! (`follow`). When the connection to the daemon is lost the chat
 //! reconnects by itself; a message the daemon never acknowledged is sent
 //! again once it is back, and what is typed meanwhile waits in the queue.
 //!

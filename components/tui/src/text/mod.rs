@@ -9,10 +9,10 @@
 //! letter with its accent.
 //!
 //! - [`width`]: how wide a string is, and cutting it to a width;
-//! - [`sanitize`]: removing what must never reach the terminal (escape
+//! - [`sanitize`](mod@sanitize): removing what must never reach the terminal (escape
 //!   sequences and other control characters from a model or a tool);
 //! - [`styled`]: [`Span`]s and [`Line`]s of styled text and their ANSI form;
-//! - [`wrap`]: breaking styled text into lines of a given width.
+//! - [`wrap`](mod@wrap): breaking styled text into lines of a given width.
 
 pub mod sanitize;
 pub mod styled;

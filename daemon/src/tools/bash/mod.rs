@@ -5,7 +5,7 @@
 //! cancelled (or the daemon stops), everything it started is killed —
 //! its process group, and on Linux also what left the group (`setsid`,
 //! `set -m`, double forks), found through a supervisor that is a child
-//! subreaper ([`supervisor`], [`reaper`]). Each of stdout and stderr is
+//! subreaper (`supervisor`, `reaper`). Each of stdout and stderr is
 //! kept up to a cap and the rest is counted, not stored; the pipes are
 //! read as the command writes, so it never blocks on a full pipe. This is
 //! a guard against accidents and runaway commands, not a sandbox: the
