@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 /// The kit's `echo_component` example (a real component), which
 /// `cargo test --workspace` builds next to the test binaries.
-pub fn echo_binary() -> PathBuf {
+pub(crate) fn echo_binary() -> PathBuf {
     let deps = std::env::current_exe().unwrap();
     let profile_dir = deps.parent().unwrap().parent().unwrap();
     let path = profile_dir
@@ -21,7 +21,11 @@ pub fn echo_binary() -> PathBuf {
 }
 
 /// Polls `condition` until it returns `Some`, failing after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut condition: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut condition: impl FnMut() -> Option<T>,
+) -> T {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(value) = condition() {
@@ -32,4 +36,4 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut condition: impl FnMut() ->
     }
 }
 
-pub const TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(30);

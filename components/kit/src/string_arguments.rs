@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 /// The largest MCP request body read.
-pub const MAX_REQUEST_BODY: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_REQUEST_BODY: usize = 4 * 1024 * 1024;
 
 /// `router` with string arguments of `tools/call` parsed into objects.
 pub fn accept_string_arguments(router: axum::Router) -> axum::Router {

@@ -78,7 +78,7 @@ pub struct IndexStats {
 }
 
 impl Corpus {
-    pub fn add_message(
+    pub(crate) fn add_message(
         &mut self,
         conv: ConversationRef<'_>,
         msg_idx: u32,
@@ -124,14 +124,14 @@ impl Corpus {
         true
     }
 
-    pub fn set_title(&mut self, conv: ConversationRef<'_>, title: &str) {
+    pub(crate) fn set_title(&mut self, conv: ConversationRef<'_>, title: &str) {
         let title = &title[..floor_boundary(title, MAX_INDEXED_BYTES)];
         let agent = self.agent(conv.agent);
         let c = agent.conversation(conv);
         agent.set_field(c, Field::Title, (!title.is_empty()).then_some(title));
     }
 
-    pub fn set_summary(&mut self, conv: ConversationRef<'_>, summary: Option<&str>) {
+    pub(crate) fn set_summary(&mut self, conv: ConversationRef<'_>, summary: Option<&str>) {
         let summary = summary
             .map(|s| &s[..floor_boundary(s, MAX_INDEXED_BYTES)])
             .filter(|s| !s.is_empty());
@@ -140,7 +140,7 @@ impl Corpus {
         agent.set_field(c, Field::Summary, summary);
     }
 
-    pub fn remove_conversation(&mut self, agent_name: &str, conversation: &str) -> bool {
+    pub(crate) fn remove_conversation(&mut self, agent_name: &str, conversation: &str) -> bool {
         let Some(agent) = self.agents.get_mut(agent_name) else {
             return false;
         };
@@ -162,7 +162,7 @@ impl Corpus {
         true
     }
 
-    pub fn stats(&self) -> IndexStats {
+    pub(crate) fn stats(&self) -> IndexStats {
         IndexStats {
             agents: self.agents.len(),
             conversations: self.agents.values().map(|a| a.by_id.len()).sum(),
@@ -172,7 +172,7 @@ impl Corpus {
 
     /// The best `limit` documents of `agent` for `query`, weighted by field,
     /// filtered by sender, with windows of `before` + 1 + `after` messages.
-    pub fn rank(
+    pub(crate) fn rank(
         &self,
         agent: &str,
         sender: Option<&str>,

@@ -78,7 +78,7 @@ pub fn prefix_snippet(text: &str) -> (String, bool) {
 /// A snippet of at most [`MAX_SNIPPET_BYTES`] that shows the first place a
 /// query term occurs (looked for in the indexed prefix of the text), with a
 /// little context before it; the prefix when that is where the match is.
-pub fn snippet_around(text: &str, query_terms: &HashSet<String>) -> (String, bool) {
+pub(crate) fn snippet_around(text: &str, query_terms: &HashSet<String>) -> (String, bool) {
     if text.len() <= MAX_SNIPPET_BYTES {
         return (text.to_owned(), false);
     }

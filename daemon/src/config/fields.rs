@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 
 /// The fields of `T`, or `None` when `T` does not name them.
-pub fn of<'de, T: Deserialize<'de>>() -> Option<&'static [&'static str]> {
+pub(super) fn of<'de, T: Deserialize<'de>>() -> Option<&'static [&'static str]> {
     let mut recorder = Recorder { fields: None };
     let _ = T::deserialize(&mut recorder);
     recorder.fields

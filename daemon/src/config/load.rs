@@ -36,7 +36,7 @@ const PROVIDER_KINDS: &[&str] = &[
 ];
 
 /// Every provider kind a `[[providers]]` entry may name.
-pub fn provider_kinds() -> Vec<&'static str> {
+pub(super) fn provider_kinds() -> Vec<&'static str> {
     let mut kinds = PROVIDER_KINDS.to_vec();
     kinds.extend(
         crabllm_provider::compat::COMPAT

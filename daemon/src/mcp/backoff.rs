@@ -25,13 +25,13 @@ impl RestartPolicy {
 
 /// The growing pause of one server.
 #[derive(Debug)]
-pub struct Backoff {
+pub(super) struct Backoff {
     policy: RestartPolicy,
     next: Duration,
 }
 
 impl Backoff {
-    pub fn new(policy: RestartPolicy) -> Self {
+    pub(super) fn new(policy: RestartPolicy) -> Self {
         Self {
             policy,
             next: policy.first,
@@ -40,7 +40,7 @@ impl Backoff {
 
     /// The pause before the next attempt, after one that connected and
     /// stayed up for `uptime` (`None`: it did not connect).
-    pub fn pause_after(&mut self, uptime: Option<Duration>) -> Duration {
+    pub(super) fn pause_after(&mut self, uptime: Option<Duration>) -> Duration {
         if uptime.is_some_and(|uptime| uptime >= self.policy.stable_after()) {
             self.next = self.policy.first;
         }

@@ -14,13 +14,13 @@ use rmcp::service::{NotificationContext, RoleClient};
 use tokio::sync::Notify;
 
 /// The handler of one connection.
-pub struct DaemonClient {
+pub(super) struct DaemonClient {
     tools_changed: Arc<Notify>,
 }
 
 impl DaemonClient {
     /// A handler that signals `tools_changed` when the server's tools change.
-    pub fn new(tools_changed: Arc<Notify>) -> Self {
+    pub(super) fn new(tools_changed: Arc<Notify>) -> Self {
         Self { tools_changed }
     }
 }

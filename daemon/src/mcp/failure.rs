@@ -5,7 +5,7 @@
 use rmcp::service::{ClientInitializeError, ServiceError};
 
 /// A failed call, as the connection sees it.
-pub struct CallFailure {
+pub(super) struct CallFailure {
     pub message: String,
     /// The connection itself failed (not just this call): it must be
     /// dropped and made again.
@@ -13,7 +13,7 @@ pub struct CallFailure {
 }
 
 /// What went wrong with a call.
-pub fn call_failure(err: &ServiceError) -> CallFailure {
+pub(super) fn call_failure(err: &ServiceError) -> CallFailure {
     let lost = |message: String| CallFailure {
         message,
         connection_lost: true,
@@ -42,7 +42,7 @@ pub fn call_failure(err: &ServiceError) -> CallFailure {
 }
 
 /// What went wrong while connecting.
-pub fn connect_failure(err: &ClientInitializeError) -> String {
+pub(super) fn connect_failure(err: &ClientInitializeError) -> String {
     match err {
         ClientInitializeError::TransportError { error, context } => format!(
             "the connection failed while trying to {context} ({})",
@@ -66,7 +66,7 @@ pub fn connect_failure(err: &ClientInitializeError) -> String {
 }
 
 /// An error and its causes in one line, each cause once.
-pub fn plain(err: &(dyn std::error::Error + 'static)) -> String {
+pub(super) fn plain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {

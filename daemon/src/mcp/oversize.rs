@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// The largest message taken from a stdio server. Tool output is cut to
 /// 256 KiB before a model sees it anyway; this leaves room for big tool
 /// lists, and stays under rmcp's own 16 MiB line limit.
-pub const MAX_REPLY: usize = 8 * 1024 * 1024;
+pub(super) const MAX_REPLY: usize = 8 * 1024 * 1024;
 
 /// The JSON-RPC error code of the answer put in place of an oversized reply
 /// (the "internal error" of JSON-RPC 2.0).
@@ -26,7 +26,7 @@ const TOO_LARGE_CODE: i64 = -32603;
 /// Copies messages from `from` (a server's stdout) to `to` (what rmcp
 /// reads) until either ends, replacing lines over `limit` bytes as the
 /// module says.
-pub async fn guard_replies(
+pub(super) async fn guard_replies(
     mut from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     limit: usize,

@@ -95,7 +95,7 @@ impl std::fmt::Display for Status {
 
 /// How a peer connects and behaves.
 #[derive(Clone)]
-pub struct PeerSettings {
+pub(super) struct PeerSettings {
     pub connect_timeout: Duration,
     pub restart: RestartPolicy,
     /// The environment a command gets on top of the daemon's.
@@ -103,7 +103,7 @@ pub struct PeerSettings {
 }
 
 /// One server.
-pub struct Peer {
+pub(super) struct Peer {
     /// The namespace of its tools (`name__tool`).
     pub name: String,
     pub origin: Origin,
@@ -128,7 +128,7 @@ struct State {
 
 impl Peer {
     /// Starts a peer and its task.
-    pub fn start(
+    pub(super) fn start(
         name: String,
         origin: Origin,
         settings: PeerSettings,
@@ -164,7 +164,7 @@ impl Peer {
 
     /// Stops the task; the connection closes and a command is ended in the
     /// background.
-    pub fn stop(&self) {
+    pub(super) fn stop(&self) {
         self.stop.cancel();
         let mut state = self.state.lock();
         state.connection = None;
@@ -174,7 +174,7 @@ impl Peer {
 
     /// Stops the task and waits until the connection is closed and a
     /// command's processes are gone.
-    pub async fn shut_down(&self) {
+    pub(super) async fn shut_down(&self) {
         self.stop();
         let task = self.task.lock().take();
         if let Some(task) = task {
@@ -184,32 +184,32 @@ impl Peer {
 
     /// Ends the task at once (its connection and processes are dropped,
     /// which kills them).
-    pub fn abort(&self) {
+    pub(super) fn abort(&self) {
         if let Some(task) = self.task.lock().take() {
             task.abort();
         }
     }
 
-    pub fn status(&self) -> Status {
+    pub(super) fn status(&self) -> Status {
         self.state.lock().status.clone()
     }
 
-    pub fn tools(&self) -> Vec<RemoteTool> {
+    pub(super) fn tools(&self) -> Vec<RemoteTool> {
         self.state.lock().tools.clone()
     }
 
-    pub fn restarts(&self) -> u32 {
+    pub(super) fn restarts(&self) -> u32 {
         self.state.lock().restarts
     }
 
     /// The last line the server wrote to stderr.
-    pub fn last_stderr(&self) -> Option<String> {
+    pub(super) fn last_stderr(&self) -> Option<String> {
         self.stderr.last_line()
     }
 
     /// Calls `tool` for `caller` with a timeout; every failure is an error
     /// result.
-    pub async fn call(
+    pub(super) async fn call(
         &self,
         tool: &RemoteTool,
         arguments: Option<JsonObject>,

@@ -13,19 +13,19 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Lines kept.
-pub const KEEP: usize = 20;
+pub(super) const KEEP: usize = 20;
 /// Bytes kept of one line.
-pub const MAX_LINE: usize = 1024;
+pub(super) const MAX_LINE: usize = 1024;
 
 /// The last lines of a server's stderr.
 #[derive(Debug, Default)]
-pub struct StderrTail {
+pub(super) struct StderrTail {
     lines: Mutex<VecDeque<String>>,
 }
 
 impl StderrTail {
     /// Reads `stderr` to its end, keeping the last lines.
-    pub async fn follow(&self, mut stderr: impl AsyncRead + Unpin, server: &str) {
+    pub(super) async fn follow(&self, mut stderr: impl AsyncRead + Unpin, server: &str) {
         let mut chunk = vec![0u8; 8192];
         let mut line = Vec::new();
         let mut cut = false;
@@ -68,12 +68,12 @@ impl StderrTail {
     }
 
     /// The last line written, if any.
-    pub fn last_line(&self) -> Option<String> {
+    pub(super) fn last_line(&self) -> Option<String> {
         self.lines.lock().back().cloned()
     }
 
     /// The kept lines, oldest first.
-    pub fn lines(&self) -> Vec<String> {
+    pub(super) fn lines(&self) -> Vec<String> {
         self.lines.lock().iter().cloned().collect()
     }
 }

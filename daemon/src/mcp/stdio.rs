@@ -23,10 +23,10 @@ use super::oversize::{MAX_REPLY, guard_replies};
 use super::stderr::StderrTail;
 
 /// How long a server gets to exit after each step of being ended.
-pub const EXIT_GRACE: Duration = Duration::from_secs(1);
+pub(super) const EXIT_GRACE: Duration = Duration::from_secs(1);
 
 /// A running stdio server.
-pub struct StdioProcess {
+pub(super) struct StdioProcess {
     child: Child,
     /// Follows stderr until the pipe closes; waited for once the process
     /// has exited, so that its last words are in the tail.
@@ -38,7 +38,7 @@ pub struct StdioProcess {
 }
 
 /// A started server and the two ends rmcp talks through.
-pub struct Spawned {
+pub(super) struct Spawned {
     pub process: StdioProcess,
     /// The server's stdout, after [`guard_replies`].
     pub stdout: DuplexStream,
@@ -46,7 +46,7 @@ pub struct Spawned {
 }
 
 /// What to start.
-pub struct Launch<'a> {
+pub(super) struct Launch<'a> {
     pub command: &'a str,
     pub args: &'a [String],
     /// Applied in order: the daemon's `[env]`, then the server's own.
@@ -55,7 +55,7 @@ pub struct Launch<'a> {
 
 impl StdioProcess {
     /// Starts `launch` for the server `name`, its stderr kept in `tail`.
-    pub fn spawn(
+    pub(super) fn spawn(
         launch: &Launch<'_>,
         name: &str,
         tail: Arc<StderrTail>,
@@ -111,7 +111,7 @@ impl StdioProcess {
 
     /// After the connection ended by itself: kills what is left of the
     /// group and says how the server exited.
-    pub async fn reap(&mut self) -> Option<ExitStatus> {
+    pub(super) async fn reap(&mut self) -> Option<ExitStatus> {
         self.kill_group();
         let status = self.exit_within(EXIT_GRACE).await;
         self.drain_stderr().await;
@@ -121,7 +121,7 @@ impl StdioProcess {
     /// Ends the server as the module says, and says how it exited. The
     /// caller has closed the connection (and so the server's stdin)
     /// already.
-    pub async fn stop(&mut self) -> Option<ExitStatus> {
+    pub(super) async fn stop(&mut self) -> Option<ExitStatus> {
         let status = self.end().await;
         self.drain_stderr().await;
         status

@@ -20,7 +20,7 @@ const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(250);
 
 /// How long the sweeper waits between looks for conversations idle for
 /// `idle`.
-pub fn sweep_interval(idle: Duration) -> Duration {
+pub(super) fn sweep_interval(idle: Duration) -> Duration {
     (idle / 2).clamp(MIN_SWEEP_INTERVAL, MAX_SWEEP_INTERVAL)
 }
 

@@ -71,7 +71,7 @@ impl MemoryHook {
 }
 
 /// Whether `agent` gets memory tools at all.
-pub fn memory_enabled(agent: &AgentDef) -> bool {
+pub(super) fn memory_enabled(agent: &AgentDef) -> bool {
     agent.config.memory.enabled
 }
 

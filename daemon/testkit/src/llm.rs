@@ -109,7 +109,7 @@ impl Drop for ScriptedLlm {
 }
 
 /// Prompt and completion tokens reported for every reply.
-pub const USAGE: (u32, u32) = (21, 7);
+pub(crate) const USAGE: (u32, u32) = (21, 7);
 
 impl ScriptedLlm {
     pub async fn start() -> Self {

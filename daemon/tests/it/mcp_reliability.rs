@@ -680,7 +680,7 @@ mod recorder {
     use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 
     #[derive(Clone, Default)]
-    pub struct Recorder {
+    pub(super) struct Recorder {
         pub calls: Arc<Mutex<Vec<JsonObject>>>,
     }
 
@@ -698,7 +698,7 @@ mod recorder {
 
     impl Recorder {
         /// Serves on `127.0.0.1:0` at `/mcp`; returns the port.
-        pub async fn serve(&self) -> u16 {
+        pub(super) async fn serve(&self) -> u16 {
             let recorder = self.clone();
             let service = StreamableHttpService::new(
                 move || Ok(recorder.clone()),

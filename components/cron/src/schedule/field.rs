@@ -93,7 +93,7 @@ pub struct FieldError {
 
 /// The values a field allows, as a bit set (bit `v` set = value `v`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Field {
+pub(super) struct Field {
     bits: u64,
     /// Whether the text starts with `*` (crontab(5)'s "unrestricted", which
     /// decides how the two day fields combine and how DST is handled).
@@ -102,7 +102,7 @@ pub struct Field {
 
 impl Field {
     /// Reads `text` as a field of `kind`.
-    pub fn parse(kind: FieldKind, text: &str) -> Result<Self, FieldError> {
+    pub(super) fn parse(kind: FieldKind, text: &str) -> Result<Self, FieldError> {
         let error = |problem: String| FieldError {
             kind,
             text: text.to_owned(),
@@ -126,19 +126,19 @@ impl Field {
     }
 
     /// The field that allows exactly `value`.
-    pub fn single(value: u8) -> Self {
+    pub(super) fn single(value: u8) -> Self {
         Self {
             bits: 1 << value,
             star: false,
         }
     }
 
-    pub fn contains(self, value: u32) -> bool {
+    pub(super) fn contains(self, value: u32) -> bool {
         value < 64 && self.bits & (1 << value) != 0
     }
 
     /// The smallest allowed value ≥ `from`.
-    pub fn next_at_or_after(self, from: u32) -> Option<u32> {
+    pub(super) fn next_at_or_after(self, from: u32) -> Option<u32> {
         if from >= 64 {
             return None;
         }
@@ -147,15 +147,15 @@ impl Field {
     }
 
     /// The smallest allowed value.
-    pub fn first(self) -> Option<u32> {
+    pub(super) fn first(self) -> Option<u32> {
         self.next_at_or_after(0)
     }
 
-    pub fn is_star(self) -> bool {
+    pub(super) fn is_star(self) -> bool {
         self.star
     }
 
-    pub fn len(self) -> u32 {
+    pub(super) fn len(self) -> u32 {
         self.bits.count_ones()
     }
 }

@@ -8,28 +8,32 @@ use std::time::Duration;
 
 use crabtalk_home::{Home, Service};
 
-pub use crabtalk_testkit::PATIENCE as TIMEOUT;
+pub(crate) use crabtalk_testkit::PATIENCE as TIMEOUT;
 
 /// The `echo_component` example.
-pub fn echo_binary() -> PathBuf {
+pub(crate) fn echo_binary() -> PathBuf {
     crabtalk_testkit::example_binary("echo_component")
 }
 
 /// The `kit_probe` example.
-pub fn probe_binary() -> PathBuf {
+pub(crate) fn probe_binary() -> PathBuf {
     crabtalk_testkit::example_binary("kit_probe")
 }
 
-pub fn echo_service() -> Service {
+pub(crate) fn echo_service() -> Service {
     Service::new("echo", "crabtalk-echo", "echo").unwrap()
 }
 
-pub fn probe_service() -> Service {
+pub(crate) fn probe_service() -> Service {
     Service::new("probe", "kit-probe", "probe").unwrap()
 }
 
 /// Polls `condition` until it returns `Some`, failing after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut condition: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut condition: impl FnMut() -> Option<T>,
+) -> T {
     let deadline = std::time::Instant::now() + timeout;
     loop {
         if let Some(value) = condition() {
@@ -45,27 +49,27 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut condition: impl FnMut() ->
 
 /// Sends `signal` to a child of this test.
 #[cfg(unix)]
-pub fn signal(child: &Child, signal: i32) {
+pub(crate) fn signal(child: &Child, signal: i32) {
     // SAFETY: plain kill(2) on our own child.
     assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
 }
 
 /// Waits for `child` to exit, failing after [`TIMEOUT`].
-pub fn wait_exit(child: &mut Child) -> ExitStatus {
+pub(crate) fn wait_exit(child: &mut Child) -> ExitStatus {
     wait_for("the component to exit", TIMEOUT, || {
         child.try_wait().unwrap()
     })
 }
 
 /// A component process whose stdout is read line by line.
-pub struct Running {
+pub(crate) struct Running {
     pub child: Child,
     lines: mpsc::Receiver<String>,
 }
 
 impl Running {
     /// Starts `binary run -v` in `home`, stdout piped, stderr to `log`.
-    pub fn start(binary: &Path, home: &Home, log: &Path) -> Self {
+    pub(crate) fn start(binary: &Path, home: &Home, log: &Path) -> Self {
         let log = std::fs::File::create(log).unwrap();
         let mut child = Command::new(binary)
             .args(["run", "-v"])
@@ -91,7 +95,7 @@ impl Running {
 
     /// The next line it prints that `matches`, skipping others, failing
     /// after [`TIMEOUT`].
-    pub fn line_matching(&self, what: &str, matches: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn line_matching(&self, what: &str, matches: impl Fn(&str) -> bool) -> String {
         let deadline = std::time::Instant::now() + TIMEOUT;
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -104,7 +108,7 @@ impl Running {
     }
 
     /// The next line it prints that `matches`, if one comes within `wait`.
-    pub fn try_line_matching(
+    pub(crate) fn try_line_matching(
         &self,
         wait: Duration,
         matches: impl Fn(&str) -> bool,

@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::{Engine, Failure, Hit, Query};
 
 /// The most bytes of an engine's answer read.
-pub const MAX_ENGINE_BODY: usize = 4 * 1024 * 1024;
+pub(super) const MAX_ENGINE_BODY: usize = 4 * 1024 * 1024;
 
 /// The HTTP side of every engine.
 pub struct EngineHttp {

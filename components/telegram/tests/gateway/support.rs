@@ -12,18 +12,18 @@ use crabtalk_testkit::telegram::{FakeBotApi, TOKEN, TgUser};
 use crabtalk_testkit::{ScriptedLlm, TestDaemon, daemon_binary, eventually};
 use serde_json::Value;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_crabtalk-telegram");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_crabtalk-telegram");
 
 /// Alice may talk to the agent; Mallory may not.
-pub fn alice() -> TgUser {
+pub(crate) fn alice() -> TgUser {
     TgUser::new(111, "Alice")
 }
 
-pub fn mallory() -> TgUser {
+pub(crate) fn mallory() -> TgUser {
     TgUser::new(666, "Mallory")
 }
 
-pub struct Setup {
+pub(crate) struct Setup {
     pub llm: ScriptedLlm,
     pub daemon: TestDaemon,
     pub api: FakeBotApi,
@@ -34,7 +34,7 @@ impl Setup {
     /// A daemon, a fake Bot API, and `config/telegram.toml` with the fake's
     /// URL and token, `allow = [111]` unless `extra` sets `allow`, and
     /// `extra`.
-    pub async fn start(extra: &str) -> Self {
+    pub(crate) async fn start(extra: &str) -> Self {
         let llm = ScriptedLlm::start().await;
         let daemon =
             TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
@@ -49,7 +49,7 @@ impl Setup {
         setup
     }
 
-    pub fn write_config(&self, extra: &str) {
+    pub(crate) fn write_config(&self, extra: &str) {
         let allow = if extra.contains("allow =") {
             ""
         } else {
@@ -69,20 +69,20 @@ impl Setup {
         crabtalk_home::write_atomic_private(&path, text.as_bytes()).unwrap();
     }
 
-    pub fn home(&self) -> Home {
+    pub(crate) fn home(&self) -> Home {
         self.daemon.home()
     }
 
-    pub fn log_path(&self) -> PathBuf {
+    pub(crate) fn log_path(&self) -> PathBuf {
         self.daemon.path().join("test-telegram.log")
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.log_path()).unwrap_or_default()
     }
 
     /// Starts the gateway and waits until it polls.
-    pub async fn start_gateway(&mut self) {
+    pub(crate) async fn start_gateway(&mut self) {
         self.spawn_gateway();
         let polls = self.api.calls_of("getUpdates").len();
         let log = self.log_path();
@@ -95,7 +95,7 @@ impl Setup {
     }
 
     /// Starts the gateway without waiting for anything.
-    pub fn spawn_gateway(&mut self) {
+    pub(crate) fn spawn_gateway(&mut self) {
         assert!(self.gateway.is_none());
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -114,7 +114,7 @@ impl Setup {
         self.gateway = Some(child);
     }
 
-    pub fn kill9_gateway(&mut self) {
+    pub(crate) fn kill9_gateway(&mut self) {
         if let Some(mut child) = self.gateway.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -122,7 +122,7 @@ impl Setup {
     }
 
     /// SIGTERM; the exit status.
-    pub async fn stop_gateway(&mut self) -> std::process::ExitStatus {
+    pub(crate) async fn stop_gateway(&mut self) -> std::process::ExitStatus {
         let mut child = self.gateway.take().expect("the gateway runs");
         // SAFETY: signalling our own child.
         unsafe {
@@ -140,7 +140,7 @@ impl Setup {
     }
 
     /// Waits until the gateway's log contains `needle`.
-    pub async fn log_says(&self, needle: &str) {
+    pub(crate) async fn log_says(&self, needle: &str) {
         let waited = tokio::time::timeout(crabtalk_testkit::PATIENCE, async {
             while !self.log().contains(needle) {
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -155,14 +155,14 @@ impl Setup {
     }
 
     /// The port the gateway's MCP tools are on (waiting for its file).
-    pub async fn mcp_port(&self) -> u16 {
+    pub(crate) async fn mcp_port(&self) -> u16 {
         let path = self.home().port_file("telegram").unwrap();
         eventually("the gateway's port file", || PortFile::read(&path).is_ok()).await;
         PortFile::read(&path).unwrap().port
     }
 
     /// The user message of the `n`th model request (0-based).
-    pub fn model_saw(&self, n: usize) -> String {
+    pub(crate) fn model_saw(&self, n: usize) -> String {
         let requests = self.llm.requests();
         let request = requests
             .get(n)
@@ -171,7 +171,7 @@ impl Setup {
     }
 
     /// The offset file of the fake bot.
-    pub fn offset(&self) -> Option<i64> {
+    pub(crate) fn offset(&self) -> Option<i64> {
         let path = self
             .daemon
             .path()
@@ -191,7 +191,7 @@ impl Drop for Setup {
 }
 
 /// The text of the last user message of an OpenAI request body.
-pub fn last_user_text(request: &Value) -> String {
+pub(crate) fn last_user_text(request: &Value) -> String {
     request["messages"]
         .as_array()
         .into_iter()
@@ -205,6 +205,6 @@ pub fn last_user_text(request: &Value) -> String {
 }
 
 /// Every message text of an OpenAI request body, joined.
-pub fn all_text(request: &Value) -> String {
+pub(crate) fn all_text(request: &Value) -> String {
     request["messages"].to_string()
 }

@@ -25,7 +25,7 @@ use crate::text::{Line, Style, truncate};
 
 /// Other clients' turns in one conversation.
 #[derive(Default)]
-pub struct Follow {
+pub(super) struct Follow {
     agent: String,
     sender: String,
     /// Run ids of this chat's own turns.
@@ -48,7 +48,7 @@ pub struct Follow {
 impl Follow {
     /// Follows the conversation of `agent` with `sender` (forgetting
     /// another one's turns).
-    pub fn retarget(&mut self, agent: &str, sender: &str) {
+    pub(super) fn retarget(&mut self, agent: &str, sender: &str) {
         *self = Self {
             agent: agent.to_owned(),
             sender: sender.to_owned(),
@@ -59,13 +59,18 @@ impl Follow {
 
     /// An own turn was sent: hold back turns not seen before until its run
     /// id is known.
-    pub fn own_turn_sent(&mut self) {
+    pub(super) fn own_turn_sent(&mut self) {
         self.awaiting_own = true;
     }
 
     /// The own turn's run id is `run_id` (0 from a daemon that does not
     /// say): what was held back is shown or dropped now.
-    pub fn own_turn_started(&mut self, run_id: u64, layout: Layout, first_tool: usize) -> Frame {
+    pub(super) fn own_turn_started(
+        &mut self,
+        run_id: u64,
+        layout: Layout,
+        first_tool: usize,
+    ) -> Frame {
         if run_id == 0 {
             // A daemon that does not say its run id: turns on one
             // conversation run one at a time, so what is held until the own
@@ -79,7 +84,7 @@ impl Follow {
 
     /// The own turn ended (or never started): nothing is held back any
     /// more.
-    pub fn own_turn_ended(&mut self, layout: Layout, first_tool: usize) -> Frame {
+    pub(super) fn own_turn_ended(&mut self, layout: Layout, first_tool: usize) -> Frame {
         if std::mem::take(&mut self.own_unknown) {
             self.awaiting_own = false;
             let held = std::mem::take(&mut self.held);
@@ -110,7 +115,12 @@ impl Follow {
     }
 
     /// Takes one event of the daemon's stream; what to draw.
-    pub fn event(&mut self, event: &AgentEventMsg, layout: Layout, first_tool: usize) -> Frame {
+    pub(super) fn event(
+        &mut self,
+        event: &AgentEventMsg,
+        layout: Layout,
+        first_tool: usize,
+    ) -> Frame {
         if !self.concerns(event) || self.own.contains(&event.run_id) {
             return Frame::default();
         }
@@ -167,7 +177,7 @@ impl Follow {
     }
 
     /// The live tails of other clients' turns, as of `now`.
-    pub fn live(&self, now: Instant) -> Vec<Line> {
+    pub(super) fn live(&self, now: Instant) -> Vec<Line> {
         self.others
             .values()
             .flat_map(|view| view.live(now))
@@ -175,12 +185,12 @@ impl Follow {
     }
 
     /// Whether a tool of another client's turn is running.
-    pub fn is_running(&self) -> bool {
+    pub(super) fn is_running(&self) -> bool {
         self.others.values().any(TurnView::is_running)
     }
 
     /// Tool calls of other clients' turns that ended since the last call.
-    pub fn take_records(&mut self) -> Vec<ToolRecord> {
+    pub(super) fn take_records(&mut self) -> Vec<ToolRecord> {
         std::mem::take(&mut self.finished)
     }
 }

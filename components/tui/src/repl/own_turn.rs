@@ -15,7 +15,7 @@ use crabtalk_proto::msg::StreamEvent;
 use crate::ask::AskForm;
 use crate::render::turn::TurnView;
 
-pub struct OwnTurn {
+pub(super) struct OwnTurn {
     pub stream: ReplyStream<StreamEvent>,
     pub view: TurnView,
     /// Questions waiting for an answer, oldest first; the first takes the
@@ -31,7 +31,7 @@ pub struct OwnTurn {
 }
 
 impl OwnTurn {
-    pub fn new(stream: ReplyStream<StreamEvent>, view: TurnView, input: &str) -> Self {
+    pub(super) fn new(stream: ReplyStream<StreamEvent>, view: TurnView, input: &str) -> Self {
         Self {
             stream,
             view,
@@ -43,7 +43,7 @@ impl OwnTurn {
     }
 
     /// The question that takes the keys, if one is open.
-    pub fn form(&mut self) -> Option<&mut AskForm> {
+    pub(super) fn form(&mut self) -> Option<&mut AskForm> {
         self.forms.front_mut()
     }
 }

@@ -28,7 +28,7 @@ use crate::text::Line;
 /// Narrowest layout used, whatever the terminal says.
 const MIN_WIDTH: usize = 10;
 
-pub struct Terminal {
+pub(super) struct Terminal {
     out: Stdout,
     /// Rows of the live region.
     live_rows: usize,
@@ -38,7 +38,7 @@ pub struct Terminal {
 
 impl Terminal {
     /// Enters raw mode (restored on drop, and by the panic hook).
-    pub fn enter() -> io::Result<Self> {
+    pub(super) fn enter() -> io::Result<Self> {
         terminal::enable_raw_mode()?;
         let mut out = io::stdout();
         // Not every terminal knows bracketed paste; a paste then arrives as
@@ -57,7 +57,7 @@ impl Terminal {
     }
 
     /// The width and height to lay out for.
-    pub fn layout(&self) -> Layout {
+    pub(super) fn layout(&self) -> Layout {
         let (columns, rows) = terminal::size().unwrap_or((80, 24));
         Layout {
             width: (columns as usize).saturating_sub(1).max(MIN_WIDTH),
@@ -68,7 +68,7 @@ impl Terminal {
     /// Replaces the live region: `commit` goes to the scrollback, then
     /// `live` is drawn with the cursor at `cursor` (row, column) or after
     /// its end.
-    pub fn show(
+    pub(super) fn show(
         &mut self,
         commit: &[Line],
         live: &[Line],
@@ -126,12 +126,12 @@ impl Terminal {
     }
 
     /// Prints lines for good, clearing the live region.
-    pub fn print(&mut self, lines: &[Line]) -> io::Result<()> {
+    pub(super) fn print(&mut self, lines: &[Line]) -> io::Result<()> {
         self.show(lines, &[], None)
     }
 
     /// Clears the screen and the scrollback.
-    pub fn clear_screen(&mut self) -> io::Result<()> {
+    pub(super) fn clear_screen(&mut self) -> io::Result<()> {
         queue!(
             self.out,
             Clear(ClearType::All),

@@ -16,32 +16,32 @@ use std::time::Duration;
 use crabtalk_testkit::{PATIENCE, ScriptedLlm, TestDaemon, daemon_binary};
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
-pub const ENTER: &str = "\r";
-pub const ALT_ENTER: &str = "\x1b\r";
-pub const CTRL_C: &str = "\x03";
-pub const CTRL_D: &str = "\x04";
-pub const ESC: &str = "\x1b";
-pub const UP: &str = "\x1b[A";
-pub const DOWN: &str = "\x1b[B";
-pub const TAB: &str = "\t";
-pub const CTRL_L: &str = "\x0c";
+pub(crate) const ENTER: &str = "\r";
+pub(crate) const ALT_ENTER: &str = "\x1b\r";
+pub(crate) const CTRL_C: &str = "\x03";
+pub(crate) const CTRL_D: &str = "\x04";
+pub(crate) const ESC: &str = "\x1b";
+pub(crate) const UP: &str = "\x1b[A";
+pub(crate) const DOWN: &str = "\x1b[B";
+pub(crate) const TAB: &str = "\t";
+pub(crate) const CTRL_L: &str = "\x0c";
 
 /// The user name the TUI runs as (its default sender).
-pub const USER: &str = "tester";
+pub(crate) const USER: &str = "tester";
 
-pub fn tui_binary() -> PathBuf {
+pub(crate) fn tui_binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_crabtalk-tui"))
 }
 
 /// A scripted LLM and a daemon answering from it.
-pub async fn daemon() -> (ScriptedLlm, TestDaemon) {
+pub(crate) async fn daemon() -> (ScriptedLlm, TestDaemon) {
     let llm = ScriptedLlm::start().await;
     let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
     (llm, daemon)
 }
 
 /// The TUI in a pseudo-terminal.
-pub struct Tui {
+pub(crate) struct Tui {
     screen: Arc<Mutex<vt100::Parser>>,
     /// Screens tmux would have pushed into its scrollback.
     pushed: Arc<AtomicUsize>,
@@ -53,13 +53,13 @@ pub struct Tui {
 impl Tui {
     /// Starts `crabtalk-tui args…` for `home` in a terminal of `rows` ×
     /// `cols`, and waits for its prompt.
-    pub async fn start(home: &Path, args: &[&str], rows: u16, cols: u16) -> Self {
+    pub(crate) async fn start(home: &Path, args: &[&str], rows: u16, cols: u16) -> Self {
         let tui = Self::spawn(home, home, args, rows, cols);
         tui.wait_for_prompt().await;
         tui
     }
 
-    pub fn spawn(home: &Path, cwd: &Path, args: &[&str], rows: u16, cols: u16) -> Self {
+    pub(crate) fn spawn(home: &Path, cwd: &Path, args: &[&str], rows: u16, cols: u16) -> Self {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -114,7 +114,7 @@ impl Tui {
     }
 
     /// Types `keys`.
-    pub fn send(&mut self, keys: &str) {
+    pub(crate) fn send(&mut self, keys: &str) {
         self.writer
             .write_all(keys.as_bytes())
             .expect("write to the terminal");
@@ -122,18 +122,18 @@ impl Tui {
     }
 
     /// Types `line` and Enter.
-    pub fn line(&mut self, line: &str) {
+    pub(crate) fn line(&mut self, line: &str) {
         self.send(line);
         self.send(ENTER);
     }
 
     /// What the screen shows, row by row.
-    pub fn contents(&self) -> String {
+    pub(crate) fn contents(&self) -> String {
         self.with_screen(|screen| screen.contents())
     }
 
     /// Runs `check` on the screen.
-    pub fn with_screen<T>(&self, check: impl FnOnce(&vt100::Screen) -> T) -> T {
+    pub(crate) fn with_screen<T>(&self, check: impl FnOnce(&vt100::Screen) -> T) -> T {
         check(
             self.screen
                 .lock()
@@ -143,7 +143,7 @@ impl Tui {
     }
 
     /// Waits until the screen satisfies `condition`.
-    pub async fn wait_until(&self, what: &str, condition: impl Fn(&vt100::Screen) -> bool) {
+    pub(crate) async fn wait_until(&self, what: &str, condition: impl Fn(&vt100::Screen) -> bool) {
         let deadline = tokio::time::Instant::now() + PATIENCE;
         loop {
             if self.with_screen(&condition) {
@@ -160,7 +160,7 @@ impl Tui {
     }
 
     /// Waits until the screen shows `text`.
-    pub async fn wait_for(&self, text: &str) {
+    pub(crate) async fn wait_for(&self, text: &str) {
         self.wait_until(&format!("{text:?} on the screen"), |screen| {
             screen.contents().contains(text)
         })
@@ -168,7 +168,7 @@ impl Tui {
     }
 
     /// Waits until the cursor is visible on an empty prompt (`agent ›`).
-    pub async fn wait_for_prompt(&self) {
+    pub(crate) async fn wait_for_prompt(&self) {
         self.wait_until("an empty prompt with the cursor on it", |screen| {
             let (row, _) = screen.cursor_position();
             let cols = screen.size().1.get();
@@ -180,12 +180,12 @@ impl Tui {
 
     /// How many times tmux would have pushed the screen into its
     /// scrollback so far.
-    pub fn scrollback_pushes(&self) -> usize {
+    pub(crate) fn scrollback_pushes(&self) -> usize {
         self.pushed.load(Ordering::SeqCst)
     }
 
     /// Waits for the process to exit and returns its exit code.
-    pub async fn wait_exit(&mut self) -> u32 {
+    pub(crate) async fn wait_exit(&mut self) -> u32 {
         let deadline = tokio::time::Instant::now() + PATIENCE;
         loop {
             if let Some(status) = self.child.try_wait().expect("poll the TUI") {

@@ -45,7 +45,7 @@ command -v pkill >/dev/null 2>&1 && while pkill -KILL -P $$ 2>/dev/null; do :; d
 kill -KILL 0"#;
 
 /// How a call ended.
-pub enum Ending {
+pub(super) enum Ending {
     /// The command exited with this status (128 + n: killed by signal n).
     Exited(i32),
     /// The deadline came first.
@@ -55,7 +55,7 @@ pub enum Ending {
 }
 
 /// What a call produced.
-pub struct Finished {
+pub(super) struct Finished {
     pub ending: Ending,
     pub stdout: Captured,
     pub stderr: Captured,
@@ -63,7 +63,7 @@ pub struct Finished {
 
 /// The start of a stream, and how long it really was.
 #[derive(Default)]
-pub struct Captured {
+pub(super) struct Captured {
     pub kept: Vec<u8>,
     pub total: usize,
     /// The stream was still open when the call ended.
@@ -85,7 +85,7 @@ impl Drop for TreeGuard {
 }
 
 /// Runs `command` in `cwd` with `env` added, for at most `timeout`.
-pub async fn run(
+pub(super) async fn run(
     command: &str,
     cwd: PathBuf,
     env: Vec<(String, String)>,

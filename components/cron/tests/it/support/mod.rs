@@ -10,17 +10,17 @@ use crabtalk_cron::runlog::{RunLog, RunRecord};
 use crabtalk_home::{Home, PortFile};
 use crabtalk_testkit::{ScriptedLlm, TestDaemon, daemon_binary, eventually};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_crabtalk-cron");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_crabtalk-cron");
 
 /// A daemon with a scripted model, and the cron service of its home.
-pub struct Setup {
+pub(crate) struct Setup {
     pub llm: ScriptedLlm,
     pub daemon: TestDaemon,
     pub cron: Option<Child>,
 }
 
 impl Setup {
-    pub async fn start(crons: &str) -> Self {
+    pub(crate) async fn start(crons: &str) -> Self {
         let llm = ScriptedLlm::start().await;
         let daemon =
             TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
@@ -32,12 +32,12 @@ impl Setup {
         }
     }
 
-    pub fn home(&self) -> Home {
+    pub(crate) fn home(&self) -> Home {
         self.daemon.home()
     }
 
     /// Starts the service and waits for its port file.
-    pub async fn start_cron(&mut self, env: &[(&str, &str)]) {
+    pub(crate) async fn start_cron(&mut self, env: &[(&str, &str)]) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -61,30 +61,30 @@ impl Setup {
         .await;
     }
 
-    pub fn cron_port(&self) -> u16 {
+    pub(crate) fn cron_port(&self) -> u16 {
         PortFile::read(&self.home().port_file("cron").unwrap())
             .unwrap()
             .port
     }
 
-    pub fn kill9_cron(&mut self) {
+    pub(crate) fn kill9_cron(&mut self) {
         if let Some(mut child) = self.cron.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
     }
 
-    pub fn cron_log(&self) -> String {
+    pub(crate) fn cron_log(&self) -> String {
         std::fs::read_to_string(self.daemon.path().join("test-cron.log")).unwrap_or_default()
     }
 
-    pub fn runs(&self) -> Vec<RunRecord> {
+    pub(crate) fn runs(&self) -> Vec<RunRecord> {
         RunLog::of(&self.home()).read(None, usize::MAX).unwrap()
     }
 
     /// Waits until `count` records satisfy `pred` (failing with the
     /// service's log).
-    pub async fn runs_where(
+    pub(crate) async fn runs_where(
         &self,
         what: &str,
         count: usize,
@@ -112,7 +112,7 @@ impl Setup {
         found()
     }
 
-    pub fn cli(&self, args: &[&str]) -> Output {
+    pub(crate) fn cli(&self, args: &[&str]) -> Output {
         cli(self.daemon.path(), args)
     }
 }
@@ -123,7 +123,7 @@ impl Drop for Setup {
     }
 }
 
-pub fn write_crons(home: &Path, text: &str) {
+pub(crate) fn write_crons(home: &Path, text: &str) {
     let dir = home.join("config");
     std::fs::create_dir_all(&dir).unwrap();
     let path: PathBuf = dir.join("crons.toml");
@@ -131,7 +131,7 @@ pub fn write_crons(home: &Path, text: &str) {
     crabtalk_home::write_atomic(&path, text.as_bytes()).unwrap();
 }
 
-pub fn cli(home: &Path, args: &[&str]) -> Output {
+pub(crate) fn cli(home: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .env("CRABTALK_HOME", home)
@@ -141,7 +141,7 @@ pub fn cli(home: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-pub fn text(output: &Output) -> String {
+pub(crate) fn text(output: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),

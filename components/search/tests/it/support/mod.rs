@@ -16,10 +16,10 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_crabtalk-search");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_crabtalk-search");
 
 /// A fixture file's text.
-pub fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name);
@@ -28,7 +28,7 @@ pub fn fixture(name: &str) -> String {
 
 /// What a route answers.
 #[derive(Clone)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// A whole body.
     Body {
         status: u16,
@@ -48,15 +48,15 @@ pub enum Reply {
 }
 
 impl Reply {
-    pub fn html(body: impl Into<String>) -> Self {
+    pub(crate) fn html(body: impl Into<String>) -> Self {
         Self::with_status(200, "text/html; charset=utf-8", body)
     }
 
-    pub fn json(body: impl Into<String>) -> Self {
+    pub(crate) fn json(body: impl Into<String>) -> Self {
         Self::with_status(200, "application/json", body)
     }
 
-    pub fn with_status(status: u16, content_type: &str, body: impl Into<String>) -> Self {
+    pub(crate) fn with_status(status: u16, content_type: &str, body: impl Into<String>) -> Self {
         Reply::Body {
             status,
             content_type: Some(content_type.to_owned()),
@@ -64,7 +64,7 @@ impl Reply {
         }
     }
 
-    pub fn bytes(status: u16, content_type: Option<&str>, body: Vec<u8>) -> Self {
+    pub(crate) fn bytes(status: u16, content_type: Option<&str>, body: Vec<u8>) -> Self {
         Reply::Body {
             status,
             content_type: content_type.map(str::to_owned),
@@ -75,7 +75,7 @@ impl Reply {
 
 /// A request as the server saw it.
 #[derive(Debug, Clone)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub path: String,
     pub query: HashMap<String, String>,
     pub headers: HashMap<String, String>,
@@ -90,19 +90,19 @@ struct State {
 
 /// An HTTP server on a loopback address answering from a table of routes.
 #[derive(Clone)]
-pub struct Fixture {
+pub(crate) struct Fixture {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
 }
 
 impl Fixture {
     /// A server on `127.0.0.1:0`.
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::start_on("127.0.0.1").await
     }
 
     /// A server on `ip:0` (any of 127.0.0.0/8 on Linux).
-    pub async fn start_on(ip: &str) -> Self {
+    pub(crate) async fn start_on(ip: &str) -> Self {
         let listener = tokio::net::TcpListener::bind(format!("{ip}:0"))
             .await
             .unwrap();
@@ -119,21 +119,21 @@ impl Fixture {
         Self { addr, state }
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.addr.port()
     }
 
     /// `http://<ip>:<port>`.
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
     /// Answers `path` with `reply` from now on.
-    pub fn route(&self, path: &str, reply: Reply) -> &Self {
+    pub(crate) fn route(&self, path: &str, reply: Reply) -> &Self {
         self.state
             .lock()
             .unwrap()
@@ -143,17 +143,17 @@ impl Fixture {
     }
 
     /// Answers every other path with `reply`.
-    pub fn fallback(&self, reply: Reply) -> &Self {
+    pub(crate) fn fallback(&self, reply: Reply) -> &Self {
         self.state.lock().unwrap().fallback = Some(reply);
         self
     }
 
     /// Every request so far.
-    pub fn seen(&self) -> Vec<Seen> {
+    pub(crate) fn seen(&self) -> Vec<Seen> {
         self.state.lock().unwrap().seen.clone()
     }
 
-    pub fn hits(&self) -> usize {
+    pub(crate) fn hits(&self) -> usize {
         self.state.lock().unwrap().seen.len()
     }
 }
@@ -270,7 +270,7 @@ async fn respond(reply: Reply) -> Response {
 
 /// One fixture server per engine, each answering its engine's path with
 /// its fixture, and the `search.toml` that points the engines at them.
-pub struct Engines {
+pub(crate) struct Engines {
     pub duckduckgo: Fixture,
     pub bing: Fixture,
     pub mojeek: Fixture,
@@ -280,7 +280,7 @@ pub struct Engines {
 }
 
 impl Engines {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let engines = Self {
             duckduckgo: Fixture::start().await,
             bing: Fixture::start().await,
@@ -312,7 +312,7 @@ impl Engines {
 
     /// `search.toml` with every engine at its fixture (Brave's key in
     /// `BRAVE_TEST_KEY`), and `extra` appended.
-    pub fn config(&self, extra: &str) -> String {
+    pub(crate) fn config(&self, extra: &str) -> String {
         format!(
             "[search]\ntimeout_ms = 3000\ndeadline_ms = 5000\n\n\
              [engines.duckduckgo]\nbase_url = \"{}\"\n\n\
@@ -332,43 +332,43 @@ impl Engines {
 }
 
 /// A temp home with `config/search.toml`.
-pub struct TestHome {
+pub(crate) struct TestHome {
     pub dir: tempfile::TempDir,
 }
 
 impl TestHome {
-    pub fn new(search_toml: &str) -> Self {
+    pub(crate) fn new(search_toml: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("config")).unwrap();
         std::fs::write(dir.path().join("config/search.toml"), search_toml).unwrap();
         Self { dir }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn home(&self) -> crabtalk_home::Home {
+    pub(crate) fn home(&self) -> crabtalk_home::Home {
         crabtalk_home::Home::new(self.dir.path())
     }
 
-    pub fn write_config(&self, text: &str) {
+    pub(crate) fn write_config(&self, text: &str) {
         std::fs::write(self.dir.path().join("config/search.toml"), text).unwrap();
     }
 
     /// Runs the CLI in this home (the Brave key set for the fixtures).
-    pub fn cli(&self, args: &[&str]) -> Output {
+    pub(crate) fn cli(&self, args: &[&str]) -> Output {
         cli(self.dir.path(), args)
     }
 
-    pub fn health_file(&self) -> PathBuf {
+    pub(crate) fn health_file(&self) -> PathBuf {
         self.dir.path().join("search/health.json")
     }
 }
 
 /// Runs the binary with `args` in `home`. The CLI blocks, so tests call
 /// it from a blocking thread while their fixture servers keep running.
-pub fn cli(home: &Path, args: &[&str]) -> Output {
+pub(crate) fn cli(home: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .env("CRABTALK_HOME", home)
@@ -380,7 +380,7 @@ pub fn cli(home: &Path, args: &[&str]) -> Output {
 }
 
 /// [`cli`] off the async thread.
-pub async fn cli_async(home: &Path, args: &[&str]) -> Output {
+pub(crate) async fn cli_async(home: &Path, args: &[&str]) -> Output {
     let home = home.to_owned();
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     tokio::task::spawn_blocking(move || {
@@ -391,7 +391,7 @@ pub async fn cli_async(home: &Path, args: &[&str]) -> Output {
     .unwrap()
 }
 
-pub fn text(output: &Output) -> String {
+pub(crate) fn text(output: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
