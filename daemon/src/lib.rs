@@ -3,7 +3,7 @@
 //! subsystem here.
 //!
 //! The modules are in layers, lowest first; a module uses only its own
-//! layer and lower ones (ARCHITECTURE.md, RFC 0041; `tests/layers.rs`
+//! layer and lower ones (ARCHITECTURE.md, RFC 0041; `tests/it/layers.rs`
 //! checks it):
 //!
 //! 1. Foundation. [`config`]: `config.toml` and agent definitions.

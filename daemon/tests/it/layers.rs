@@ -387,7 +387,7 @@ fn layer_violations(imports: &[Import]) -> Vec<String> {
                 &import.from
             };
             problems.push(format!(
-                "{}: module {unknown} has no layer; add it to LAYERS in daemon/tests/layers.rs \
+                "{}: module {unknown} has no layer; add it to LAYERS in daemon/tests/it/layers.rs \
                  and to ARCHITECTURE.md: {}",
                 import.place(),
                 import.text
