@@ -14,7 +14,9 @@
 //! them all (one question: the answer; several: a `question: answer`
 //! line each, as the terminal client does). When the agent stops waiting
 //! (its `ask_user` call ends: a timeout) or the turn ends (`/stop`), the
-//! keyboard is cleared.
+//! keyboard is cleared — also when that happens while the question still
+//! waits in the chat's lane (flood control): its keyboard is removed as
+//! soon as Telegram shows it.
 //!
 //! Button data is `a:<ask>:<question>:<option|o|d>`, well within
 //! Telegram's 64 bytes.
@@ -105,11 +107,12 @@ impl Asks {
 
     /// Sends the current question of ask `id`.
     fn show(&self, gateway: &Arc<Gateway>, id: u32) {
-        let Some((address, html, keyboard)) = self.open.lock().get(&id).map(|ask| {
+        let Some((address, html, keyboard, question)) = self.open.lock().get(&id).map(|ask| {
             (
                 ask.conversation.address,
                 ask.question_html(),
                 ask.keyboard(id),
+                ask.current,
             )
         }) else {
             return;
@@ -117,13 +120,33 @@ impl Asks {
         let reply = gateway.outbox.prepared_html(address, html, keyboard);
         let gateway = gateway.clone();
         tokio::spawn(async move {
-            match reply.delivered().await {
-                Ok(ids) => {
-                    if let Some(ask) = gateway.asks.open.lock().get_mut(&id) {
-                        ask.message_id = ids.last().copied();
-                    }
+            let ids = match reply.delivered().await {
+                Ok(ids) => ids,
+                Err(err) => return tracing::warn!("a question could not be shown: {err}"),
+            };
+            let Some(message_id) = ids.last().copied() else {
+                return;
+            };
+            let mut open = gateway.asks.open.lock();
+            match open.get_mut(&id) {
+                Some(ask) if ask.current == question => ask.message_id = Some(message_id),
+                _ => {
+                    // Closed (a timeout, /stop) while Telegram held the
+                    // message back (flood control): its buttons lead
+                    // nowhere, so they go.
+                    drop(open);
+                    tracing::info!(chat = %address, "a question closed before it was shown; removing its keyboard");
+                    gateway.outbox.edit(
+                        address.chat,
+                        Edit {
+                            message_id,
+                            text: None,
+                            keyboard: None,
+                            keyboard_only: true,
+                            done: None,
+                        },
+                    );
                 }
-                Err(err) => tracing::warn!("a question could not be shown: {err}"),
             }
         });
     }

@@ -1,6 +1,6 @@
 //! `ask_user` as inline keyboards.
 
-use crabtalk_testkit::telegram::Sent;
+use crabtalk_testkit::telegram::{FakeBotApi, Fault, Sent};
 use crabtalk_testkit::{Reply, ToolCall};
 use serde_json::{Value, json};
 
@@ -169,4 +169,123 @@ async fn stop_clears_an_open_question() {
         })
         .await;
     setup.api.wait_for_text(chat, "Stopped").await;
+}
+
+/// The daemon gives up on a question after this long (its
+/// `[conversations] ask_timeout_secs`).
+const SHORT_ASK_TIMEOUT: &str = "[conversations]\nask_timeout_secs = 3\n";
+
+fn where_to() -> Value {
+    json!({"questions": [{"question": "Where to?", "options": [{"label": "Lisbon"}, {"label": "Oslo"}]}]})
+}
+
+/// Whether message `id` in `chat` shows no keyboard any more.
+fn keyboard_gone(api: &FakeBotApi, chat: i64, id: i64) -> bool {
+    api.messages(chat)
+        .iter()
+        .any(|m| m.id == id && m.keyboard.is_none())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_that_times_out_loses_its_keyboard_and_a_late_press_is_told() {
+    let mut setup = Setup::start_with_daemon(SHORT_ASK_TIMEOUT, "").await;
+    setup.start_gateway().await;
+    let chat = alice().id;
+    setup.llm.push(Reply::tools(vec![ToolCall::new(
+        "ask3",
+        "ask_user",
+        where_to(),
+    )]));
+    setup.llm.push(Reply::text("Going on without an answer."));
+    setup.api.text(&alice(), "plan a trip");
+    let question = setup.api.wait_for_text(chat, "Where to?").await;
+    let lisbon = button(&question, "Lisbon");
+
+    // Nobody answers: the daemon's ask times out, the keyboard goes, and
+    // the message says why.
+    setup
+        .api
+        .wait_until("the keyboard cleared after the timeout", |api| {
+            keyboard_gone(api, chat, question.id)
+        })
+        .await;
+    let closed = setup
+        .api
+        .messages(chat)
+        .into_iter()
+        .find(|m| m.id == question.id)
+        .unwrap();
+    assert!(closed.text.contains("no answer in time"), "{}", closed.text);
+    setup
+        .api
+        .wait_for_text(chat, "Going on without an answer.")
+        .await;
+    let tool_result = setup.llm.requests()[1]["messages"].to_string();
+    assert!(
+        tool_result.contains("did not answer within 3 s"),
+        "{tool_result}"
+    );
+
+    // A press that comes too late is answered in words, once, and the
+    // gateway goes on.
+    let pressed = tokio::time::Instant::now();
+    setup.api.callback(&alice(), chat, question.id, &lisbon);
+    setup
+        .api
+        .wait_until("the late press answered", |api| {
+            !api.calls_of("answerCallbackQuery").is_empty()
+        })
+        .await;
+    let answers = setup.api.calls_of("answerCallbackQuery");
+    assert!(
+        answers[0].params["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("no longer open")),
+        "{:?}",
+        answers[0].params
+    );
+    setup.log_says("no longer open was pressed").await;
+    setup.llm.push(Reply::text("Still here."));
+    setup.api.text(&alice(), "hello?");
+    setup.api.wait_for_text(chat, "Still here.").await;
+    setup.two_polls_after(pressed).await;
+    assert_eq!(setup.api.calls_of("answerCallbackQuery").len(), 1);
+    let touched = setup
+        .api
+        .calls()
+        .into_iter()
+        .filter(|c| c.at > pressed && c.params["message_id"] == json!(question.id))
+        .count();
+    assert!(touched <= 1, "the old question was changed {touched} times");
+    assert_eq!(setup.llm.requests().len(), 3, "the press reached the model");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_that_times_out_before_telegram_shows_it_loses_its_keyboard_too() {
+    let mut setup = Setup::start_with_daemon("[conversations]\nask_timeout_secs = 1\n", "").await;
+    setup.start_gateway().await;
+    let chat = alice().id;
+    // Flood control holds the chat longer than the agent waits.
+    setup
+        .api
+        .fail_next("sendMessage", Some(chat), Fault::RetryAfter(5));
+    setup.llm.push(Reply::tools(vec![ToolCall::new(
+        "ask4",
+        "ask_user",
+        where_to(),
+    )]));
+    setup.llm.push(Reply::text("Going on without an answer."));
+    setup.api.text(&alice(), "plan a trip");
+    setup.llm.wait_for_requests(2).await;
+    let question = setup.api.wait_for_text(chat, "Where to?").await;
+    setup
+        .api
+        .wait_until("the late question's keyboard cleared", |api| {
+            keyboard_gone(api, chat, question.id)
+        })
+        .await;
+    setup
+        .api
+        .wait_for_text(chat, "Going on without an answer.")
+        .await;
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crabtalk_testkit::Reply;
 
-use crate::support::{Setup, alice};
+use crate::support::{Setup, alice, all_text};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_and_skills_are_registered_and_unknown_ones_get_help() {
@@ -100,4 +100,86 @@ async fn new_compacts_the_conversation() {
     let last = setup.llm.requests().last().unwrap().to_string();
     assert!(last.contains("SUMMARY: the user likes blue."), "{last}");
     assert!(!last.contains("my favourite colour is blue"), "{last}");
+}
+
+/// The system prompt of the `n`th model request.
+fn system_prompt(setup: &Setup, n: usize) -> String {
+    setup.llm.requests()[n]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(|m| m["content"].to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_switches_the_chat_and_an_unknown_name_keeps_the_current_one() {
+    let mut setup = Setup::start("").await;
+    let agents = setup.daemon.path().join("agents");
+    std::fs::write(
+        agents.join("other.toml"),
+        "description = \"the other one\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        agents.join("other.md"),
+        "You are OTHER-AGENT, the second agent.\n",
+    )
+    .unwrap();
+    setup
+        .daemon
+        .client()
+        .await
+        .reload(crabtalk_proto::msg::ReloadMsg {})
+        .await
+        .unwrap();
+    setup.start_gateway().await;
+    let chat = alice().id;
+
+    setup.llm.push(Reply::text("default here"));
+    setup.api.text(&alice(), "who are you");
+    setup.api.wait_for_text(chat, "default here").await;
+    assert!(!system_prompt(&setup, 0).contains("OTHER-AGENT"));
+
+    setup.api.text(&alice(), "/agent other");
+    setup
+        .api
+        .wait_for_text(chat, "This chat now talks to other.")
+        .await;
+    setup.llm.push(Reply::text("other here"));
+    setup.api.text(&alice(), "and now?");
+    setup.api.wait_for_text(chat, "other here").await;
+    assert!(
+        system_prompt(&setup, 1).contains("You are OTHER-AGENT"),
+        "{}",
+        system_prompt(&setup, 1)
+    );
+    // The other agent's conversation starts afresh.
+    assert!(!all_text(&setup.llm.requests()[1]).contains("who are you"));
+
+    setup.api.text(&alice(), "/agent nonexistent");
+    setup
+        .api
+        .wait_for_text(chat, "There is no agent called nonexistent")
+        .await;
+    setup.llm.push(Reply::text("still other"));
+    setup.api.text(&alice(), "still you?");
+    setup.api.wait_for_text(chat, "still other").await;
+    let prompt = system_prompt(&setup, 2);
+    assert!(prompt.contains("You are OTHER-AGENT"), "{prompt}");
+
+    // The choice outlives the gateway.
+    setup.kill9_gateway();
+    setup.start_gateway().await;
+    setup.llm.push(Reply::text("other after a restart"));
+    setup.api.text(&alice(), "after the restart?");
+    setup.api.wait_for_text(chat, "other after a restart").await;
+    let prompt = system_prompt(&setup, 3);
+    assert!(prompt.contains("You are OTHER-AGENT"), "{prompt}");
+    setup.api.text(&alice(), "/agent");
+    setup
+        .api
+        .wait_for_text(chat, "This chat talks to other.")
+        .await;
 }

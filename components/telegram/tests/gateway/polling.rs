@@ -201,3 +201,96 @@ impl Setup {
         .await
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_while_a_reply_streams_exits_cleanly_and_the_update_is_not_handled_again() {
+    let mut setup = Setup::start("").await;
+    setup.start_gateway().await;
+    let chat = alice().id;
+    // Long enough that Telegram's pace (one send or edit a second) keeps
+    // the chat's lane busy for several seconds after the model is done.
+    let mut report = String::from("# Report\n\n");
+    for i in 0..300 {
+        report.push_str(&format!("Line {i}: **bold** words and `code` 漢字 😀.\n\n"));
+    }
+    setup.llm.push(Reply::text(&report));
+    let update = setup.api.text(&alice(), "write the report");
+    setup
+        .api
+        .wait_until("the reply under way", |api| {
+            !api.messages(chat).is_empty()
+                && api.calls_of("editMessageText").len() + api.calls_of("sendMessage").len() >= 2
+        })
+        .await;
+    let whole: String = crabtalk_telegram::render::render(report.trim_end())
+        .into_iter()
+        .map(|p| p.text)
+        .collect();
+    assert_ne!(
+        setup.api.chat_text(chat),
+        whole,
+        "the reply was done already"
+    );
+
+    let asked = tokio::time::Instant::now();
+    let status = setup.stop_gateway().await;
+    let took = asked.elapsed();
+    assert!(status.success(), "{status:?}\n{}", setup.log());
+    assert!(
+        took < Duration::from_secs(10),
+        "exited {took:?} after SIGTERM"
+    );
+    assert_eq!(
+        setup.offset(),
+        Some(update + 1),
+        "the offset was not persisted"
+    );
+    let log = setup.log();
+    assert!(log.contains("polling stopped"), "{log}");
+    assert!(!log.contains("ERROR"), "{log}");
+    assert!(
+        log.matches("WARN").count() <= 2,
+        "warnings at shutdown:\n{log}"
+    );
+    // What was shown stays as Telegram took it: HTML it could parse (the
+    // fake refuses anything else), no half-written message.
+    let shown = setup.api.messages(chat);
+    assert!(!shown.is_empty());
+    for message in &shown {
+        assert!(message.html.is_some(), "{message:?}");
+        assert!(!message.text.trim().is_empty(), "{message:?}");
+    }
+
+    // Restarted: it polls from past that update and does not answer it
+    // again; the next message is answered as usual.
+    let restarted = tokio::time::Instant::now();
+    setup.start_gateway().await;
+    let first_poll = setup
+        .api
+        .calls_of("getUpdates")
+        .into_iter()
+        .find(|c| c.at > restarted)
+        .unwrap();
+    assert_eq!(
+        first_poll.params["offset"],
+        json!(update + 1),
+        "{:?}",
+        first_poll.params
+    );
+    setup.llm.push(Reply::text("next answer"));
+    setup.api.text(&alice(), "next");
+    setup.api.wait_for_text(chat, "next answer").await;
+    assert_eq!(
+        setup.llm.requests().len(),
+        2,
+        "the update was handled again"
+    );
+    assert_eq!(setup.model_saw(1), "next");
+    let reports = setup
+        .api
+        .messages(chat)
+        .iter()
+        .filter(|m| m.text.starts_with("Report"))
+        .count();
+    assert_eq!(reports, 1, "the report was started twice");
+}

@@ -258,3 +258,60 @@ async fn a_message_during_a_running_turn_waits_its_turn_and_holds_up_nobody() {
         .collect();
     assert_eq!(texts, ["first done", "second done"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typing_is_shown_every_four_seconds_while_a_turn_runs_and_stops_with_it() {
+    let mut setup = Setup::start("").await;
+    setup.start_gateway().await;
+    let chat = alice().id;
+    let typing_calls = |api: &crabtalk_testkit::telegram::FakeBotApi| {
+        api.calls_of("sendChatAction")
+            .into_iter()
+            .filter(|c| c.chat() == Some(chat))
+            .collect::<Vec<_>>()
+    };
+    // The model holds its answer until three beats of "typing" were sent.
+    setup
+        .llm
+        .push(Reply::Gated("All done after a long think.".into()));
+    setup.api.text(&alice(), "think long");
+    setup
+        .api
+        .wait_until("three typing beats", |api| typing_calls(api).len() >= 3)
+        .await;
+    setup.llm.release();
+    setup
+        .api
+        .wait_for_text(chat, "All done after a long think.")
+        .await;
+    // The turn had ended by the time its whole text went out.
+    let ended = setup
+        .api
+        .calls()
+        .into_iter()
+        .find(|c| {
+            c.chat() == Some(chat)
+                && c.params["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("All done after a long think."))
+        })
+        .expect("the call that showed the whole reply")
+        .at;
+    setup.two_polls_after(ended).await;
+
+    let typing = typing_calls(&setup.api);
+    for call in &typing {
+        assert_eq!(call.params["action"], "typing", "{:?}", call.params);
+    }
+    let during: Vec<_> = typing.iter().filter(|c| c.at < ended).collect();
+    assert!(during.len() >= 3, "{} typing beats", during.len());
+    for pair in during.windows(2) {
+        let gap = pair[1].at - pair[0].at;
+        assert!(
+            gap >= Duration::from_secs(3) && gap <= Duration::from_secs(6),
+            "typing beats {gap:?} apart"
+        );
+    }
+    let after = typing.len() - during.len();
+    assert_eq!(after, 0, "{after} typing beats after the turn ended");
+}

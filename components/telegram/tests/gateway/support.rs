@@ -35,9 +35,18 @@ impl Setup {
     /// URL and token, `allow = [111]` unless `extra` sets `allow`, and
     /// `extra`.
     pub(crate) async fn start(extra: &str) -> Self {
+        Self::start_with_daemon("", extra).await
+    }
+
+    /// [`Setup::start`], with `daemon_extra` appended to the daemon's
+    /// `config.toml` (e.g. a `[conversations]` table).
+    pub(crate) async fn start_with_daemon(daemon_extra: &str, extra: &str) -> Self {
         let llm = ScriptedLlm::start().await;
-        let daemon =
-            TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
+        let config = format!(
+            "{}\n{daemon_extra}\n",
+            TestDaemon::config_for(&llm.base_url())
+        );
+        let daemon = TestDaemon::start(daemon_binary(), &config).await;
         let api = FakeBotApi::start().await;
         let setup = Self {
             llm,
@@ -207,4 +216,22 @@ pub(crate) fn last_user_text(request: &Value) -> String {
 /// Every message text of an OpenAI request body, joined.
 pub(crate) fn all_text(request: &Value) -> String {
     request["messages"].to_string()
+}
+
+impl Setup {
+    /// Waits until the gateway has begun two polls after `since`. With no
+    /// update waiting, the fake holds each poll for `poll_timeout_secs`
+    /// (5 s here), so the second begins at least that long after `since`:
+    /// long enough to see that something repeating every 4 s has stopped.
+    pub(crate) async fn two_polls_after(&self, since: tokio::time::Instant) {
+        self.api
+            .wait_until("two more polls", |api| {
+                api.calls_of("getUpdates")
+                    .iter()
+                    .filter(|c| c.at > since)
+                    .count()
+                    >= 2
+            })
+            .await;
+    }
 }
