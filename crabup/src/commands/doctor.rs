@@ -15,7 +15,7 @@ use crate::context::Context;
 use crate::daemon_config::{self, ConfigVerdict};
 use crate::names;
 use crate::reach;
-use crate::setup::has_provider_config;
+use crate::providers;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Verdict {
@@ -172,18 +172,13 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
     // The providers of a file the daemon refuses are not worth probing:
     // the configuration line says what to fix first.
     let config_ok = check_config(ctx, &mut report);
-    if config_ok && has_provider_config(&ctx.home) {
-        report.line(Verdict::Ok, "providers", "provider config found");
+    let finding = providers::find(&ctx.home, ctx.manager_kind);
+    let described = finding.describe(&ctx.home, ctx.manager_kind);
+    if config_ok && finding.found() {
+        report.line(Verdict::Ok, "providers", described);
         check_providers(ctx, &mut report);
     } else if config_ok {
-        report.line(
-            Verdict::Warn,
-            "providers",
-            format!(
-                "no provider key yet: add NAME=value lines (e.g. OPENAI_API_KEY=…) to {}",
-                ctx.home.env_file().display()
-            ),
-        );
+        report.line(Verdict::Warn, "providers", described);
     }
 
     Ok(if report.failed {

@@ -145,7 +145,7 @@ fn daemon_installs_starts_logs_restarts_stops_and_recovers_from_kill_9() {
         stdout(&out)
     );
     assert!(
-        stderr(&out).contains("no LLM provider key"),
+        stderr(&out).contains("no LLM provider yet"),
         "{}",
         stderr(&out)
     );
