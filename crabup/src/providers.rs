@@ -187,7 +187,9 @@ mod tests {
             let finding = find(&home, manager);
             assert!(finding.found(), "{manager}: {finding:?}");
             assert!(
-                finding.describe(&home, manager).contains("OPENAI_API_KEY from"),
+                finding
+                    .describe(&home, manager)
+                    .contains("OPENAI_API_KEY from"),
                 "{finding:?}"
             );
         }

@@ -292,7 +292,13 @@ mod tests {
             input: &mut input,
             output: &mut output,
         };
-        ensure_ready(&home, ManagerKind::Systemd, &Service::daemon(), Some(prompt)).unwrap();
+        ensure_ready(
+            &home,
+            ManagerKind::Systemd,
+            &Service::daemon(),
+            Some(prompt),
+        )
+        .unwrap();
         assert_eq!(
             std::fs::read_to_string(home.env_file()).unwrap(),
             "OPENAI_API_KEY=sk-test\n"

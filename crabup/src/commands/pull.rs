@@ -109,12 +109,7 @@ pub fn run(ctx: &Context, args: &PullArgs) -> anyhow::Result<()> {
 /// `cargo install` of one name, with `extra` cargo arguments (`up` gives
 /// every install one `--target-dir`). A family crate missing from the
 /// registry fails with [`Unpublished`].
-pub fn install(
-    ctx: &Context,
-    name: &str,
-    args: &PullArgs,
-    extra: &[String],
-) -> anyhow::Result<()> {
+pub fn install(ctx: &Context, name: &str, args: &PullArgs, extra: &[String]) -> anyhow::Result<()> {
     let mut cargo_args = install_args(name, args)?;
     cargo_args.extend(extra.iter().cloned());
     if let Some(warning) = mismatch_warning(name, args) {
