@@ -432,6 +432,13 @@ fn the_family_serves_a_telegram_user_searches_reminds_and_survives_each_componen
             (sandbox.ps_row(dead)["state"] == "failed").then_some(())
         });
         step(&format!("{dead} failed in ps"));
+        let doctor = sandbox.crabup(&["doctor"]);
+        let text = stdout(&doctor);
+        assert!(!doctor.status.success(), "{text}");
+        assert!(
+            text.contains(&format!("[FAIL] {dead} service: failed")),
+            "{text}"
+        );
         world.wait_mcp(&client, dead, false);
         step(&format!("{dead} gone from ListMcps"));
         let tools = world.offered_tools(&client);
@@ -460,6 +467,17 @@ fn the_family_serves_a_telegram_user_searches_reminds_and_survives_each_componen
         wait_healthy(&sandbox, dead);
         world.wait_mcp(&client, dead, true);
         step(&format!("{dead} back in ListMcps"));
+        let text = stdout(&sandbox.crabup(&["doctor"]));
+        for component in COMPONENTS {
+            assert!(
+                text.contains(&format!("[ok  ] {component} service: running")),
+                "{text}"
+            );
+        }
+        assert!(
+            text.contains("[ok  ] telegram.toml: parses; token set; 1 user allowed"),
+            "{text}"
+        );
         let tools = world.offered_tools(&client);
         for component in COMPONENTS {
             assert!(

@@ -11,6 +11,7 @@ mod cli;
 mod config_check;
 mod cron_service;
 mod daemon_lifecycle;
+mod doctor_components;
 mod family;
 mod first_run;
 mod logs;
