@@ -198,9 +198,13 @@ fn next_steps(ctx: &Context) {
     } else {
         bin.join("crabtalk-tui").display().to_string()
     };
-    println!("Next: {tui}                 # chat (one prompt: {tui} -p \"hello\")");
-    println!("      crabup ps               # what runs");
-    println!("      crabup daemon logs -f   # what the daemon does");
+    let width = tui.len().max("crabup daemon logs -f".len());
+    println!("Next: {tui:<width$}  # chat (one prompt: {tui} -p \"hello\")");
+    println!("      {:<width$}  # what runs", "crabup ps");
+    println!(
+        "      {:<width$}  # what the daemon does",
+        "crabup daemon logs -f"
+    );
     if !on_path {
         println!(
             "note: {} is not on PATH; add it (export PATH=\"{}:$PATH\") to run the binaries by name",
