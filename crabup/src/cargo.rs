@@ -135,10 +135,13 @@ impl Cargo {
         let Some(program) = self.program() else {
             bail!(NO_CARGO);
         };
-        let mut child = Command::new(&program)
+        let mut command = Command::new(&program);
+        command
             .args(args)
             .env("CARGO_HOME", &self.home)
-            .stderr(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        keep_progress_bar(&mut command);
+        let mut child = command
             .spawn()
             .with_context(|| format!("cannot run {}", program.display()))?;
         let mut pipe = child.stderr.take().expect("stderr is piped");
@@ -202,6 +205,30 @@ impl Cargo {
             return Some(installed);
         }
         find_on_path(binary)
+    }
+}
+
+/// cargo draws its progress bar only on a terminal, and its stderr is a
+/// pipe here (crabup keeps the end of it): when crabup's own stderr is a
+/// terminal, cargo is told to draw it anyway, in colour, unless the
+/// person chose otherwise.
+fn keep_progress_bar(command: &mut Command) {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return;
+    }
+    let unset = |var: &str| std::env::var_os(var).is_none();
+    if unset("CARGO_TERM_PROGRESS_WHEN") {
+        let width = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse::<u16>().ok())
+            .unwrap_or(80);
+        command
+            .env("CARGO_TERM_PROGRESS_WHEN", "always")
+            .env("CARGO_TERM_PROGRESS_WIDTH", width.to_string());
+    }
+    if unset("CARGO_TERM_COLOR") {
+        command.env("CARGO_TERM_COLOR", "always");
     }
 }
 

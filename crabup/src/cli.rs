@@ -59,9 +59,16 @@ pub enum Command {
     /// State comes from the service manager (or the pid); a port file whose
     /// process is gone or whose port does not answer is shown as stale.
     Ps(PsArgs),
-    /// Install (if needed) and start the daemon and every configured
-    /// component: one with its config file in $CRABTALK_HOME/config/
-    /// (telegram.toml, search.toml, crons.toml) or already installed.
+    /// Install and start the family: the daemon, cron, search, and telegram
+    /// once $CRABTALK_HOME/config/telegram.toml exists; also installs
+    /// crabtalk-tui and crabup itself. Ends with the `ps` table and the
+    /// command to type next.
+    ///
+    /// With --path every crate is (re)installed from the checkout, all
+    /// building in one target directory (the checkout's `target/`, or
+    /// $CARGO_TARGET_DIR) so shared dependencies compile once, and running
+    /// services are restarted on the new binaries. Without it, only what
+    /// is missing is installed, at crabup's own version.
     Up(UpArgs),
     /// Check this machine: cargo, PATH, the service manager, linger, stale
     /// files, the daemon, provider keys.
@@ -120,7 +127,7 @@ pub struct PsArgs {
 #[derive(Debug, Args)]
 pub struct UpArgs {
     /// Install from this local checkout instead of crates.io (and reinstall
-    /// even when installed).
+    /// even when installed), e.g. `crabup up --path .` in a clone.
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
 }

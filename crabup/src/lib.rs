@@ -12,6 +12,7 @@ pub mod commands;
 pub mod context;
 pub mod daemon_config;
 pub mod names;
+pub mod providers;
 pub mod reach;
 pub mod setup;
 

@@ -9,17 +9,21 @@
 //!   gateway's own config type, so the file is always one the gateway
 //!   reads; an empty `allow` gets `pairing = true`. Without a terminal,
 //!   `start` fails and says how to provide it.
-//! - the daemon starts without any provider, so it is never refused; with
-//!   a terminal and no provider key yet, crabup offers to save one in
-//!   `$CRABTALK_HOME/env` (mode 0600), which every service loads at start.
+//! - the daemon starts without any provider, so it is never refused; when
+//!   it would find no model (looked for as the daemon looks, see
+//!   [`crate::providers`]), crabup says so, and with a terminal offers to
+//!   save a key in `$CRABTALK_HOME/env` (mode 0600), which every service
+//!   loads at start.
 
 use std::io::{BufRead, Write};
 
 use anyhow::{Context as _, bail};
-use crabtalk_command::Service;
+use crabtalk_command::{ManagerKind, Service};
 use crabtalk_home::{EnvFile, Home, write_atomic_private};
 use crabtalk_telegram::config::TelegramConfig;
 use crabtalk_telegram::token::get_me_blocking;
+
+use crate::providers;
 
 /// A terminal to ask questions on, when there is one.
 pub struct Prompt<'a> {
@@ -37,43 +41,38 @@ impl Prompt<'_> {
     }
 }
 
-/// Makes sure `service` has what it needs to start.
-pub fn ensure_ready(home: &Home, service: &Service, prompt: Option<Prompt>) -> anyhow::Result<()> {
+/// Makes sure `service` has what it needs to start under `manager`.
+pub fn ensure_ready(
+    home: &Home,
+    manager: ManagerKind,
+    service: &Service,
+    prompt: Option<Prompt>,
+) -> anyhow::Result<()> {
     match service.name() {
-        "daemon" => daemon_providers(home, prompt),
+        "daemon" => daemon_providers(home, manager, prompt),
         "telegram" => telegram_token(home, prompt),
         _ => Ok(()),
     }
 }
 
-/// Whether a provider is configured: a key in the env file, or a
-/// `[[providers]]` entry in the daemon's `config.toml`.
-pub fn has_provider_config(home: &Home) -> bool {
-    let env = EnvFile::read(&home.env_file()).unwrap_or_default();
-    if !env.vars.is_empty() {
-        return true;
-    }
-    std::fs::read_to_string(home.config_file())
-        .ok()
-        .and_then(|text| text.parse::<toml::Table>().ok())
-        .and_then(|config| config.get("providers")?.as_array().map(|p| !p.is_empty()))
-        .unwrap_or(false)
-}
-
-fn daemon_providers(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
-    if has_provider_config(home) {
+fn daemon_providers(
+    home: &Home,
+    manager: ManagerKind,
+    prompt: Option<Prompt>,
+) -> anyhow::Result<()> {
+    let finding = providers::find(home, manager);
+    if finding.found() {
         return Ok(());
     }
     let env = home.env_file();
     let Some(mut prompt) = prompt else {
         eprintln!(
-            "note: no LLM provider key yet; the daemon starts without providers. Add one as \
-             NAME=value (e.g. OPENAI_API_KEY=sk-…) to {}, then `crabup daemon restart`.",
-            env.display()
+            "note: {}; the daemon starts without one.",
+            finding.describe(home, manager)
         );
         return Ok(());
     };
-    writeln!(prompt.output, "No LLM provider key is configured yet.")?;
+    writeln!(prompt.output, "{}.", finding.describe(home, manager))?;
     loop {
         let answer = prompt
             .ask("Paste one as NAME=value (e.g. OPENAI_API_KEY=sk-…), or press Enter to skip: ")?;
@@ -180,7 +179,7 @@ mod tests {
     fn telegram_without_a_terminal_fails_and_names_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::new(dir.path());
-        let err = ensure_ready(&home, &telegram(), None)
+        let err = ensure_ready(&home, ManagerKind::Process, &telegram(), None)
             .unwrap_err()
             .to_string();
         assert!(
@@ -230,7 +229,7 @@ mod tests {
             input: &mut input,
             output: &mut output,
         };
-        ensure_ready(&home, &telegram(), Some(prompt)).unwrap();
+        ensure_ready(&home, ManagerKind::Process, &telegram(), Some(prompt)).unwrap();
         let path = home.component_config("telegram").unwrap();
         let saved: toml::Table = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(saved["token"].as_str(), Some(good));
@@ -270,34 +269,40 @@ mod tests {
             input: &mut input,
             output: &mut output,
         };
-        ensure_ready(&home, &telegram(), Some(prompt)).unwrap();
+        ensure_ready(&home, ManagerKind::Process, &telegram(), Some(prompt)).unwrap();
         let said = String::from_utf8(output).unwrap();
         assert!(said.contains("Could not check the token"), "{said}");
         assert_eq!(TelegramConfig::load(&home).unwrap().token, "123:abc");
         // Configured now: no question asked, no terminal needed.
-        ensure_ready(&home, &telegram(), None).unwrap();
+        ensure_ready(&home, ManagerKind::Process, &telegram(), None).unwrap();
     }
 
     #[test]
     fn the_daemon_starts_without_providers_and_can_save_a_key() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::new(dir.path());
-        ensure_ready(&home, &Service::daemon(), None).unwrap();
-        assert!(!has_provider_config(&home));
+        ensure_ready(&home, ManagerKind::Systemd, &Service::daemon(), None).unwrap();
+        assert!(!providers::find(&home, ManagerKind::Systemd).found());
         // A config without providers is still no provider.
         std::fs::write(home.config_file(), "[transport]\ntcp = \"off\"\n").unwrap();
-        assert!(!has_provider_config(&home));
+        assert!(!providers::find(&home, ManagerKind::Systemd).found());
         let mut input = Cursor::new("OPENAI_API_KEY=sk-test\n");
         let mut output = Vec::new();
         let prompt = Prompt {
             input: &mut input,
             output: &mut output,
         };
-        ensure_ready(&home, &Service::daemon(), Some(prompt)).unwrap();
+        ensure_ready(
+            &home,
+            ManagerKind::Systemd,
+            &Service::daemon(),
+            Some(prompt),
+        )
+        .unwrap();
         assert_eq!(
             std::fs::read_to_string(home.env_file()).unwrap(),
             "OPENAI_API_KEY=sk-test\n"
         );
-        assert!(has_provider_config(&home));
+        assert!(providers::find(&home, ManagerKind::Systemd).found());
     }
 }

@@ -30,6 +30,8 @@
 //!   ([`Home::load_env_file`]).
 //! - [`write_atomic`]: the one way any crabtalk program rewrites a file.
 //! - [`exit`]: the exit codes, defined once.
+//! - [`provider_env`]: the variables that offer the daemon a language
+//!   model (provider keys, `OLLAMA_HOST`), read by the daemon and crabup.
 //!
 //! It knows no protocol, no HTTP and no service manager: the wire crate,
 //! the component kit, the service tools and the daemon all build on it.
@@ -49,6 +51,7 @@ pub mod exit;
 mod health;
 mod paths;
 mod port_file;
+pub mod provider_env;
 mod service;
 
 pub use atomic::{remove_stale_temp_files, write_atomic, write_atomic_mode, write_atomic_private};

@@ -198,11 +198,16 @@ fn human_duration(secs: i64) -> String {
 }
 
 pub fn run(ctx: &Context, args: &PsArgs) -> anyhow::Result<()> {
-    let rows = ps_rows(ctx)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        println!("{}", serde_json::to_string_pretty(&ps_rows(ctx)?)?);
         return Ok(());
     }
+    print_table(ctx)
+}
+
+/// The table `crabup ps` prints (also the end of `crabup up`).
+pub fn print_table(ctx: &Context) -> anyhow::Result<()> {
+    let rows = ps_rows(ctx)?;
     println!(
         "{:<10} {:<20} {:<8} {:<6} {:<8} {:<30} DETAIL",
         "NAME", "STATE", "PID", "PORT", "UPTIME", "HEALTH"

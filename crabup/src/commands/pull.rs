@@ -77,26 +77,22 @@ fn unpublished_hint(crate_name: &str) -> String {
     )
 }
 
+/// A family crate whose matching version the registry does not have; the
+/// message says how to install from a checkout or a repository.
+#[derive(Debug)]
+pub struct Unpublished(pub String);
+
+impl std::fmt::Display for Unpublished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unpublished {}
+
 pub fn run(ctx: &Context, args: &PullArgs) -> anyhow::Result<()> {
     for name in &args.names {
-        let cargo_args = install_args(name, args)?;
-        if let Some(warning) = mismatch_warning(name, args) {
-            eprintln!("crabup: {warning}");
-        }
-        println!("crabup: cargo {}", cargo_args.join(" "));
-        let crate_name = names::crate_for(name);
-        let from_registry = args.path.is_none() && args.git.is_none();
-        let outcome = ctx.cargo.run_watching(&cargo_args)?;
-        if !outcome.success {
-            if from_registry && names::is_family_crate(crate_name) && outcome.version_missing() {
-                anyhow::bail!("{}", unpublished_hint(crate_name));
-            }
-            anyhow::bail!(
-                "`cargo {}` failed ({})",
-                cargo_args.join(" "),
-                outcome.status
-            );
-        }
+        install(ctx, name, args, &[])?;
         if let Ok(service) = names::service_for(name)
             && ctx.manager()?.status(&ctx.spec(&service))?.is_running()
         {
@@ -106,6 +102,32 @@ pub fn run(ctx: &Context, args: &PullArgs) -> anyhow::Result<()> {
                 service.name()
             );
         }
+    }
+    Ok(())
+}
+
+/// `cargo install` of one name, with `extra` cargo arguments (`up` gives
+/// every install one `--target-dir`). A family crate missing from the
+/// registry fails with [`Unpublished`].
+pub fn install(ctx: &Context, name: &str, args: &PullArgs, extra: &[String]) -> anyhow::Result<()> {
+    let mut cargo_args = install_args(name, args)?;
+    cargo_args.extend(extra.iter().cloned());
+    if let Some(warning) = mismatch_warning(name, args) {
+        eprintln!("crabup: {warning}");
+    }
+    println!("crabup: cargo {}", cargo_args.join(" "));
+    let crate_name = names::crate_for(name);
+    let from_registry = args.path.is_none() && args.git.is_none();
+    let outcome = ctx.cargo.run_watching(&cargo_args)?;
+    if !outcome.success {
+        if from_registry && names::is_family_crate(crate_name) && outcome.version_missing() {
+            return Err(Unpublished(unpublished_hint(crate_name)).into());
+        }
+        anyhow::bail!(
+            "`cargo {}` failed ({})",
+            cargo_args.join(" "),
+            outcome.status
+        );
     }
     Ok(())
 }

@@ -75,13 +75,14 @@ fn start(ctx: &Context, service: &Service) -> anyhow::Result<()> {
 /// service that lacks its config is never left restart-looping.
 fn first_run_setup(ctx: &Context, service: &Service) -> anyhow::Result<()> {
     if !std::io::stdin().is_terminal() {
-        return ensure_ready(&ctx.home, service, None);
+        return ensure_ready(&ctx.home, ctx.manager_kind, service, None);
     }
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut output = std::io::stderr();
     ensure_ready(
         &ctx.home,
+        ctx.manager_kind,
         service,
         Some(Prompt {
             input: &mut input,

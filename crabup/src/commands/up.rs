@@ -1,31 +1,86 @@
-//! `crabup up`: install (if needed) and start the daemon and every
-//! configured component.
+//! `crabup up`: the family in one command.
+//!
+//! It installs what a person uses next — the services it starts (the
+//! daemon, cron and search, and telegram once `config/telegram.toml`
+//! exists, since the gateway cannot run without a bot token), the terminal
+//! client `crabtalk-tui`, and crabup itself — then starts the services and
+//! ends with the `ps` table and the command to type next.
+//!
+//! From a checkout (`--path`) everything is (re)installed, and every
+//! `cargo install` builds in one target directory: `$CARGO_TARGET_DIR`
+//! when set, else the checkout's own `target/`. The crates share most of
+//! their dependencies, so those compile once, and crabup's own build from
+//! `cargo run --release -p crabup` is reused as it is. Without `--path`
+//! only what is missing is installed, from the registry at crabup's own
+//! version; when the registry does not have it, `up` stops before starting
+//! anything and says how to install from a checkout.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crabtalk_command::Service;
 
+use super::pull::{self, Unpublished};
 use crate::cli::{PullArgs, ServiceAction, UpArgs};
 use crate::context::Context;
 use crate::daemon_config::{self, ConfigVerdict};
 use crate::names;
 
-/// The services `up` brings up: the daemon, then each component that has a
-/// config file in `config/` or is installed already.
-pub fn targets(ctx: &Context) -> Vec<&'static str> {
+/// What `up` installs besides the services: the client and crabup.
+pub const TOOLS: [&str; 2] = ["crabup", "tui"];
+
+/// The services `up` starts: the daemon, cron and search (they run
+/// without any config), telegram when its config file exists, and any
+/// other component that has its config file in `config/`.
+pub fn services(ctx: &Context) -> Vec<&'static str> {
     names::TABLE
         .iter()
         .filter(|known| known.service)
-        .filter(|known| {
-            known.short == "daemon"
-                || known.config.is_some_and(|file| {
-                    ctx.home
-                        .component_config(file)
-                        .is_ok_and(|path| path.is_file())
-                })
-                || names::service_for(known.short)
-                    .is_ok_and(|service: Service| ctx.binary(&service).is_some())
+        .filter(|known| match known.short {
+            "daemon" | "cron" | "search" => true,
+            _ => known.config.is_some_and(|file| {
+                ctx.home
+                    .component_config(file)
+                    .is_ok_and(|path| path.is_file())
+            }),
         })
         .map(|known| known.short)
         .collect()
+}
+
+/// Everything `up` installs, in order: crabup, the client, the services.
+pub fn installs(ctx: &Context) -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = TOOLS.to_vec();
+    all.extend(services(ctx));
+    all
+}
+
+/// Whether `name` (a service or a tool) is installed.
+fn installed(ctx: &Context, name: &str) -> bool {
+    let binary = names::lookup(name).map_or(name, |known| known.binary);
+    ctx.cargo.find_binary(binary).is_some()
+}
+
+/// The workspace holding `dir` (a checkout's root or one of its packages).
+fn workspace_root(dir: &Path) -> PathBuf {
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+    dir.ancestors()
+        .find(|candidate| {
+            std::fs::read_to_string(candidate.join("Cargo.toml"))
+                .ok()
+                .and_then(|text| text.parse::<toml::Table>().ok())
+                .is_some_and(|manifest| manifest.contains_key("workspace"))
+        })
+        .map_or(dir.clone(), Path::to_owned)
+}
+
+/// The one target directory of a checkout's installs: none to give when
+/// `CARGO_TARGET_DIR` is set (cargo uses it), else `<workspace>/target`.
+pub fn shared_target_dir(checkout: &Path) -> Option<PathBuf> {
+    if std::env::var_os("CARGO_TARGET_DIR").is_some_and(|dir| !dir.is_empty()) {
+        return None;
+    }
+    Some(workspace_root(checkout).join("target"))
 }
 
 pub fn run(ctx: &Context, args: &UpArgs) -> anyhow::Result<()> {
@@ -41,23 +96,10 @@ pub fn run(ctx: &Context, args: &UpArgs) -> anyhow::Result<()> {
             "{problems}\nNothing was started or restarted: crabtalkd would refuse this configuration (a running daemon keeps running as it is). Fix the files above (`crabtalkd check` checks them again), then run `crabup up` again."
         );
     }
-    let mut failures = Vec::new();
-    for name in targets(ctx) {
-        let service = names::service_for(name)?;
-        if args.path.is_some() || ctx.binary(&service).is_none() {
-            let pull = PullArgs {
-                names: vec![name.to_owned()],
-                version: None,
-                path: args.path.clone(),
-                git: None,
-                rev: None,
-                features: Vec::new(),
-            };
-            if let Err(err) = super::pull::run(ctx, &pull) {
-                eprintln!("crabup: {name}: {err:#}");
-                failures.push(name);
-                continue;
-            }
+    let mut failures = install_all(ctx, args)?;
+    for name in services(ctx) {
+        if failures.contains(&name) {
+            continue;
         }
         let action = if args.path.is_some() {
             // A fresh binary: a running service must pick it up.
@@ -70,8 +112,139 @@ pub fn run(ctx: &Context, args: &UpArgs) -> anyhow::Result<()> {
             failures.push(name);
         }
     }
+    println!();
+    super::ps::print_table(ctx)?;
+    println!();
+    next_steps(ctx);
     if !failures.is_empty() {
         anyhow::bail!("not up: {}", failures.join(", "));
     }
     Ok(())
+}
+
+/// Installs what needs installing, saying how far along it is; the names
+/// whose install failed. A family crate the registry lacks stops it all.
+fn install_all(ctx: &Context, args: &UpArgs) -> anyhow::Result<Vec<&'static str>> {
+    let todo: Vec<&'static str> = installs(ctx)
+        .into_iter()
+        .filter(|name| args.path.is_some() || !installed(ctx, name))
+        .collect();
+    let mut failures = Vec::new();
+    if todo.is_empty() {
+        return Ok(failures);
+    }
+    let extra = match args.path.as_deref().and_then(shared_target_dir) {
+        Some(dir) => {
+            println!(
+                "crabup: installing {} ({}), building once in {}",
+                todo.len(),
+                todo.join(", "),
+                dir.display()
+            );
+            vec!["--target-dir".to_owned(), dir.display().to_string()]
+        }
+        None => {
+            println!("crabup: installing {} ({})", todo.len(), todo.join(", "));
+            Vec::new()
+        }
+    };
+    let started = Instant::now();
+    for (n, name) in todo.iter().enumerate() {
+        let crate_name = names::crate_for(name);
+        println!("crabup: [{}/{}] {crate_name}", n + 1, todo.len());
+        let pull = PullArgs {
+            names: vec![(*name).to_owned()],
+            version: None,
+            path: args.path.clone(),
+            git: None,
+            rev: None,
+            features: Vec::new(),
+        };
+        let one = Instant::now();
+        match pull::install(ctx, name, &pull, &extra) {
+            Ok(()) => println!(
+                "crabup: [{}/{}] {crate_name} installed in {} ({} so far)",
+                n + 1,
+                todo.len(),
+                minutes(one.elapsed()),
+                minutes(started.elapsed())
+            ),
+            Err(err) if err.is::<Unpublished>() => {
+                anyhow::bail!("{err}\nNothing was started.");
+            }
+            Err(err) => {
+                eprintln!("crabup: {name}: {err:#}");
+                failures.push(*name);
+            }
+        }
+    }
+    println!(
+        "crabup: installed {} of {} in {}",
+        todo.len() - failures.len(),
+        todo.len(),
+        minutes(started.elapsed())
+    );
+    Ok(failures)
+}
+
+/// What to type next, with the full path when cargo's bin folder is not
+/// on PATH.
+fn next_steps(ctx: &Context) {
+    let bin = ctx.cargo.bin_dir();
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir == bin));
+    let tui = if on_path || ctx.cargo.find_binary("crabtalk-tui").is_none() {
+        "crabtalk-tui".to_owned()
+    } else {
+        bin.join("crabtalk-tui").display().to_string()
+    };
+    let width = tui.len().max("crabup daemon logs -f".len());
+    println!("Next: {tui:<width$}  # chat (one prompt: {tui} -p \"hello\")");
+    println!("      {:<width$}  # what runs", "crabup ps");
+    println!(
+        "      {:<width$}  # what the daemon does",
+        "crabup daemon logs -f"
+    );
+    if !on_path {
+        println!(
+            "note: {} is not on PATH; add it (export PATH=\"{}:$PATH\") to run the binaries by name",
+            bin.display(),
+            bin.display()
+        );
+    }
+}
+
+/// `1m02s`, or `4.2s` under a minute.
+fn minutes(elapsed: Duration) -> String {
+    let secs = elapsed.as_secs();
+    if secs < 60 {
+        format!("{:.1}s", elapsed.as_secs_f64())
+    } else {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_target_dir_is_the_workspace_s_own() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        if std::env::var_os("CARGO_TARGET_DIR").is_some() {
+            return;
+        }
+        assert_eq!(shared_target_dir(root), Some(root.join("target")));
+        // A package of the workspace builds in the workspace's folder too.
+        assert_eq!(
+            shared_target_dir(&root.join("crabup")),
+            Some(root.join("target"))
+        );
+    }
+
+    #[test]
+    fn durations_read_as_minutes() {
+        assert_eq!(minutes(Duration::from_millis(4200)), "4.2s");
+        assert_eq!(minutes(Duration::from_secs(62)), "1m02s");
+    }
 }

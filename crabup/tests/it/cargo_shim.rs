@@ -185,27 +185,39 @@ fn up_installs_what_is_missing_and_starts_the_daemon_and_configured_components()
         crate::support::stdout(&out),
         crate::support::stderr(&out)
     );
-    assert_eq!(
-        sandbox.cargo_calls(),
+    // crabup itself and the client, then the services; telegram has no
+    // config, so it is neither installed nor started.
+    let version = format!("={}", env!("CARGO_PKG_VERSION"));
+    let expected: Vec<Vec<String>> = [
+        "crabup",
+        "crabtalk-tui",
+        "crabtalkd",
+        "crabtalk-search",
+        "crabtalk-cron",
+    ]
+    .iter()
+    .map(|name| {
         vec![
-            vec![
-                "install".to_owned(),
-                "crabtalkd".to_owned(),
-                "--version".to_owned(),
-                format!("={}", env!("CARGO_PKG_VERSION"))
-            ],
-            vec![
-                "install".to_owned(),
-                "crabtalk-cron".to_owned(),
-                "--version".to_owned(),
-                format!("={}", env!("CARGO_PKG_VERSION"))
-            ],
+            "install".to_owned(),
+            (*name).to_owned(),
+            "--version".to_owned(),
+            version.clone(),
         ]
-    );
-    for name in ["daemon", "cron"] {
+    })
+    .collect();
+    assert_eq!(sandbox.cargo_calls(), expected);
+    for name in ["daemon", "cron", "search"] {
         assert_eq!(sandbox.ps_row(name)["state"], "running", "{name}");
     }
-    assert_eq!(sandbox.ps_row("search")["state"], "not installed");
+    assert_eq!(sandbox.ps_row("telegram")["state"], "not installed");
+    let said = crate::support::stdout(&out);
+    assert!(said.contains("[5/5] crabtalk-cron installed in"), "{said}");
+    assert!(said.contains("NAME") && said.contains("HEALTH"), "{said}");
+    let tui = sandbox.cargo_home.join("bin/crabtalk-tui");
+    assert!(
+        said.contains(&format!("Next: {}", tui.display())),
+        "the next command, with its path (cargo's bin is not on PATH here): {said}"
+    );
     // Up again: nothing to install, everything already running.
     let again = sandbox
         .command(&["up"])
@@ -217,10 +229,103 @@ fn up_installs_what_is_missing_and_starts_the_daemon_and_configured_components()
         "{}",
         crate::support::stdout(&again)
     );
-    assert_eq!(sandbox.cargo_calls().len(), 2);
-    for name in ["daemon", "cron"] {
+    assert_eq!(sandbox.cargo_calls().len(), 5);
+    for name in ["daemon", "cron", "search"] {
         assert!(sandbox.ok(&[name, "stop"]).contains("stopped"));
     }
+    assert!(sandbox.run_files().is_empty(), "{:?}", sandbox.run_files());
+}
+
+/// A service binary that runs until SIGTERM.
+const RUNS_UNTIL_TERM: &str = "trap 'exit 0' TERM\nwhile :; do sleep 0.05; done\n";
+
+#[test]
+fn up_from_a_checkout_installs_the_family_into_one_target_dir_and_restarts_the_services() {
+    let sandbox = Sandbox::new().with_cargo_shim();
+    for binary in [
+        "crabtalkd",
+        "crabtalk-cron",
+        "crabtalk-search",
+        "crabtalk-telegram",
+    ] {
+        sandbox.fake_binary(binary, RUNS_UNTIL_TERM);
+    }
+    std::fs::create_dir_all(sandbox.home.join("config")).unwrap();
+    std::fs::write(
+        sandbox.home.join("config/telegram.toml"),
+        "token = \"123:abc\"\nallow = [1]\n",
+    )
+    .unwrap();
+    let root = checkout();
+    let out = sandbox
+        .command(&["up", "--path", &root.display().to_string()])
+        .env_remove("CARGO_TARGET_DIR")
+        .env("CRABUP_READY_TIMEOUT_SECS", "0")
+        .output()
+        .unwrap();
+    let said = crate::support::stdout(&out);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        crate::support::stderr(&out)
+    );
+    let target = root.join("target").display().to_string();
+    let expected: Vec<Vec<String>> = [
+        ("crabup", "crabup"),
+        ("crabtalk-tui", "components/tui"),
+        ("crabtalkd", "daemon"),
+        ("crabtalk-telegram", "components/telegram"),
+        ("crabtalk-search", "components/search"),
+        ("crabtalk-cron", "components/cron"),
+    ]
+    .iter()
+    .map(|(_, dir)| {
+        vec![
+            "install".to_owned(),
+            "--path".to_owned(),
+            root.join(dir).display().to_string(),
+            "--locked".to_owned(),
+            "--target-dir".to_owned(),
+            target.clone(),
+        ]
+    })
+    .collect();
+    assert_eq!(sandbox.cargo_calls(), expected);
+    assert!(
+        said.contains(&format!("building once in {target}")),
+        "{said}"
+    );
+    assert!(said.contains("[6/6] crabtalk-cron installed in"), "{said}");
+    for name in ["daemon", "telegram", "search", "cron"] {
+        assert_eq!(sandbox.ps_row(name)["state"], "running", "{name}");
+        assert!(sandbox.ok(&[name, "stop"]).contains("stopped"));
+    }
+}
+
+#[test]
+fn up_without_a_checkout_says_how_to_install_from_one_when_the_registry_lacks_the_family() {
+    let sandbox = Sandbox::new().with_cargo_shim();
+    registry_with_only_another_release(&sandbox);
+    let out = sandbox
+        .command(&["up"])
+        .env("CRABUP_READY_TIMEOUT_SECS", "0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = crate::support::stderr(&out);
+    assert!(
+        err.contains("is not published")
+            && err.contains("crabup up --path <checkout>")
+            && err.contains("Nothing was started"),
+        "{err}"
+    );
+    // It stopped at the first crate the registry lacks.
+    assert_eq!(
+        sandbox.cargo_calls().len(),
+        1,
+        "{:?}",
+        sandbox.cargo_calls()
+    );
     assert!(sandbox.run_files().is_empty(), "{:?}", sandbox.run_files());
 }
 

@@ -72,8 +72,14 @@ fn restart_without_a_token_and_without_a_terminal_fails_clearly_and_starts_nothi
 #[test]
 fn up_from_a_checkout_does_not_start_a_component_that_lacks_its_config() {
     let sandbox = Sandbox::new().with_cargo_shim();
-    sandbox.fake_binary("crabtalkd", RUNS_UNTIL_TERM);
-    sandbox.fake_binary("crabtalk-telegram", RUNS_UNTIL_TERM);
+    for binary in [
+        "crabtalkd",
+        "crabtalk-cron",
+        "crabtalk-search",
+        "crabtalk-telegram",
+    ] {
+        sandbox.fake_binary(binary, RUNS_UNTIL_TERM);
+    }
     // A config file makes telegram one of `up`'s services; it has no token.
     std::fs::create_dir_all(sandbox.home.join("config")).unwrap();
     std::fs::write(sandbox.home.join("config/telegram.toml"), "token = \"\"\n").unwrap();
@@ -91,8 +97,56 @@ fn up_from_a_checkout_does_not_start_a_component_that_lacks_its_config() {
         "{}",
         stderr(&out)
     );
-    assert_eq!(sandbox.ps_row("daemon")["state"], "running");
+    for name in ["daemon", "cron", "search"] {
+        assert_eq!(sandbox.ps_row(name)["state"], "running", "{name}");
+    }
     assert_eq!(sandbox.ps_row("telegram")["state"], "stopped");
     assert!(!sandbox.home.join("logs/telegram.log").exists());
-    sandbox.ok(&["daemon", "stop"]);
+    for name in ["daemon", "cron", "search"] {
+        sandbox.ok(&[name, "stop"]);
+    }
+}
+
+/// The note about providers looks where the daemon will: with the
+/// process backend the daemon inherits this shell, so a key exported
+/// here is found; an empty one, or none, is not.
+#[test]
+fn the_provider_note_finds_a_key_in_the_shell_the_daemon_inherits() {
+    let sandbox = Sandbox::new();
+    sandbox.fake_binary("crabtalkd", RUNS_UNTIL_TERM);
+    let start = |key: Option<&str>| {
+        let mut command = sandbox.command(&["daemon", "start"]);
+        command
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env("OLLAMA_HOST", "127.0.0.1:9")
+            .env("CRABUP_READY_TIMEOUT_SECS", "0");
+        if let Some(key) = key {
+            command.env("OPENAI_API_KEY", key);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        sandbox.ok(&["daemon", "stop"]);
+        stderr(&out)
+    };
+    let said = start(Some("sk-from-the-shell"));
+    assert!(!said.contains("no LLM provider"), "{said}");
+    for key in [None, Some("")] {
+        let said = start(key);
+        assert!(
+            said.contains("no LLM provider yet") && said.contains("OPENAI_API_KEY=sk-"),
+            "{key:?}: {said}"
+        );
+    }
+    let doctor = sandbox
+        .command(&["doctor"])
+        .env("OPENAI_API_KEY", "sk-from-the-shell")
+        .env("OLLAMA_HOST", "127.0.0.1:9")
+        .output()
+        .unwrap();
+    let text = crate::support::stdout(&doctor);
+    assert!(
+        text.contains("[ok  ] providers: no [[providers]] in config.toml; the daemon will use OPENAI_API_KEY from this shell's environment"),
+        "{text}"
+    );
 }

@@ -127,23 +127,27 @@ fn up_starts_search_when_it_is_installed() {
         stdout(&out),
         crate::support::stderr(&out)
     );
-    // Only the daemon needed installing.
-    assert_eq!(
-        sandbox.cargo_calls(),
-        vec![vec![
-            "install".to_owned(),
-            "crabtalkd".to_owned(),
-            "--version".to_owned(),
-            format!("={}", env!("CARGO_PKG_VERSION"))
-        ]]
-    );
+    // Search was installed; crabup, the client, the daemon and cron were not.
+    let version = format!("={}", env!("CARGO_PKG_VERSION"));
+    let expected: Vec<Vec<String>> = ["crabup", "crabtalk-tui", "crabtalkd", "crabtalk-cron"]
+        .iter()
+        .map(|name| {
+            vec![
+                "install".to_owned(),
+                (*name).to_owned(),
+                "--version".to_owned(),
+                version.clone(),
+            ]
+        })
+        .collect();
+    assert_eq!(sandbox.cargo_calls(), expected);
     wait_for("search running", TIMEOUT, || {
         sandbox.ps_row("search")["health"]
             .as_str()
             .is_some_and(|h| h.starts_with("ok (search"))
             .then_some(())
     });
-    for name in ["search", "daemon"] {
+    for name in ["search", "cron", "daemon"] {
         assert!(sandbox.ok(&[name, "stop"]).contains("stopped"), "{name}");
     }
 }

@@ -571,7 +571,15 @@ impl Engine {
             by: by.as_str().to_owned(),
         };
         match record.status {
-            Status::Ok => tracing::debug!(entry = %id, %slot, "ran"),
+            // One line per fire, so `crabup cron logs` shows what ran and
+            // where its reply went.
+            Status::Ok => match &record.delivery {
+                Some(delivery) => tracing::info!(
+                    entry = %id, %slot, by = by.as_str(), delivery = %delivery.status,
+                    to = %delivery.to, message_ids = ?delivery.message_ids, "fired"
+                ),
+                None => tracing::info!(entry = %id, %slot, by = by.as_str(), "fired"),
+            },
             _ => {
                 tracing::warn!(entry = %id, %slot, error = record.error.as_deref().unwrap_or(""), "run failed")
             }

@@ -1,8 +1,10 @@
 //! `crabup doctor`: checks, each with a fix.
 //!
 //! Besides the machine (cargo, PATH, the service manager) and the run
-//! files, it checks the daemon's configuration with `crabtalkd check` and
-//! whether each provider's `base_url` answers.
+//! files, it checks the daemon's configuration with `crabtalkd check`,
+//! whether each provider's `base_url` answers, and every installed
+//! component ([`components`]): its config, its process, port file and
+//! health, and the last errors in its log.
 
 use std::process::{Command, ExitCode};
 
@@ -13,18 +15,19 @@ use crabtalk_command::manager::{MANAGER_ENV, systemd};
 
 use crate::context::Context;
 use crate::daemon_config::{self, ConfigVerdict};
-use crate::names;
+use crate::providers;
 use crate::reach;
-use crate::setup::has_provider_config;
+
+mod components;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Verdict {
+pub(super) enum Verdict {
     Ok,
     Warn,
     Fail,
 }
 
-struct Report {
+pub(super) struct Report {
     failed: bool,
 }
 
@@ -166,24 +169,18 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
         ),
     }
 
-    cron_check(ctx, &mut report);
-    search_check(ctx, &mut report);
+    components::check(ctx, &rows, &mut report);
 
     // The providers of a file the daemon refuses are not worth probing:
     // the configuration line says what to fix first.
     let config_ok = check_config(ctx, &mut report);
-    if config_ok && has_provider_config(&ctx.home) {
-        report.line(Verdict::Ok, "providers", "provider config found");
+    let finding = providers::find(&ctx.home, ctx.manager_kind);
+    let described = finding.describe(&ctx.home, ctx.manager_kind);
+    if config_ok && finding.found() {
+        report.line(Verdict::Ok, "providers", described);
         check_providers(ctx, &mut report);
     } else if config_ok {
-        report.line(
-            Verdict::Warn,
-            "providers",
-            format!(
-                "no provider key yet: add NAME=value lines (e.g. OPENAI_API_KEY=…) to {}",
-                ctx.home.env_file().display()
-            ),
-        );
+        report.line(Verdict::Warn, "providers", described);
     }
 
     Ok(if report.failed {
@@ -217,184 +214,6 @@ fn versions_check(ctx: &Context, report: &mut Report) {
             crate::names::FAMILY_VERSION
         ),
     );
-}
-
-/// `crons.toml`, when there is one: it must parse (checked by the
-/// installed `crabtalk-cron list --json`, which knows the format), and
-/// entries that keep failing are named.
-fn cron_check(ctx: &Context, report: &mut Report) {
-    let Ok(path) = ctx.home.component_config("crons.toml") else {
-        return;
-    };
-    if !path.is_file() {
-        return;
-    }
-    let Some(binary) = names::service_for("cron").ok().and_then(|s| ctx.binary(&s)) else {
-        report.line(
-            Verdict::Warn,
-            "cron",
-            format!(
-                "{} exists but crabtalk-cron is not installed; `crabup pull cron`",
-                path.display()
-            ),
-        );
-        return;
-    };
-    let output = Command::new(&binary)
-        .args(["list", "--json"])
-        .env("CRABTALK_HOME", ctx.home.root())
-        .stdin(std::process::Stdio::null())
-        .output();
-    let output = match output {
-        Ok(output) => output,
-        Err(err) => {
-            report.line(
-                Verdict::Warn,
-                "cron",
-                format!("cannot run {}: {err}", binary.display()),
-            );
-            return;
-        }
-    };
-    if !output.status.success() {
-        let why = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-        report.line(Verdict::Fail, "crons.toml", why);
-        return;
-    }
-    let entries: Vec<serde_json::Value> =
-        serde_json::from_slice::<serde_json::Value>(&output.stdout)
-            .ok()
-            .and_then(|v| v.get("entries").and_then(|e| e.as_array()).cloned())
-            .unwrap_or_default();
-    let failing: Vec<String> = entries
-        .iter()
-        .filter(|entry| entry["health"] == "failing")
-        .map(|entry| {
-            let id = entry["id"].as_str().unwrap_or("?");
-            match entry["last_error"].as_str() {
-                Some(error) => format!("{id} ({error})"),
-                None => id.to_owned(),
-            }
-        })
-        .collect();
-    if failing.is_empty() {
-        report.line(
-            Verdict::Ok,
-            "crons.toml",
-            format!("{} entries parse, none failing", entries.len()),
-        );
-    } else {
-        report.line(
-            Verdict::Warn,
-            "cron",
-            format!(
-                "failing entries (3+ errors in a row): {}; `crabtalk-cron runs <id>` shows why",
-                failing.join(", ")
-            ),
-        );
-    }
-}
-
-/// The search component, when `search.toml` exists or it is installed:
-/// the file must parse, and each engine's last health is shown (from the
-/// installed `crabtalk-search engines --json`, which reads both).
-fn search_check(ctx: &Context, report: &mut Report) {
-    let config = ctx
-        .home
-        .component_config("search.toml")
-        .ok()
-        .filter(|path| path.is_file());
-    let binary = names::service_for("search")
-        .ok()
-        .and_then(|s| ctx.binary(&s));
-    let Some(binary) = binary else {
-        if let Some(path) = config {
-            report.line(
-                Verdict::Warn,
-                "search",
-                format!(
-                    "{} exists but crabtalk-search is not installed; `crabup pull search`",
-                    path.display()
-                ),
-            );
-        }
-        return;
-    };
-    let output = Command::new(&binary)
-        .args(["engines", "--json"])
-        .env("CRABTALK_HOME", ctx.home.root())
-        .stdin(std::process::Stdio::null())
-        .output();
-    let output = match output {
-        Ok(output) => output,
-        Err(err) => {
-            report.line(
-                Verdict::Warn,
-                "search",
-                format!("cannot run {}: {err}", binary.display()),
-            );
-            return;
-        }
-    };
-    if !output.status.success() {
-        let why = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-        report.line(Verdict::Fail, "search.toml", why);
-        return;
-    }
-    let engines: Vec<serde_json::Value> =
-        serde_json::from_slice::<serde_json::Value>(&output.stdout)
-            .ok()
-            .and_then(|v| v.get("engines").and_then(|e| e.as_array()).cloned())
-            .unwrap_or_default();
-    let on: Vec<&serde_json::Value> = engines
-        .iter()
-        .filter(|engine| engine["enabled"] == true)
-        .collect();
-    let described: Vec<String> = on
-        .iter()
-        .map(|engine| {
-            let name = engine["engine"].as_str().unwrap_or("?");
-            let health = engine["health"].as_str().unwrap_or("unknown");
-            match engine["suspended_until"].as_str() {
-                Some(until) => format!("{name} {health} (suspended until {until})"),
-                None => format!("{name} {health}"),
-            }
-        })
-        .collect();
-    let source = if config.is_some() {
-        "search.toml parses"
-    } else {
-        "no search.toml (defaults)"
-    };
-    let troubled = on.iter().any(|engine| {
-        engine["suspended_until"].is_string()
-            || matches!(
-                engine["health"].as_str(),
-                Some("rate_limited" | "blocked" | "timeout" | "error")
-            )
-    });
-    if on.is_empty() {
-        report.line(
-            Verdict::Warn,
-            "search",
-            format!("{source}, but no engine is enabled; see `crabtalk-search engines`"),
-        );
-    } else if troubled {
-        report.line(
-            Verdict::Warn,
-            "search",
-            format!(
-                "{source}; engines' last health: {}; `crabtalk-search engines` shows details",
-                described.join(", ")
-            ),
-        );
-    } else {
-        report.line(
-            Verdict::Ok,
-            "search",
-            format!("{source}; engines' last health: {}", described.join(", ")),
-        );
-    }
 }
 
 /// `crabtalkd check`, when the daemon is installed; whether the
