@@ -5,7 +5,7 @@
 use crate::context::Context;
 use crate::names::{self, FAMILY_VERSION};
 
-pub fn run(ctx: &Context) -> anyhow::Result<()> {
+pub(super) fn run(ctx: &Context) -> anyhow::Result<()> {
     let installed: Vec<_> = ctx
         .cargo
         .installed()?

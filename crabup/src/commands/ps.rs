@@ -197,7 +197,7 @@ fn human_duration(secs: i64) -> String {
     }
 }
 
-pub fn run(ctx: &Context, args: &PsArgs) -> anyhow::Result<()> {
+pub(super) fn run(ctx: &Context, args: &PsArgs) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&ps_rows(ctx)?)?);
         return Ok(());
@@ -206,7 +206,7 @@ pub fn run(ctx: &Context, args: &PsArgs) -> anyhow::Result<()> {
 }
 
 /// The table `crabup ps` prints (also the end of `crabup up`).
-pub fn print_table(ctx: &Context) -> anyhow::Result<()> {
+pub(super) fn print_table(ctx: &Context) -> anyhow::Result<()> {
     let rows = ps_rows(ctx)?;
     println!(
         "{:<10} {:<20} {:<8} {:<6} {:<8} {:<30} DETAIL",

@@ -12,7 +12,7 @@ use crate::context::Context;
 use crate::names::{self, FAMILY_VERSION};
 
 /// The `cargo install` arguments for one name.
-pub fn install_args(name: &str, args: &PullArgs) -> anyhow::Result<Vec<String>> {
+pub(super) fn install_args(name: &str, args: &PullArgs) -> anyhow::Result<Vec<String>> {
     let crate_name = names::crate_for(name);
     let mut cargo = vec!["install".to_owned()];
     if let Some(dir) = &args.path {
@@ -52,7 +52,7 @@ pub fn install_args(name: &str, args: &PullArgs) -> anyhow::Result<Vec<String>> 
 }
 
 /// The warning for a family crate asked for at another version, if it is.
-pub fn mismatch_warning(name: &str, args: &PullArgs) -> Option<String> {
+pub(super) fn mismatch_warning(name: &str, args: &PullArgs) -> Option<String> {
     let crate_name = names::crate_for(name);
     let version = args.version.as_deref()?;
     if !names::is_family_crate(crate_name) || names::matches_family(version) {
@@ -80,7 +80,7 @@ fn unpublished_hint(crate_name: &str) -> String {
 /// A family crate whose matching version the registry does not have; the
 /// message says how to install from a checkout or a repository.
 #[derive(Debug)]
-pub struct Unpublished(pub String);
+pub(super) struct Unpublished(pub String);
 
 impl std::fmt::Display for Unpublished {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -90,7 +90,7 @@ impl std::fmt::Display for Unpublished {
 
 impl std::error::Error for Unpublished {}
 
-pub fn run(ctx: &Context, args: &PullArgs) -> anyhow::Result<()> {
+pub(super) fn run(ctx: &Context, args: &PullArgs) -> anyhow::Result<()> {
     for name in &args.names {
         install(ctx, name, args, &[])?;
         if let Ok(service) = names::service_for(name)
@@ -109,7 +109,12 @@ pub fn run(ctx: &Context, args: &PullArgs) -> anyhow::Result<()> {
 /// `cargo install` of one name, with `extra` cargo arguments (`up` gives
 /// every install one `--target-dir`). A family crate missing from the
 /// registry fails with [`Unpublished`].
-pub fn install(ctx: &Context, name: &str, args: &PullArgs, extra: &[String]) -> anyhow::Result<()> {
+pub(super) fn install(
+    ctx: &Context,
+    name: &str,
+    args: &PullArgs,
+    extra: &[String],
+) -> anyhow::Result<()> {
     let mut cargo_args = install_args(name, args)?;
     cargo_args.extend(extra.iter().cloned());
     if let Some(warning) = mismatch_warning(name, args) {

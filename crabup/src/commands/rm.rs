@@ -6,7 +6,7 @@ use crate::cli::RmArgs;
 use crate::context::Context;
 use crate::names;
 
-pub fn run(ctx: &Context, args: &RmArgs) -> anyhow::Result<()> {
+pub(super) fn run(ctx: &Context, args: &RmArgs) -> anyhow::Result<()> {
     for name in &args.names {
         let short = names::short_for_crate(name).unwrap_or(name);
         if let Ok(service) = names::service_for(short) {

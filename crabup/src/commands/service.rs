@@ -17,7 +17,7 @@ use crate::daemon_config::{self, ConfigVerdict};
 use crate::setup::{Prompt, ensure_ready};
 use crate::{NOT_RUNNING_EXIT, names};
 
-pub fn run(ctx: &Context, name: &str, action: &ServiceAction) -> anyhow::Result<ExitCode> {
+pub(super) fn run(ctx: &Context, name: &str, action: &ServiceAction) -> anyhow::Result<ExitCode> {
     let service = names::service_for(name)?;
     match action {
         ServiceAction::Start => start(ctx, &service),

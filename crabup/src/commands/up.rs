@@ -27,12 +27,12 @@ use crate::daemon_config::{self, ConfigVerdict};
 use crate::names;
 
 /// What `up` installs besides the services: the client and crabup.
-pub const TOOLS: [&str; 2] = ["crabup", "tui"];
+pub(super) const TOOLS: [&str; 2] = ["crabup", "tui"];
 
 /// The services `up` starts: the daemon, cron and search (they run
 /// without any config), telegram when its config file exists, and any
 /// other component that has its config file in `config/`.
-pub fn services(ctx: &Context) -> Vec<&'static str> {
+pub(super) fn services(ctx: &Context) -> Vec<&'static str> {
     names::TABLE
         .iter()
         .filter(|known| known.service)
@@ -49,7 +49,7 @@ pub fn services(ctx: &Context) -> Vec<&'static str> {
 }
 
 /// Everything `up` installs, in order: crabup, the client, the services.
-pub fn installs(ctx: &Context) -> Vec<&'static str> {
+pub(super) fn installs(ctx: &Context) -> Vec<&'static str> {
     let mut all: Vec<&'static str> = TOOLS.to_vec();
     all.extend(services(ctx));
     all
@@ -76,14 +76,14 @@ fn workspace_root(dir: &Path) -> PathBuf {
 
 /// The one target directory of a checkout's installs: none to give when
 /// `CARGO_TARGET_DIR` is set (cargo uses it), else `<workspace>/target`.
-pub fn shared_target_dir(checkout: &Path) -> Option<PathBuf> {
+pub(super) fn shared_target_dir(checkout: &Path) -> Option<PathBuf> {
     if std::env::var_os("CARGO_TARGET_DIR").is_some_and(|dir| !dir.is_empty()) {
         return None;
     }
     Some(workspace_root(checkout).join("target"))
 }
 
-pub fn run(ctx: &Context, args: &UpArgs) -> anyhow::Result<()> {
+pub(super) fn run(ctx: &Context, args: &UpArgs) -> anyhow::Result<()> {
     // The daemon's configuration first, before anything is started: a
     // running daemon would otherwise be reported "already running" over a
     // configuration it would refuse on its next restart. (With --path the

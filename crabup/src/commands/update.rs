@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::names::{self, FAMILY_VERSION};
 
 /// The `cargo install` arguments that update `installed` in place.
-pub fn update_args(installed: &Installed) -> Vec<String> {
+pub(super) fn update_args(installed: &Installed) -> Vec<String> {
     let mut args = vec!["install".to_owned()];
     if let Some(path) = installed.path_source() {
         args.extend([
@@ -35,7 +35,7 @@ pub fn update_args(installed: &Installed) -> Vec<String> {
     args
 }
 
-pub fn run(ctx: &Context) -> anyhow::Result<()> {
+pub(super) fn run(ctx: &Context) -> anyhow::Result<()> {
     let installed: Vec<Installed> = ctx
         .cargo
         .installed()?

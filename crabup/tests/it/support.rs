@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub const TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The variable that turns on the slow tests (a real `cargo install`).
-pub const SLOW_TESTS_ENV: &str = "CRABTALK_SLOW_TESTS";
+pub(crate) const SLOW_TESTS_ENV: &str = "CRABTALK_SLOW_TESTS";
 
 /// Whether the slow tests run; says so on stderr when they do not.
-pub fn slow_tests_enabled(test: &str) -> bool {
+pub(crate) fn slow_tests_enabled(test: &str) -> bool {
     let enabled = std::env::var_os(SLOW_TESTS_ENV).is_some_and(|v| !v.is_empty() && v != "0");
     if !enabled {
         eprintln!("{test}: skipped (slow; set {SLOW_TESTS_ENV}=1 to run it, as CI does)");
@@ -20,7 +20,7 @@ pub fn slow_tests_enabled(test: &str) -> bool {
     enabled
 }
 
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     pub dir: tempfile::TempDir,
     pub home: PathBuf,
     pub cargo_home: PathBuf,
@@ -59,7 +59,7 @@ impl Drop for Sandbox {
 }
 
 impl Sandbox {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("crabtalk-home");
         let cargo_home = dir.path().join("cargo-home");
@@ -75,7 +75,7 @@ impl Sandbox {
 
     /// Puts a `cargo` first on PATH that appends its arguments (one per
     /// line, then `--`) to [`Sandbox::cargo_calls`]'s file.
-    pub fn with_cargo_shim(mut self) -> Self {
+    pub(crate) fn with_cargo_shim(mut self) -> Self {
         let shim = self.dir.path().join("shim");
         std::fs::create_dir_all(&shim).unwrap();
         let log = self.dir.path().join("cargo-calls");
@@ -93,7 +93,7 @@ impl Sandbox {
 
     /// Like [`Sandbox::with_cargo_shim`], and `cargo install <crate>` also
     /// puts a `$CARGO_HOME/bin/<crate>` that runs until SIGTERM.
-    pub fn with_installing_cargo_shim(self) -> Self {
+    pub(crate) fn with_installing_cargo_shim(self) -> Self {
         let sandbox = self.with_cargo_shim();
         let shim = sandbox.path_prefix.last().unwrap().join("cargo");
         let recorder = std::fs::read_to_string(&shim).unwrap();
@@ -108,7 +108,7 @@ impl Sandbox {
     }
 
     /// Every recorded cargo call, as its arguments.
-    pub fn cargo_calls(&self) -> Vec<Vec<String>> {
+    pub(crate) fn cargo_calls(&self) -> Vec<Vec<String>> {
         let text = std::fs::read_to_string(self.dir.path().join("cargo-calls")).unwrap_or_default();
         text.split("--\n")
             .filter(|call| !call.is_empty())
@@ -116,7 +116,7 @@ impl Sandbox {
             .collect()
     }
 
-    pub fn path(&self) -> String {
+    pub(crate) fn path(&self) -> String {
         if let Some(path) = &self.path_override {
             return path.clone();
         }
@@ -130,7 +130,7 @@ impl Sandbox {
             .into_owned()
     }
 
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_crabup"));
         command
             .args(args)
@@ -144,12 +144,12 @@ impl Sandbox {
     }
 
     /// Runs crabup to completion.
-    pub fn crabup(&self, args: &[&str]) -> Output {
+    pub(crate) fn crabup(&self, args: &[&str]) -> Output {
         self.command(args).output().unwrap()
     }
 
     /// Runs crabup and fails the test unless it succeeds; returns stdout.
-    pub fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.crabup(args);
         assert!(
             out.status.success(),
@@ -162,11 +162,11 @@ impl Sandbox {
     }
 
     /// `crabup ps --json`, as JSON.
-    pub fn ps(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn ps(&self) -> Vec<serde_json::Value> {
         serde_json::from_str(&self.ok(&["ps", "--json"])).unwrap()
     }
 
-    pub fn ps_row(&self, name: &str) -> serde_json::Value {
+    pub(crate) fn ps_row(&self, name: &str) -> serde_json::Value {
         self.ps()
             .into_iter()
             .find(|row| row["name"] == name)
@@ -174,13 +174,13 @@ impl Sandbox {
     }
 
     /// Installs an executable script as `$CARGO_HOME/bin/<name>`.
-    pub fn fake_binary(&self, name: &str, body: &str) -> PathBuf {
+    pub(crate) fn fake_binary(&self, name: &str, body: &str) -> PathBuf {
         let path = self.cargo_home.join("bin").join(name);
         script(&path, &format!("{NO_CHECK}{body}"));
         path
     }
 
-    pub fn run_files(&self) -> Vec<String> {
+    pub(crate) fn run_files(&self) -> Vec<String> {
         std::fs::read_dir(self.home.join("run"))
             .map(|dir| {
                 dir.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -198,7 +198,7 @@ const NO_CHECK: &str = "case \" $* \" in *\" check \"*) echo \"error: unrecogniz
 /// that `cargo install` puts in place).
 const NO_CHECK_PRINTF: &str = "case \" $* \" in *\" check \"*) exit 2;; esac\\n";
 
-pub fn script(path: &Path, body: &str) {
+pub(crate) fn script(path: &Path, body: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -206,7 +206,11 @@ pub fn script(path: &Path, body: &str) {
 }
 
 /// Polls `condition` until it returns `Some`, failing after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut condition: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut condition: impl FnMut() -> Option<T>,
+) -> T {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(value) = condition() {
@@ -217,10 +221,10 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut condition: impl FnMut() ->
     }
 }
 
-pub fn stdout(out: &Output) -> String {
+pub(crate) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-pub fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }

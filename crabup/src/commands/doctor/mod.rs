@@ -45,7 +45,7 @@ impl Report {
     }
 }
 
-pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
+pub(super) fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
     let mut report = Report { failed: false };
 
     match ctx.cargo.program() {
