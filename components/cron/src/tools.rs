@@ -13,14 +13,14 @@
 
 use std::sync::Arc;
 
+use crabtalk_kit::tool_call::{call_arguments, call_meta, tool_arguments, tool_result};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::admin::{Admin, AdminError, Caller, EntryFields};
@@ -161,7 +161,7 @@ impl CronTools {
                 if text(META_TRIGGER).as_deref() == Some("cron") {
                     return Err("turns started by cron cannot create schedules (no self-replicating schedules)".into());
                 }
-                let mut fields: EntryFields = args(arguments)?;
+                let mut fields: EntryFields = tool_arguments(arguments)?;
                 if fields.deliver.is_none() {
                     fields.deliver = telegram_default(&fields, &caller);
                 }
@@ -170,11 +170,11 @@ impl CronTools {
                 Ok(json!({ "added": view }))
             }
             "cron_list" => {
-                let _: NoArgs = args(arguments)?;
+                let _: NoArgs = tool_arguments(arguments)?;
                 Ok(json!({ "entries": self.admin.list(&caller, now).map_err(message)? }))
             }
             "cron_update" => {
-                let fields: EntryFields = args(arguments)?;
+                let fields: EntryFields = tool_arguments(arguments)?;
                 let id = fields
                     .id
                     .clone()
@@ -187,13 +187,13 @@ impl CronTools {
                 Ok(json!({ "updated": view }))
             }
             "cron_remove" => {
-                let IdArgs { id } = args(arguments)?;
+                let IdArgs { id } = tool_arguments(arguments)?;
                 self.admin.remove(&id, &caller).map_err(message)?;
                 self.engine.reload().await;
                 Ok(json!({ "removed": id }))
             }
             "cron_pause" | "cron_resume" => {
-                let IdArgs { id } = args(arguments)?;
+                let IdArgs { id } = tool_arguments(arguments)?;
                 let view = self
                     .admin
                     .set_enabled(&id, name == "cron_resume", &caller, now)
@@ -202,7 +202,7 @@ impl CronTools {
                 Ok(json!({ "entry": view }))
             }
             "cron_run" => {
-                let RunArgs { id, wait } = args(arguments)?;
+                let RunArgs { id, wait } = tool_arguments(arguments)?;
                 self.admin.check_touch(&id, &caller).map_err(message)?;
                 if wait {
                     let record = self.engine.run_now_and_wait(&id).await?;
@@ -213,7 +213,7 @@ impl CronTools {
                 }
             }
             "cron_runs" => {
-                let RunsArgs { id, n } = args(arguments)?;
+                let RunsArgs { id, n } = tool_arguments(arguments)?;
                 let runs = self
                     .admin
                     .runs(id.as_deref(), n.unwrap_or(20), &caller)
@@ -246,18 +246,6 @@ fn message(err: AdminError) -> String {
     err.to_string()
 }
 
-/// Reads arguments; a JSON string holding an object is accepted too.
-fn args<T: DeserializeOwned>(arguments: Value) -> Result<T, String> {
-    let arguments = match arguments {
-        Value::String(text) => serde_json::from_str(&text).map_err(|err| {
-            format!("the arguments are a string that is not a JSON object: {err}")
-        })?,
-        Value::Null => json!({}),
-        other => other,
-    };
-    serde_json::from_value(arguments).map_err(|err| format!("invalid arguments: {err}"))
-}
-
 impl ServerHandler for CronTools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
@@ -278,16 +266,11 @@ impl ServerHandler for CronTools {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let mut meta = context.meta.0.clone();
-        if let Some(own) = &request.meta {
-            meta.extend(own.0.clone());
-        }
-        let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let result = match self.call(&request.name, arguments, &meta).await {
-            Ok(value) => CallToolResult::structured(value),
-            Err(err) => CallToolResult::error(vec![ContentBlock::text(err)]),
-        };
-        Ok(result.into())
+        let meta = call_meta(&request, &context);
+        let answer = self
+            .call(&request.name, call_arguments(&request), &meta)
+            .await;
+        Ok(tool_result(answer).into())
     }
 }
 

@@ -65,6 +65,8 @@ mod shutdown;
 mod string_arguments;
 #[cfg(feature = "service")]
 pub mod tls;
+#[cfg(feature = "service")]
+pub mod tool_call;
 
 pub use component::Component;
 #[cfg(feature = "service")]

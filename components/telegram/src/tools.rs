@@ -20,9 +20,10 @@
 
 use std::sync::Arc;
 
+use crabtalk_kit::tool_call::{call_arguments, call_meta, tool_arguments, tool_result};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -134,11 +135,11 @@ impl TelegramTools {
     ) -> Result<Value, String> {
         match name {
             "telegram_send" => {
-                let args: SendArgs = parse_args(arguments)?;
+                let args: SendArgs = tool_arguments(arguments)?;
                 self.send(args, meta).await
             }
             "telegram_chats" => {
-                let _: NoArgs = parse_args(arguments)?;
+                let _: NoArgs = tool_arguments(arguments)?;
                 let own = gateway_chat(meta)?;
                 let gateway = self.gateway()?;
                 let mut chats: Vec<Value> = gateway
@@ -270,18 +271,6 @@ fn chat_of(value: &Value) -> Result<ChatAddress, String> {
     }
 }
 
-/// Arguments; a JSON string holding the object is accepted too.
-fn parse_args<T: serde::de::DeserializeOwned>(arguments: Value) -> Result<T, String> {
-    let arguments = match arguments {
-        Value::String(text) => serde_json::from_str(&text).map_err(|err| {
-            format!("the arguments are a string that is not a JSON object: {err}")
-        })?,
-        Value::Null => json!({}),
-        other => other,
-    };
-    serde_json::from_value(arguments).map_err(|err| format!("invalid arguments: {err}"))
-}
-
 impl ServerHandler for TelegramTools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
@@ -302,16 +291,11 @@ impl ServerHandler for TelegramTools {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let mut meta = context.meta.0.clone();
-        if let Some(own) = &request.meta {
-            meta.extend(own.0.clone());
-        }
-        let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let result = match self.call(&request.name, arguments, &meta).await {
-            Ok(value) => CallToolResult::structured(value),
-            Err(err) => CallToolResult::error(vec![ContentBlock::text(err)]),
-        };
-        Ok(result.into())
+        let meta = call_meta(&request, &context);
+        let answer = self
+            .call(&request.name, call_arguments(&request), &meta)
+            .await;
+        Ok(tool_result(answer).into())
     }
 }
 
