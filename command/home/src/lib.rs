@@ -51,6 +51,7 @@ pub mod exit;
 mod health;
 mod paths;
 mod port_file;
+mod private_dir;
 pub mod provider_env;
 mod service;
 
@@ -59,4 +60,5 @@ pub use env_file::{EnvFile, EnvFileError, EnvLineError, EnvVar};
 pub use health::{HEALTH_PATH, Health};
 pub use paths::{DAEMON_RUN_NAME, HOME_ENV, Home, HomeError, validate_service_name};
 pub use port_file::{PortFile, PortFileError};
+pub use private_dir::create_private_dir;
 pub use service::{RUN_ARGS, Service};

@@ -15,7 +15,7 @@
 //! the schedules and the `crons.toml` model, without the engine, MCP or
 //! HTTP (what `crabup` links).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crabtalk_home::Home;
 
@@ -28,7 +28,7 @@ pub mod config;
 pub mod engine;
 #[cfg(feature = "service")]
 pub mod fire;
-pub mod lock;
+pub use crabtalk_kit::lock;
 pub mod runlog;
 pub mod schedule;
 #[cfg(feature = "service")]
@@ -42,14 +42,4 @@ pub fn data_dir(home: &Home) -> PathBuf {
     home.root().join("cron")
 }
 
-/// Creates `dir` (and its parents) private to the user (0700 on Unix).
-pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
-}
+pub use crabtalk_home::create_private_dir;

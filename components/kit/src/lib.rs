@@ -57,6 +57,7 @@ pub mod exit;
 pub mod footprint;
 #[cfg(feature = "service")]
 mod health;
+pub mod lock;
 pub mod logging;
 #[cfg(feature = "service")]
 pub mod mcp;

@@ -22,7 +22,7 @@
 //! Without the default `service` feature the crate is the command line,
 //! the config types and the health table: what `crabup` links.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crabtalk_home::Home;
 
@@ -56,14 +56,4 @@ pub fn data_dir(home: &Home) -> PathBuf {
     home.root().join("search")
 }
 
-/// Creates `dir` (and its parents) private to the user (0700 on Unix).
-pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
-}
+pub use crabtalk_home::create_private_dir;

@@ -55,14 +55,4 @@ pub fn data_dir(home: &crabtalk_home::Home) -> std::path::PathBuf {
     home.root().join("telegram")
 }
 
-/// Creates `dir` (and its parents) private to the user (0700 on Unix).
-pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
-}
+pub use crabtalk_home::create_private_dir;

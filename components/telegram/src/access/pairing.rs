@@ -13,11 +13,11 @@
 //! change happens under an `flock` on `telegram/pairing.lock`, re-reading
 //! the file first.
 
-use std::fs::OpenOptions;
 use std::path::PathBuf;
 
 use chrono::{DateTime, Duration, Utc};
 use crabtalk_home::Home;
+use crabtalk_kit::lock::FileLock;
 use serde::{Deserialize, Serialize};
 
 /// How long a code is valid.
@@ -216,7 +216,7 @@ impl PairingStore {
             path: self.path.clone(),
             source,
         };
-        let _lock = FileLock::take(&self.lock).map_err(io)?;
+        let _lock = FileLock::exclusive(&self.lock).map_err(io)?;
         let before: PairingFile = crate::state::read_json(&self.path);
         let mut file = before.clone();
         file.pending.retain(|p| p.expires > now);
@@ -250,39 +250,6 @@ fn new_code(pending: &[Pending]) -> String {
         if !pending.iter().any(|p| p.code == code) {
             return code;
         }
-    }
-}
-
-/// A blocking `flock` held while the file is edited.
-struct FileLock {
-    _file: std::fs::File,
-}
-
-impl FileLock {
-    fn take(path: &std::path::Path) -> std::io::Result<Self> {
-        if let Some(dir) = path.parent() {
-            crate::create_private_dir(dir)?;
-        }
-        let mut options = OpenOptions::new();
-        options.read(true).write(true).create(true).truncate(false);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let file = options.open(path)?;
-        #[cfg(unix)]
-        {
-            use std::os::fd::AsRawFd;
-            loop {
-                // SAFETY: flock on a descriptor this process owns.
-                if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                    break;
-                }
-                let err = std::io::Error::last_os_error();
-                if err.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(err);
-                }
-            }
-        }
-        Ok(Self { _file: file })
     }
 }
 

@@ -1,5 +1,5 @@
-//! Advisory file locks (`flock`): one cron service per home, and one edit
-//! of `crons.toml` at a time across the service and the CLI. The kernel
+//! Advisory file locks (`flock`): one instance of a service per home, one
+//! edit of a shared file at a time across a service and its CLI. The kernel
 //! releases a lock when its process dies, however it dies.
 
 use std::fs::{File, OpenOptions};
@@ -40,6 +40,7 @@ impl FileLock {
         text.trim().parse().ok()
     }
 
+    /// The locked file.
     pub fn file(&self) -> &File {
         &self.file
     }
@@ -47,7 +48,7 @@ impl FileLock {
 
 fn open(path: &Path) -> std::io::Result<File> {
     if let Some(dir) = path.parent() {
-        crate::create_private_dir(dir)?;
+        crabtalk_home::create_private_dir(dir)?;
     }
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
@@ -89,4 +90,21 @@ fn lock(_file: &File, _blocking: Blocking) -> std::io::Result<bool> {
     // Windows: the service manager runs one instance; edits are not
     // serialised across processes there.
     Ok(true)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_taker_is_refused_and_told_who_holds_it_until_the_first_lets_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locks/service.lock");
+        let first = FileLock::try_exclusive(&path).unwrap().expect("free");
+        assert!(FileLock::try_exclusive(&path).unwrap().is_none());
+        assert_eq!(FileLock::holder(&path), Some(std::process::id()));
+        drop(first);
+        let again = FileLock::try_exclusive(&path).unwrap();
+        assert!(again.is_some());
+    }
 }
