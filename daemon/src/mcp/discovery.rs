@@ -11,6 +11,10 @@
 //! watching does not work, where the rescan is all there is and runs more
 //! often.
 //!
+//! A component killed without removing its file is noticed at once where
+//! the system can tell (`exits`: a pidfd per component's pid), else by the
+//! rescan.
+//!
 //! A port file that cannot be used is logged with the reason once, and again
 //! only when the file changes.
 
@@ -26,6 +30,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::McpHub;
+use super::exits::ExitWatches;
 
 /// How often `run/` is rescanned while watching works.
 const RESCAN: Duration = Duration::from_secs(30);
@@ -69,6 +74,8 @@ pub struct Discovery {
     run_dir: PathBuf,
     /// Port files whose problem was logged, at the version logged.
     reported: HashMap<PathBuf, Option<FileVersion>>,
+    /// The pids the live port files name, as of the last scan.
+    pids: Vec<u32>,
 }
 
 impl Discovery {
@@ -76,12 +83,14 @@ impl Discovery {
         Self {
             run_dir,
             reported: HashMap::new(),
+            pids: Vec::new(),
         }
     }
 
     /// Keeps `hub`'s components in step with `run/` until `stop`.
     pub async fn watch(mut self, hub: Arc<McpHub>, stop: CancellationToken) {
         let (changed, mut changes) = mpsc::channel::<()>(1);
+        let mut exits = ExitWatches::new(changed.clone());
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
             if event.as_ref().map_or(true, changes_components) {
                 let _ = changed.try_send(());
@@ -108,6 +117,7 @@ impl Discovery {
                 return;
             }
             hub.set_components(found);
+            exits.follow(&self.pids);
             tokio::select! {
                 () = stop.cancelled() => return,
                 _ = changes.recv() => {
@@ -131,6 +141,7 @@ impl Discovery {
         };
         let mut found = Vec::new();
         let mut problems = HashMap::new();
+        self.pids.clear();
         for entry in entries.flatten() {
             let path = entry.path();
             let Some(name) = port_file_name(&path) else {
@@ -140,7 +151,10 @@ impl Discovery {
                 continue;
             }
             match inspect(name, &path) {
-                Ok(component) => found.push(component),
+                Ok((component, pid)) => {
+                    found.push(component);
+                    self.pids.extend(pid);
+                }
                 Err(reason) => {
                     problems.insert(path, reason);
                 }
@@ -169,8 +183,9 @@ fn port_file_name(path: &Path) -> Option<&str> {
     file_name.strip_suffix(".port")
 }
 
-/// The component a port file announces, or why it announces none.
-fn inspect(name: &str, path: &Path) -> Result<Component, String> {
+/// The component a port file announces (and the pid it names), or why it
+/// announces none.
+fn inspect(name: &str, path: &Path) -> Result<(Component, Option<u32>), String> {
     if validate_service_name(name).is_err() {
         return Err(format!(
             "{name:?} is not a component name (1-64 characters of a-z, 0-9, _ and -, \
@@ -194,11 +209,14 @@ fn inspect(name: &str, path: &Path) -> Result<Component, String> {
             "its process {pid} is not running (a component that stopped without removing it)"
         ));
     }
-    Ok(Component {
-        name: name.to_owned(),
-        port: file.port,
-        port_file: path.to_owned(),
-    })
+    Ok((
+        Component {
+            name: name.to_owned(),
+            port: file.port,
+            port_file: path.to_owned(),
+        },
+        file.pid,
+    ))
 }
 
 /// Whether a watch event can change the set of components: a `*.port` file

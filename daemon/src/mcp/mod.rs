@@ -26,6 +26,7 @@ mod backoff;
 pub mod caller;
 mod client;
 pub mod discovery;
+mod exits;
 mod failure;
 pub mod names;
 mod oversize;

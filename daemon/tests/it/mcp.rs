@@ -363,6 +363,45 @@ async fn components_are_discovered_from_their_port_files() {
     .await;
 }
 
+/// A component killed with -9 leaves its port file behind; the daemon
+/// still forgets it at once (it holds a pidfd of the process the file
+/// names), not at the next rescan of `run/` 30 s later.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_component_killed_without_removing_its_port_file_is_forgotten_at_once() {
+    let (_llm, daemon) = start("").await;
+    let client = daemon.client().await;
+    let port_file = daemon.path().join("run").join("calc.port");
+    let mut component = Component(
+        Command::new(server())
+            .arg("http")
+            .arg(&port_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    connected(&client, "crab", "calc").await;
+    component.0.kill().unwrap();
+    let _ = component.0.wait();
+    assert!(port_file.exists(), "the killed component's file stays");
+    // Well inside the 30 s rescan: only the exit itself can have told.
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while client
+            .list_mcps(ListMcpsMsg::default())
+            .await
+            .unwrap()
+            .mcps
+            .iter()
+            .any(|info| info.name == "calc")
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the killed component forgotten within 10 s");
+}
+
 #[tokio::test]
 async fn servers_are_managed_through_the_protocol() {
     let (_llm, daemon) = start("").await;
