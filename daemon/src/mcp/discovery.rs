@@ -238,22 +238,34 @@ fn changes_components(event: &notify::Event) -> bool {
                 .any(|path| port_file_name(path).is_some()))
 }
 
-/// Whether a process with this pid exists.
+/// Whether a process with this pid runs. A zombie does not: it has exited
+/// and only waits for its parent to collect it (a component killed while
+/// its parent is slow to reap stays one for a while).
 fn process_exists(pid: u32) -> bool {
     #[cfg(unix)]
     {
-        let Ok(pid) = libc::pid_t::try_from(pid) else {
+        let Ok(raw) = libc::pid_t::try_from(pid) else {
             return false;
         };
         // SAFETY: signal 0 only checks that the process exists.
-        let rc = unsafe { libc::kill(pid, 0) };
-        rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+        let rc = unsafe { libc::kill(raw, 0) };
+        let exists = rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        exists && !is_zombie(pid)
     }
     #[cfg(not(unix))]
     {
         let _ = pid;
         true
     }
+}
+
+/// Whether `pid` has exited and waits to be reaped (Linux: its state in
+/// `/proc/<pid>/stat` is `Z`); elsewhere never said.
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
 }
 
 #[cfg(test)]
@@ -318,6 +330,39 @@ mod tests {
                 "junk.port"
             ]
         );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_component_that_exited_but_is_not_reaped_yet_is_not_live() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        PortFile {
+            port: 4001,
+            pid: Some(child.id()),
+            started_at: None,
+        }
+        .write(&run.join("search.port"))
+        .unwrap();
+        let mut discovery = Discovery::new(run.to_owned());
+        assert_eq!(discovery.scan().len(), 1);
+        child.kill().unwrap();
+        // Not waited for: a zombie until `wait` below.
+        let mut zombie = false;
+        for _ in 0..500 {
+            if is_zombie(child.id()) {
+                zombie = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(zombie);
+        assert!(discovery.scan().is_empty());
+        let _ = child.wait();
     }
 
     #[test]
