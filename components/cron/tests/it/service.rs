@@ -773,6 +773,15 @@ async fn an_entry_a_gateway_sender_made_runs_under_the_gateway_rule() {
     }
 
     // The same entry without an origin is the owner's: bash is offered.
+    // Written once cron has removed the done one-shot from the file, so
+    // the two writes do not cross.
+    let crons_path = setup.home().component_config_dir().join("crons.toml");
+    eventually("the done one-shot to leave crons.toml", || {
+        !std::fs::read_to_string(&crons_path)
+            .unwrap_or_default()
+            .contains("theirs")
+    })
+    .await;
     crate::support::write_crons(
         setup.daemon.path(),
         &format!(
