@@ -38,6 +38,10 @@ pub use watch::{FileWatch, WatchMode};
 use crate::lock::FileLock;
 use crate::schedule::Zone;
 
+/// How many times an edit is made again on a file that changed under it
+/// before it is refused.
+const EDIT_ATTEMPTS: u32 = 5;
+
 /// The entries file of one home.
 #[derive(Debug, Clone)]
 pub struct CronsFile {
@@ -88,9 +92,40 @@ impl CronsFile {
             path: self.lock.clone(),
             source,
         })?;
-        let text = self.read_text().map_err(EditError::Unreadable)?;
+        let mut text = self.read_text().map_err(EditError::Unreadable)?;
+        // Another program (an editor) does not take the lock: if the file
+        // changed while the edit was made, the edit is made again on what
+        // is there now rather than writing over it.
+        for _ in 0..EDIT_ATTEMPTS {
+            let (new_text, after) = self.edited(&text, machine_zone, change)?;
+            let now = self.read_text().map_err(EditError::Unreadable)?;
+            if now != text {
+                text = now;
+                continue;
+            }
+            write_atomic_private(&self.path, new_text.as_bytes()).map_err(|source| {
+                EditError::Io {
+                    path: self.path.clone(),
+                    source,
+                }
+            })?;
+            return Ok(after);
+        }
+        Err(EditError::Refused(format!(
+            "{} kept changing while it was being edited; nothing was written, try again",
+            self.path.display()
+        )))
+    }
+
+    /// `text` with `change` made, and the entries it then holds.
+    fn edited(
+        &self,
+        text: &str,
+        machine_zone: Zone,
+        change: &Change,
+    ) -> Result<(String, Vec<Entry>), EditError> {
         let before =
-            parse_entries(&self.path, &text, machine_zone).map_err(EditError::Unparsable)?;
+            parse_entries(&self.path, text, machine_zone).map_err(EditError::Unparsable)?;
         let mut document: DocumentMut = text.parse().map_err(|_| {
             EditError::Unparsable(LoadError::Invalid {
                 path: self.path.clone(),
@@ -106,11 +141,7 @@ impl CronsFile {
                 LoadError::Invalid { message, .. } => EditError::Refused(message),
                 other => EditError::Unreadable(other),
             })?;
-        write_atomic_private(&self.path, new_text.as_bytes()).map_err(|source| EditError::Io {
-            path: self.path.clone(),
-            source,
-        })?;
-        Ok(after)
+        Ok((new_text, after))
     }
 
     /// The file's modification time and length, to notice changes.
