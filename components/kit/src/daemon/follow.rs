@@ -191,6 +191,15 @@ impl<S: Subscription> Follower<S> {
             Ok(stream) => stream,
             Err(err) => return self.failed(err).await,
         };
+        // The marker says "following": only once the daemon has taken the
+        // subscription. Requests on one connection start in the order they
+        // arrive, so a ping answered after the subscription was sent was
+        // started after it; without this, an event published in between
+        // (another client's turn ending) would be missed by a follower that
+        // believes it is following.
+        if let Err(err) = client.ping().await {
+            return self.failed(err).await;
+        }
         if self.sender.send(Ok(marker)).await.is_err() {
             return Ended::Finished;
         }

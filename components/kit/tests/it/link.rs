@@ -166,3 +166,31 @@ async fn a_following_keeps_its_link_alive() {
     Turn::run(&daemon.client().await, message("crab", "test", "kept")).await;
     assert_eq!(next_done(&mut events).await.agent, "crab");
 }
+
+/// `Started` means the daemon already follows: a turn another client ends
+/// right after it is never missed. (The subscription is sent, then a ping
+/// on the same connection is answered — the daemon starts requests in the
+/// order they arrive.) Many rounds, each a fresh link, to give the race a
+/// chance to show.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_started_no_event_is_missed() {
+    let llm = ScriptedLlm::start().await;
+    let mut daemon = unstarted_daemon(&llm);
+    daemon.spawn().await;
+    let other = daemon.client().await;
+    for round in 0..25 {
+        let shutdown = Shutdown::new();
+        let mut events =
+            DaemonLink::start(daemon.home(), shutdown.clone()).follow(SubscribeEvents {});
+        assert_eq!(
+            within("start", events.next()).await.unwrap().unwrap(),
+            Followed::Started
+        );
+        Turn::run(&other, message("crab", "test", &format!("round {round}"))).await;
+        let done = tokio::time::timeout(Duration::from_secs(10), next_done(&mut events))
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: the turn's DONE was missed"));
+        assert_eq!(done.agent, "crab");
+        shutdown.trigger();
+    }
+}
