@@ -38,10 +38,15 @@ pub enum HealthError {
     TooLarge,
     #[error("the answer is not a health report: {0}")]
     Body(serde_json::Error),
+    #[error(
+        "it answers, but tells more only to the owner's token (run/token is missing or unreadable)"
+    )]
+    OnlyAlive,
 }
 
-/// Asks `127.0.0.1:port` for `GET /health`, giving it `timeout` in all.
-pub fn check(port: u16, timeout: Duration) -> Result<Health, HealthError> {
+/// Asks `127.0.0.1:port` for `GET /health` with `token` (the owner's, from
+/// `run/token`), giving it `timeout` in all.
+pub fn check(port: u16, token: Option<&str>, timeout: Duration) -> Result<Health, HealthError> {
     let deadline = Instant::now() + timeout;
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(HealthError::Connect)?;
@@ -55,8 +60,13 @@ pub fn check(port: u16, timeout: Duration) -> Result<Health, HealthError> {
     stream
         .set_write_timeout(Some(remaining()?))
         .map_err(HealthError::Io)?;
+    // A token is one line of visible characters (crabtalk_home::token).
+    let authorization = token
+        .filter(|token| crabtalk_home::token::usable(token))
+        .map(|token| format!("Authorization: Bearer {token}\r\n"))
+        .unwrap_or_default();
     let request = format!(
-        "GET {HEALTH_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        "GET {HEALTH_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{authorization}Connection: close\r\n\r\n"
     );
     stream
         .write_all(request.as_bytes())
@@ -110,7 +120,16 @@ fn parse_answer(answer: &[u8]) -> Result<Health, HealthError> {
     if status != 200 {
         return Err(HealthError::Status(status));
     }
-    serde_json::from_slice(&answer[split + 4..]).map_err(HealthError::Body)
+    let body = &answer[split + 4..];
+    serde_json::from_slice(body).map_err(|err| {
+        let alive_only = serde_json::from_slice::<serde_json::Value>(body)
+            .is_ok_and(|value| value == serde_json::json!({ "ok": true }));
+        if alive_only {
+            HealthError::OnlyAlive
+        } else {
+            HealthError::Body(err)
+        }
+    })
 }
 
 #[cfg(test)]
@@ -142,6 +161,10 @@ mod tests {
             Err(HealthError::Body(_))
         ));
         assert!(matches!(parse_answer(b""), Err(HealthError::NotHttp)));
+        assert!(matches!(
+            parse_answer(b"HTTP/1.1 200 OK\r\n\r\n{\"ok\":true}"),
+            Err(HealthError::OnlyAlive)
+        ));
     }
 
     #[test]
@@ -150,7 +173,7 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         // The kernel accepts the connection into the backlog; nobody reads.
         let started = Instant::now();
-        let err = check(port, Duration::from_millis(300)).unwrap_err();
+        let err = check(port, None, Duration::from_millis(300)).unwrap_err();
         assert!(matches!(err, HealthError::TimedOut(_)), "{err}");
         assert!(started.elapsed() < Duration::from_secs(5));
         drop(listener);

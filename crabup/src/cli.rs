@@ -36,8 +36,9 @@ pub struct Cli {
 pub enum Command {
     /// Install crabtalk binaries with `cargo install`.
     ///
-    /// Names are short names (daemon, tui, telegram, search, cron) or any
-    /// crate name, passed to cargo as is. Crabtalk's own crates are
+    /// Names are short names (daemon, tui, telegram, search, cron) or the
+    /// family's crate names; any other crate only with --third-party (it is
+    /// passed to cargo as is). Crabtalk's own crates are
     /// installed at crabup's own version (the family speaks one protocol);
     /// --path and --git install from a checkout or a repository. A running
     /// service keeps running the old binary until you restart it.
@@ -88,9 +89,15 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct PullArgs {
-    /// What to install: daemon, tui, telegram, search, cron, or a crate name.
+    /// What to install: daemon, tui, telegram, search, cron (or their crate
+    /// names).
     #[arg(required = true)]
     pub names: Vec<String>,
+    /// Also accept names outside the crabtalk family: crates someone else
+    /// publishes on crates.io, installed with `cargo install` (their build
+    /// scripts run as you).
+    #[arg(long)]
+    pub third_party: bool,
     /// Install this version (cargo's --version) instead of the one that
     /// matches crabup's own; a different version is installed with a
     /// warning.
@@ -112,9 +119,13 @@ pub struct PullArgs {
 
 #[derive(Debug, Args)]
 pub struct RmArgs {
-    /// What to remove: short names or crate names.
+    /// What to remove: short names or the family's crate names.
     #[arg(required = true)]
     pub names: Vec<String>,
+    /// Also accept names outside the crabtalk family (a crate someone else
+    /// publishes, removed with `cargo uninstall`).
+    #[arg(long)]
+    pub third_party: bool,
 }
 
 #[derive(Debug, Args)]
@@ -195,4 +206,8 @@ impl From<ManagerArg> for crabtalk_command::ManagerKind {
 pub struct OtherService {
     #[command(subcommand)]
     pub action: ServiceAction,
+    /// Run a component outside the crabtalk family: the binary
+    /// `crabtalk-<name>` someone else publishes, as a service of yours.
+    #[arg(long, global = true)]
+    pub third_party: bool,
 }

@@ -2,8 +2,11 @@
 //!
 //! `crabup pull daemon` installs the crate `crabtalkd`; `crabup search
 //! start` runs `crabtalk-search` as the service `ai.crabtalk.search`. A
-//! name not in the table passes through to cargo verbatim for `pull` and
-//! `rm` (a third-party crate), and, for service commands, names the binary
+//! name not in the table is refused with the family name it most likely
+//! meant ([`check_name`]): `crabup pull deamon` must not `cargo install` a
+//! stranger's crate, whose build script would run as the user. Only with
+//! `--third-party` ([`ThirdParty::Allowed`]) does it pass through to cargo
+//! verbatim for `pull` and `rm`, and, for service commands, name the binary
 //! `crabtalk-<name>` (a third-party component that follows the contract).
 
 use crabtalk_command::Service;
@@ -72,6 +75,43 @@ pub fn lookup(name: &str) -> Option<&'static Known> {
         .find(|known| known.short == name || known.crate_name == name)
 }
 
+/// Whether names outside the family may be used: only when the user said
+/// so with `--third-party`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThirdParty {
+    Refused,
+    Allowed,
+}
+
+impl ThirdParty {
+    /// `--third-party` given or not.
+    pub fn from_flag(given: bool) -> Self {
+        if given { Self::Allowed } else { Self::Refused }
+    }
+}
+
+/// Refuses `name` unless it is one of the family's (a short name, a crate
+/// name, or `crabup`) or third parties are allowed; the refusal names the
+/// family program it most likely meant.
+pub fn check_name(name: &str, third_party: ThirdParty) -> anyhow::Result<()> {
+    if lookup(name).is_some() || name == "crabup" || third_party == ThirdParty::Allowed {
+        return Ok(());
+    }
+    let mut known: Vec<&str> = TABLE.iter().map(|known| known.short).collect();
+    known.extend(TABLE.iter().map(|known| known.crate_name));
+    known.push("crabup");
+    let hint = crabtalk_kit::suggest::closest(name, &known)
+        .map(|likely| format!(" Did you mean `{likely}`?"))
+        .unwrap_or_default();
+    let family: Vec<&str> = TABLE.iter().map(|known| known.short).collect();
+    anyhow::bail!(
+        "`{name}` is not a crabtalk program.{hint} The family is: {}. \
+         A name outside it is a crate or component someone else publishes: installing one runs \
+         its build script as you, so crabup does it only when you add --third-party.",
+        family.join(", ")
+    )
+}
+
 /// The crate `cargo install` gets for `name`.
 pub fn crate_for(name: &str) -> &str {
     lookup(name).map_or(name, |known| known.crate_name)
@@ -130,6 +170,34 @@ pub fn service_for(name: &str) -> anyhow::Result<Service> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_outside_the_family_need_the_flag_and_typos_get_a_suggestion() {
+        for ours in [
+            "daemon",
+            "crabtalkd",
+            "tui",
+            "crabtalk-search",
+            "cron",
+            "crabup",
+        ] {
+            check_name(ours, ThirdParty::Refused).unwrap();
+        }
+        let err = check_name("deamon", ThirdParty::Refused)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("Did you mean `daemon`?"), "{err}");
+        assert!(err.contains("--third-party"), "{err}");
+        let err = check_name("crabtalk-serch", ThirdParty::Refused)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("Did you mean `crabtalk-search`?"), "{err}");
+        let err = check_name("ripgrep", ThirdParty::Refused)
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("Did you mean"), "{err}");
+        check_name("ripgrep", ThirdParty::Allowed).unwrap();
+    }
 
     #[test]
     fn short_names_resolve_and_unknown_names_pass_through() {

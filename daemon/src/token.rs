@@ -15,37 +15,25 @@
 use std::path::Path;
 
 use crabtalk_home::Home;
-use rand::TryRngCore;
+use crabtalk_home::token::TokenFile;
 
-/// Bytes of randomness in a token the daemon makes.
-const TOKEN_BYTES: usize = 32;
-
-/// Why the token could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum TokenError {
-    #[error("cannot get random bytes for the TCP token from the operating system: {0}")]
-    Random(String),
-    #[error("cannot write the TCP token to {path}: {source}", path = path.display())]
-    Write {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
-}
+pub use crabtalk_home::token::TokenError;
 
 /// The token TCP clients must send: `configured` if set (the config check
 /// has refused a blank one), else the one kept in `run/token`, made on the
 /// first start. Written to `run/token` either way.
 pub fn establish(home: &Home, configured: Option<&str>) -> Result<String, TokenError> {
     let path = home.token_file();
+    let inspected = TokenFile::inspect(&path);
     let token = match configured {
         Some(token) => token.to_owned(),
-        None => match kept(&path) {
+        None => match kept(&path, &inspected) {
             Some(token) => token,
-            None => fresh()?,
+            None => crabtalk_home::token::new_token()?,
         },
     };
-    let current = std::fs::read_to_string(&path).ok();
-    if current.as_deref().map(str::trim) != Some(token.as_str()) || !private(&path) {
+    let up_to_date = matches!(&inspected, TokenFile::Usable(current) if *current == token);
+    if !up_to_date {
         crabtalk_home::write_atomic_private(&path, format!("{token}\n").as_bytes()).map_err(
             |source| TokenError::Write {
                 path: path.clone(),
@@ -57,55 +45,29 @@ pub fn establish(home: &Home, configured: Option<&str>) -> Result<String, TokenE
 }
 
 /// The token kept in `path`, if it can be used again.
-fn kept(path: &Path) -> Option<String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(err) => {
+fn kept(path: &Path, inspected: &TokenFile) -> Option<String> {
+    match inspected {
+        TokenFile::Usable(token) => Some(token.clone()),
+        TokenFile::Missing => None,
+        TokenFile::NotPrivate => {
+            tracing::warn!(
+                "{} could be read by other users; making a new TCP token (clients of this user read the new one by themselves)",
+                path.display()
+            );
+            None
+        }
+        TokenFile::Unusable => {
+            tracing::warn!("{} holds no usable token; making a new one", path.display());
+            None
+        }
+        TokenFile::Unreadable(err) => {
             tracing::warn!(
                 "cannot read {}: {err}; making a new TCP token",
                 path.display()
             );
-            return None;
+            None
         }
-    };
-    if !private(path) {
-        tracing::warn!(
-            "{} could be read by other users; making a new TCP token (clients of this user read the new one by themselves)",
-            path.display()
-        );
-        return None;
     }
-    let token = text.trim();
-    let usable = !token.is_empty() && token.len() <= 1024 && !token.chars().any(char::is_control);
-    if !usable {
-        tracing::warn!("{} holds no usable token; making a new one", path.display());
-        return None;
-    }
-    Some(token.to_owned())
-}
-
-/// Whether only the owner may read or write `path`.
-fn private(path: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::symlink_metadata(path)
-            .is_ok_and(|meta| meta.file_type().is_file() && meta.mode() & 0o077 == 0)
-    }
-    #[cfg(not(unix))]
-    {
-        path.is_file()
-    }
-}
-
-/// A new random token.
-fn fresh() -> Result<String, TokenError> {
-    let mut bytes = [0u8; TOKEN_BYTES];
-    rand::rngs::OsRng
-        .try_fill_bytes(&mut bytes)
-        .map_err(|err| TokenError::Random(err.to_string()))?;
-    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
 #[cfg(test)]
@@ -130,7 +92,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::new(dir.path());
         let first = establish(&home, None).unwrap();
-        assert_eq!(first.len(), 2 * TOKEN_BYTES);
+        assert_eq!(first.len(), 2 * crabtalk_home::token::TOKEN_BYTES);
         assert!(first.chars().all(|c| c.is_ascii_hexdigit()));
         assert_eq!(
             std::fs::read_to_string(home.token_file()).unwrap(),

@@ -32,6 +32,29 @@ pub fn write_atomic_mode(path: &Path, contents: &[u8], mode: u32) -> io::Result<
     write_with_mode(path, contents, Some(mode))
 }
 
+/// Creates `path` with `contents`, mode 0600 on Unix, only if nothing is
+/// there yet: `Ok(true)` when this call created it, `Ok(false)` when a file
+/// already stood there (left as it was). A reader never sees it half
+/// written, and of two processes racing to create it exactly one wins.
+pub fn create_atomic_private(path: &Path, contents: &[u8]) -> io::Result<bool> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(dir)?;
+    let temp = temp_path(dir, path)?;
+    let linked = write_temp(&temp, contents, Some(0o600)).and_then(|()| fs::hard_link(&temp, path));
+    let _ = fs::remove_file(&temp);
+    match linked {
+        Ok(()) => sync_dir(dir).map(|()| true),
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(err) => Err(io::Error::new(
+            err.kind(),
+            format!("creating {}: {err}", path.display()),
+        )),
+    }
+}
+
 /// `mode`: exactly these permission bits; `None`: what the umask gives.
 fn write_with_mode(path: &Path, contents: &[u8], mode: Option<u32>) -> io::Result<()> {
     let dir = match path.parent() {
@@ -158,6 +181,26 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn creating_keeps_what_is_there_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run").join("token");
+        assert!(create_atomic_private(&path, b"first").unwrap());
+        assert!(!create_atomic_private(&path, b"second").unwrap());
+        assert_eq!(fs::read(&path).unwrap(), b"first");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
+        let names: Vec<_> = fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("token")]);
+    }
 
     #[test]
     fn replaces_contents_and_leaves_no_temp_files() {

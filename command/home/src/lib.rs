@@ -30,6 +30,8 @@
 //!   ([`Home::load_env_file`]).
 //! - [`write_atomic`]: the one way any crabtalk program rewrites a file.
 //! - [`exit`]: the exit codes, defined once.
+//! - [`token`]: `run/token`, the owner's credential every TCP port of the
+//!   family asks for.
 //! - [`provider_env`]: the variables that offer the daemon a language
 //!   model (provider keys, `OLLAMA_HOST`), read by the daemon and crabup.
 //!
@@ -54,8 +56,12 @@ mod port_file;
 mod private_dir;
 pub mod provider_env;
 mod service;
+pub mod token;
 
-pub use atomic::{remove_stale_temp_files, write_atomic, write_atomic_mode, write_atomic_private};
+pub use atomic::{
+    create_atomic_private, remove_stale_temp_files, write_atomic, write_atomic_mode,
+    write_atomic_private,
+};
 pub use env_file::{EnvFile, EnvFileError, EnvLineError, EnvVar};
 pub use health::{HEALTH_PATH, Health};
 pub use paths::{DAEMON_RUN_NAME, HOME_ENV, Home, HomeError, validate_service_name};

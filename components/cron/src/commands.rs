@@ -226,9 +226,9 @@ async fn through_service(home: &Home, id: &str) -> anyhow::Result<RunRecord> {
         })?
         .port;
     let client = ()
-        .serve(StreamableHttpClientTransport::from_uri(format!(
-            "http://127.0.0.1:{port}/mcp"
-        )))
+        .serve(StreamableHttpClientTransport::from_config(
+            crabtalk_kit::mcp::owner_client_config(home, port)?,
+        ))
         .await
         .context("cannot reach the running cron service")?;
     let params = CallToolRequestParams::new("cron_run").with_arguments(

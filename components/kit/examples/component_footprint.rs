@@ -64,6 +64,7 @@ fn main() {
     for _ in 0..runs {
         let home = tempfile::tempdir().unwrap();
         let port_file = home.path().join("run").join("echo.port");
+        let crab_home = crabtalk_home::Home::new(home.path());
         let started = Instant::now();
         let mut child = Command::new(echo_binary())
             .arg("run")
@@ -78,8 +79,11 @@ fn main() {
         idle.push(rss_mib(child.id()));
         runtime.block_on(async {
             for _ in 0..SESSIONS {
-                let url = format!("http://127.0.0.1:{}/mcp", file.port);
-                let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.unwrap();
+                let config = crabtalk_kit::mcp::owner_client_config(&crab_home, file.port).unwrap();
+                let client =
+                    ().serve(StreamableHttpClientTransport::from_config(config))
+                        .await
+                        .unwrap();
                 assert_eq!(client.list_all_tools().await.unwrap().len(), 1);
                 client.cancel().await.unwrap();
             }

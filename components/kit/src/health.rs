@@ -1,8 +1,13 @@
 //! `GET /health` next to `/mcp`: the component saying it is alive and
 //! which service it is (the report's shape is
-//! [`crabtalk_home::Health`]; `crabup ps` asks for it).
+//! [`crabtalk_home::Health`]; `crabup ps` asks for it with the owner's
+//! token). A caller without the token learns only that something answers:
+//! `{"ok":true}`.
 
+use axum::Extension;
 use crabtalk_home::{HEALTH_PATH, Health};
+
+use crate::access::Authenticated;
 
 /// Asked at every `GET /health` for the component's current problems
 /// (see [`run_mcp_reporting`](crate::mcp::run_mcp_reporting)).
@@ -18,12 +23,18 @@ pub(crate) fn with_health_route(
     let health = Health::of_this_process(service);
     router.route(
         HEALTH_PATH,
-        axum::routing::get(move || {
-            let mut health = health.clone();
-            if let Some(problems) = &problems {
-                health.problems = problems();
-            }
-            async move { axum::Json(health) }
+        axum::routing::get(move |owner: Option<Extension<Authenticated>>| {
+            let answer = match owner {
+                Some(_) => {
+                    let mut health = health.clone();
+                    if let Some(problems) = &problems {
+                        health.problems = problems();
+                    }
+                    serde_json::to_value(health).unwrap_or_default()
+                }
+                None => serde_json::json!({ "ok": true }),
+            };
+            async move { axum::Json(answer) }
         }),
     )
 }

@@ -48,6 +48,8 @@
 //! }
 //! ```
 
+#[cfg(feature = "service")]
+mod access;
 pub mod cli;
 mod component;
 pub mod config;
@@ -61,9 +63,12 @@ pub mod lock;
 pub mod logging;
 #[cfg(feature = "service")]
 pub mod mcp;
+#[cfg(feature = "service")]
+mod sessions;
 mod shutdown;
 #[cfg(feature = "service")]
 mod string_arguments;
+pub mod suggest;
 #[cfg(feature = "service")]
 pub mod tls;
 #[cfg(feature = "service")]

@@ -6,6 +6,13 @@
 //! the `rmcp` streamable-HTTP service at `/mcp`, plus `GET /health` (the
 //! path is reserved). The daemon finds it by scanning `run/*.port`.
 //!
+//! Only the owner's processes get past the door: every request but a bare
+//! `GET /health` needs the token in `run/token` as `Authorization: Bearer`,
+//! and requests from web pages of other origins are refused
+//! ([`access`](crate::access)); the sessions a caller can open are capped
+//! ([`CappedSessions`]). The owner's programs connect with
+//! [`owner_client_config`].
+//!
 //! At shutdown the port file is removed first — nobody new connects —
 //! then open connections get [`SHUTDOWN_GRACE`] to finish; long-lived
 //! streams (an MCP client's SSE stream never ends on its own) are cut after
@@ -33,8 +40,9 @@ use std::time::Duration;
 use crabtalk_home::{Home, PortFile, Service};
 
 pub use crate::health::HealthProblems;
+pub use crate::sessions::{CappedSessions, MAX_SESSIONS};
 pub use crate::string_arguments::{accept_string_arguments, fix_string_arguments};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 /// How long open connections may take to finish after shutdown begins.
@@ -45,6 +53,8 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(750);
 pub enum McpError {
     #[error("cannot listen on 127.0.0.1: {0}")]
     Bind(std::io::Error),
+    #[error("no credential for callers: {0}")]
+    Token(#[from] crabtalk_home::token::TokenError),
     #[error("cannot write the port file {path}: {source}", path = path.display())]
     PortFile {
         path: PathBuf,
@@ -63,10 +73,26 @@ where
 {
     let service = StreamableHttpService::new(
         move || Ok(factory()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(CappedSessions::default()),
         StreamableHttpServerConfig::default(),
     );
     axum::Router::new().nest_service("/mcp", service)
+}
+
+/// Where a component that announced `port` serves MCP.
+pub fn component_url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}/mcp")
+}
+
+/// How one of the owner's programs reaches the component that announced
+/// `port` in `home`: its URL, with the owner's token from `run/token`.
+/// Give it to `rmcp`'s `StreamableHttpClientTransport::from_config`.
+pub fn owner_client_config(
+    home: &Home,
+    port: u16,
+) -> Result<StreamableHttpClientTransportConfig, crabtalk_home::token::TokenError> {
+    let token = crabtalk_home::token::read_token(home)?;
+    Ok(StreamableHttpClientTransportConfig::with_uri(component_url(port)).auth_header(token))
 }
 
 /// Serves `router` for `service` until `shutdown` completes, announcing it
@@ -102,7 +128,12 @@ async fn serve(
         .await
         .map_err(McpError::Bind)?;
     let port = listener.local_addr().map_err(McpError::Bind)?.port();
-    let router = crate::health::with_health_route(router, service.name(), problems);
+    // The token callers must send; made here when the daemon never ran.
+    crabtalk_home::token::ensure_token(home)?;
+    let credential = Arc::new(crate::access::Credential::of(home));
+    let router = crate::health::with_health_route(router, service.name(), problems).layer(
+        axum::middleware::from_fn_with_state(credential, crate::access::guard),
+    );
     let port_file = PortFileGuard::write(&service.port_file(home), port)?;
     tracing::info!(
         service = service.name(),
@@ -209,8 +240,13 @@ mod tests {
         assert_eq!(file.pid, Some(std::process::id()));
         assert!(file.started_at.is_some());
         let port = file.port;
+        let token = crabtalk_home::token::read_token(&home).unwrap();
         let health = tokio::task::spawn_blocking(move || {
-            crabtalk_command::health::check(port, crabtalk_command::health::HEALTH_TIMEOUT)
+            crabtalk_command::health::check(
+                port,
+                Some(&token),
+                crabtalk_command::health::HEALTH_TIMEOUT,
+            )
         })
         .await
         .unwrap()

@@ -178,9 +178,9 @@ async fn main() {
     };
     println!("service idle after start: {}", rss(pid));
     let client = ()
-        .serve(StreamableHttpClientTransport::from_uri(format!(
-            "http://127.0.0.1:{port}/mcp"
-        )))
+        .serve(StreamableHttpClientTransport::from_config(
+            crabtalk_kit::mcp::owner_client_config(&home, port).unwrap(),
+        ))
         .await
         .unwrap();
     let peer = Arc::new(client.peer().clone());

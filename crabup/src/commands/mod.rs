@@ -39,6 +39,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(other) => other,
                 Err(err) => err.exit(),
             };
+            crate::names::check_name(
+                &name,
+                crate::names::ThirdParty::from_flag(other.third_party),
+            )?;
             service::run(&ctx, &name, &other.action)
         }
     }

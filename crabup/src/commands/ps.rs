@@ -152,7 +152,11 @@ fn health(home: &Home, service: &Service, probe: &PortProbe) -> String {
         };
     }
     match probe {
-        PortProbe::Live(file) => match health::check(file.port, health::HEALTH_TIMEOUT) {
+        PortProbe::Live(file) => match health::check(
+            file.port,
+            crabtalk_home::token::read_token(home).ok().as_deref(),
+            health::HEALTH_TIMEOUT,
+        ) {
             Ok(report) if report.service == service.name() && report.problems.is_empty() => {
                 format!("ok ({} {})", report.service, report.version)
             }

@@ -9,7 +9,7 @@
 use crate::cargo::find_package;
 use crate::cli::PullArgs;
 use crate::context::Context;
-use crate::names::{self, FAMILY_VERSION};
+use crate::names::{self, FAMILY_VERSION, ThirdParty};
 
 /// The `cargo install` arguments for one name.
 pub(super) fn install_args(name: &str, args: &PullArgs) -> anyhow::Result<Vec<String>> {
@@ -91,6 +91,10 @@ impl std::fmt::Display for Unpublished {
 impl std::error::Error for Unpublished {}
 
 pub(super) fn run(ctx: &Context, args: &PullArgs) -> anyhow::Result<()> {
+    // Every name is checked before anything is installed.
+    for name in &args.names {
+        names::check_name(name, ThirdParty::from_flag(args.third_party))?;
+    }
     for name in &args.names {
         install(ctx, name, args, &[])?;
         if let Ok(service) = names::service_for(name)

@@ -4,9 +4,12 @@ use crabtalk_command::manager::{Stopped, Uninstalled};
 
 use crate::cli::RmArgs;
 use crate::context::Context;
-use crate::names;
+use crate::names::{self, ThirdParty};
 
 pub(super) fn run(ctx: &Context, args: &RmArgs) -> anyhow::Result<()> {
+    for name in &args.names {
+        names::check_name(name, ThirdParty::from_flag(args.third_party))?;
+    }
     for name in &args.names {
         let short = names::short_for_crate(name).unwrap_or(name);
         if let Ok(service) = names::service_for(short) {

@@ -159,6 +159,7 @@ fn install_all(ctx: &Context, args: &UpArgs) -> anyhow::Result<Vec<&'static str>
             git: None,
             rev: None,
             features: Vec::new(),
+            third_party: false,
         };
         let one = Instant::now();
         match pull::install(ctx, name, &pull, &extra) {

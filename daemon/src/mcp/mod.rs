@@ -98,6 +98,12 @@ fn fingerprint(origin: &Origin, env: &BTreeMap<String, String>) -> Fingerprint {
     hasher.finish()
 }
 
+/// The owner's token beside a component's port file: both live in `run/`
+/// (`Home::port_file`, `Home::token_file`).
+fn component_token_file(port_file: &std::path::Path) -> PathBuf {
+    port_file.with_file_name("token")
+}
+
 /// How connections behave (`[mcp]` in `config.toml`).
 #[derive(Debug, Clone)]
 pub struct McpSettings {
@@ -444,6 +450,15 @@ fn info(peer: &Peer, owners: &BTreeSet<String>) -> McpInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_components_token_is_the_homes_token() {
+        let home = crabtalk_home::Home::new("/tmp/crab");
+        assert_eq!(
+            component_token_file(&home.port_file("search").unwrap()),
+            home.token_file()
+        );
+    }
 
     fn hub() -> Arc<McpHub> {
         McpHub::new(McpSettings {

@@ -528,10 +528,27 @@ impl Supervisor {
                 }
                 (None, None) => return Err("the server has neither a command nor a url".into()),
             },
-            Origin::Component { port, .. } => {
-                let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(format!(
-                    "http://127.0.0.1:{port}/mcp"
-                ));
+            Origin::Component {
+                port, port_file, ..
+            } => {
+                // The owner's token, read at every connect: a component
+                // admits nobody else, and follows the file when it changes.
+                let token_file = super::component_token_file(port_file);
+                let token = match crabtalk_home::token::TokenFile::inspect(&token_file) {
+                    crabtalk_home::token::TokenFile::Usable(token) => token,
+                    _ => {
+                        return Err(format!(
+                            "no usable token in {} to present to the component",
+                            token_file.display()
+                        ));
+                    }
+                };
+                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                        format!("http://127.0.0.1:{port}/mcp"),
+                    )
+                    .auth_header(token),
+                );
                 let running = client.serve(transport).await.map_err(|err| {
                     format!(
                         "the MCP handshake on port {port} failed: {}",

@@ -52,9 +52,12 @@ impl TelegramDelivery {
         let arguments = arguments(chat, text, run_id);
         let call = async {
             crabtalk_kit::tls::install_ring();
-            let url = format!("http://127.0.0.1:{port}/mcp");
+            let url = crabtalk_kit::mcp::component_url(port);
+            let config = crabtalk_kit::mcp::owner_client_config(&self.home, port)
+                .map_err(|err| err.to_string())?;
+            let transport = StreamableHttpClientTransport::from_config(config);
             let client = ()
-                .serve(StreamableHttpClientTransport::from_uri(url.clone()))
+                .serve(transport)
                 .await
                 .map_err(|err| format!("cannot reach the telegram component at {url}: {err}"))?;
             let params = CallToolRequestParams::new("telegram_send")

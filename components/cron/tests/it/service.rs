@@ -244,13 +244,7 @@ async fn an_rmcp_client_uses_every_tool() {
     setup.llm.set_default(Reply::text("reminded"));
     setup.start_cron(&[]).await;
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = ()
-        .serve(StreamableHttpClientTransport::from_uri(format!(
-            "http://127.0.0.1:{}/mcp",
-            setup.cron_port()
-        )))
-        .await
-        .unwrap();
+    let client = mcp_client(&setup).await;
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
@@ -499,14 +493,14 @@ async fn a_turn_past_the_entrys_timeout_is_stopped_and_recorded_as_an_error() {
 
 /// One JSON-RPC message POSTed to `/mcp` by hand, as a client written from
 /// the MCP spec would; the session id and the body of the answer.
-fn post_mcp(port: u16, session: Option<&str>, body: &str) -> (Option<String>, String) {
+fn post_mcp(port: u16, token: &str, session: Option<&str>, body: &str) -> (Option<String>, String) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
         .set_read_timeout(Some(std::time::Duration::from_secs(30)))
         .unwrap();
     let mut request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
     );
     if let Some(session) = session {
@@ -532,13 +526,14 @@ async fn tool_arguments_sent_as_a_json_string_are_accepted() {
     let mut setup = Setup::start("").await;
     setup.start_cron(&[]).await;
     let port = setup.cron_port();
+    let token = crabtalk_home::token::read_token(&setup.home()).unwrap();
     let answer = tokio::task::spawn_blocking(move || {
         let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"by-hand","version":"1"}}}"#;
-        let (session, _) = post_mcp(port, None, init);
+        let (session, _) = post_mcp(port, &token, None, init);
         let session = session.expect("a session id");
-        post_mcp(port, Some(&session), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        post_mcp(port, &token, Some(&session), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"cron_add","arguments":"{\"id\":\"strung\",\"every\":\"1h\",\"tz\":\"UTC\",\"message\":\"m\"}"}}"#;
-        post_mcp(port, Some(&session), call).1
+        post_mcp(port, &token, Some(&session), call).1
     })
     .await
     .unwrap();
@@ -632,12 +627,10 @@ async fn a_model_schedules_through_the_daemon_and_the_reply_lands_in_the_callers
 
 async fn mcp_client(setup: &Setup) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    ().serve(StreamableHttpClientTransport::from_uri(format!(
-        "http://127.0.0.1:{}/mcp",
-        setup.cron_port()
-    )))
-    .await
-    .unwrap()
+    let config = crabtalk_kit::mcp::owner_client_config(&setup.home(), setup.cron_port()).unwrap();
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
 }
 
 fn error_text(result: &CallToolResult) -> String {

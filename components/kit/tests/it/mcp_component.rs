@@ -57,8 +57,9 @@ fn answers_tools_list_at_its_port_and_removes_the_port_file_on_sigterm() {
 
     crabtalk_kit::tls::install_ring();
     let tools = tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let transport =
-            StreamableHttpClientTransport::from_uri(format!("http://127.0.0.1:{}/mcp", file.port));
+        let transport = StreamableHttpClientTransport::from_config(
+            crabtalk_kit::mcp::owner_client_config(&home, file.port).unwrap(),
+        );
         let client = ().serve(transport).await.expect("MCP handshake");
         let tools = client.list_all_tools().await.expect("tools/list");
         client.cancel().await.unwrap();
@@ -68,7 +69,8 @@ fn answers_tools_list_at_its_port_and_removes_the_port_file_on_sigterm() {
     assert_eq!(names, ["echo"]);
     assert!(tools[0].input_schema.get("properties").is_some());
     assert!(PortProbe::check(&path).is_live());
-    let health = health::check(file.port, health::HEALTH_TIMEOUT).unwrap();
+    let token = crabtalk_home::token::read_token(&home).unwrap();
+    let health = health::check(file.port, Some(&token), health::HEALTH_TIMEOUT).unwrap();
     assert_eq!((health.service.as_str(), health.pid), ("echo", child.id()));
 
     signal(&child, libc::SIGTERM);

@@ -74,7 +74,8 @@ type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
 
 async fn client(service: &Service) -> Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    ().serve(StreamableHttpClientTransport::from_uri(service.url()))
+    let config = crabtalk_kit::mcp::owner_client_config(&service.home, service.port()).unwrap();
+    ().serve(StreamableHttpClientTransport::from_config(config))
         .await
         .unwrap()
 }

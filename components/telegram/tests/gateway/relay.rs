@@ -4,9 +4,7 @@
 use crabtalk_proto::msg::{ListMcpsMsg, McpStatus, StreamMsg};
 use crabtalk_testkit::turn::Turn;
 use crabtalk_testkit::{Reply, ToolCall};
-use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 
 use crate::support::{Setup, alice};
@@ -70,14 +68,8 @@ async fn a_turn_another_client_starts_is_relayed_once_also_after_a_daemon_restar
     assert!(setup.api.messages(666).is_empty());
 }
 
-async fn mcp_call(port: u16, name: &str, arguments: Value) -> CallToolResult {
-    crabtalk_kit::tls::install_ring();
-    let client = ()
-        .serve(StreamableHttpClientTransport::from_uri(format!(
-            "http://127.0.0.1:{port}/mcp"
-        )))
-        .await
-        .unwrap();
+async fn mcp_call(setup: &Setup, name: &str, arguments: Value) -> CallToolResult {
+    let client = setup.mcp_client().await;
     let result = client
         .call_tool(
             CallToolRequestParams::new(name.to_owned())
@@ -94,7 +86,7 @@ async fn telegram_send_with_a_run_id_delivers_a_relayed_reply_once() {
     let mut setup = Setup::start("").await;
     setup.start_gateway().await;
     setup.log_says("following the daemon's events").await;
-    let port = setup.mcp_port().await;
+    setup.mcp_port().await;
     let chat = alice().id;
     // What cron does: a turn with trigger cron in tg:111, then
     // telegram_send with that turn's run id.
@@ -106,13 +98,13 @@ async fn telegram_send_with_a_run_id_delivers_a_relayed_reply_once() {
         other => panic!("{other:?}"),
     };
     let first = mcp_call(
-        port,
+        &setup,
         "telegram_send",
         json!({"chat_id": 111, "text": "your reminder", "run_id": run_id}),
     )
     .await;
     let second = mcp_call(
-        port,
+        &setup,
         "telegram_send",
         json!({"chat_id": "111", "text": "your reminder", "run_id": run_id}),
     )
@@ -128,7 +120,7 @@ async fn telegram_send_with_a_run_id_delivers_a_relayed_reply_once() {
     );
     // Without a run id it sends; to a chat that may not talk, it refuses.
     let plain = mcp_call(
-        port,
+        &setup,
         "telegram_send",
         json!({"chat_id": 111, "text": "**direct**"}),
     )
@@ -136,9 +128,14 @@ async fn telegram_send_with_a_run_id_delivers_a_relayed_reply_once() {
     assert_eq!(plain.structured_content.as_ref().unwrap()["sent"], true);
     let message = setup.api.wait_for_text(chat, "direct").await;
     assert_eq!(message.html.as_deref(), Some("<b>direct</b>"));
-    let refused = mcp_call(port, "telegram_send", json!({"chat_id": 666, "text": "hi"})).await;
+    let refused = mcp_call(
+        &setup,
+        "telegram_send",
+        json!({"chat_id": 666, "text": "hi"}),
+    )
+    .await;
     assert_eq!(refused.is_error, Some(true));
-    let chats = mcp_call(port, "telegram_chats", json!({})).await;
+    let chats = mcp_call(&setup, "telegram_chats", json!({})).await;
     let listed = chats.structured_content.unwrap().to_string();
     assert!(listed.contains("\"sender\":\"tg:111\""), "{listed}");
 }
@@ -185,14 +182,7 @@ async fn an_agent_sends_with_telegram_send_to_its_own_conversation() {
 async fn a_gateway_chain_sends_only_to_its_own_chat() {
     let mut setup = Setup::start("allow = [111, 222]\n").await;
     setup.start_gateway().await;
-    let port = setup.mcp_port().await;
-    crabtalk_kit::tls::install_ring();
-    let client = ()
-        .serve(StreamableHttpClientTransport::from_uri(format!(
-            "http://127.0.0.1:{port}/mcp"
-        )))
-        .await
-        .unwrap();
+    let client = setup.mcp_client().await;
     let call = |name: &str, arguments: Value| {
         let mut params = CallToolRequestParams::new(name.to_owned())
             .with_arguments(arguments.as_object().cloned().unwrap());

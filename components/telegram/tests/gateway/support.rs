@@ -164,6 +164,19 @@ impl Setup {
     }
 
     /// The port the gateway's MCP tools are on (waiting for its file).
+    /// An MCP client of the gateway, as the owner's programs connect.
+    pub(crate) async fn mcp_client(&self) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+        use rmcp::ServiceExt;
+        let port = self.mcp_port().await;
+        crabtalk_kit::tls::install_ring();
+        let config = crabtalk_kit::mcp::owner_client_config(&self.home(), port).unwrap();
+        ().serve(rmcp::transport::StreamableHttpClientTransport::from_config(
+            config,
+        ))
+        .await
+        .unwrap()
+    }
+
     pub(crate) async fn mcp_port(&self) -> u16 {
         let path = self.home().port_file("telegram").unwrap();
         eventually("the gateway's port file", || PortFile::read(&path).is_ok()).await;
