@@ -15,6 +15,7 @@ pub mod names;
 pub mod providers;
 pub mod reach;
 pub mod setup;
+mod terminal;
 
 use std::process::ExitCode;
 

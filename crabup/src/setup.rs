@@ -29,6 +29,9 @@ use crate::providers;
 pub struct Prompt<'a> {
     pub input: &'a mut dyn BufRead,
     pub output: &'a mut dyn Write,
+    /// Whether `input` is the terminal on standard input, whose echo is
+    /// turned off while a secret is typed.
+    pub input_is_terminal: bool,
 }
 
 impl Prompt<'_> {
@@ -38,6 +41,17 @@ impl Prompt<'_> {
         let mut line = String::new();
         self.input.read_line(&mut line)?;
         Ok(line.trim().to_owned())
+    }
+
+    /// Like [`Prompt::ask`], for a secret: what is typed is not shown.
+    fn ask_secret(&mut self, question: &str) -> anyhow::Result<String> {
+        if !self.input_is_terminal {
+            return self.ask(question);
+        }
+        let hidden = crate::terminal::HiddenTyping::start();
+        let answer = self.ask(question);
+        drop(hidden);
+        answer
     }
 }
 
@@ -74,8 +88,9 @@ fn daemon_providers(
     };
     writeln!(prompt.output, "{}.", finding.describe(home, manager))?;
     loop {
-        let answer = prompt
-            .ask("Paste one as NAME=value (e.g. OPENAI_API_KEY=sk-…), or press Enter to skip: ")?;
+        let answer = prompt.ask_secret(
+            "Paste one as NAME=value (e.g. OPENAI_API_KEY=sk-…; not shown as you type), or press Enter to skip: ",
+        )?;
         if answer.is_empty() {
             writeln!(
                 prompt.output,
@@ -118,7 +133,8 @@ fn telegram_token(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
         .api_url()
         .map_err(|err| anyhow::anyhow!("{}: api_base_url: {err}", path.display()))?;
     config.token = loop {
-        let token = prompt.ask("Telegram bot token (from @BotFather): ")?;
+        let token =
+            prompt.ask_secret("Telegram bot token (from @BotFather; not shown as you type): ")?;
         if !TelegramConfig::looks_like_token(&token) {
             writeln!(
                 prompt.output,
@@ -228,6 +244,7 @@ mod tests {
         let prompt = Prompt {
             input: &mut input,
             output: &mut output,
+            input_is_terminal: false,
         };
         ensure_ready(&home, ManagerKind::Process, &telegram(), Some(prompt)).unwrap();
         let path = home.component_config("telegram").unwrap();
@@ -268,6 +285,7 @@ mod tests {
         let prompt = Prompt {
             input: &mut input,
             output: &mut output,
+            input_is_terminal: false,
         };
         ensure_ready(&home, ManagerKind::Process, &telegram(), Some(prompt)).unwrap();
         let said = String::from_utf8(output).unwrap();
@@ -291,6 +309,7 @@ mod tests {
         let prompt = Prompt {
             input: &mut input,
             output: &mut output,
+            input_is_terminal: false,
         };
         ensure_ready(
             &home,

@@ -65,15 +65,26 @@ pub enum McpError {
 }
 
 /// An `axum` router with the MCP service made by `factory` (one handler per
-/// session) mounted at `/mcp`. Merge it with more routes if needed.
+/// session) mounted at `/mcp`, keeping at most [`MAX_SESSIONS`] sessions.
+/// Merge it with more routes if needed.
 pub fn mcp_router<S, F>(factory: F) -> axum::Router
+where
+    S: rmcp::ServerHandler + Send + 'static,
+    F: Fn() -> S + Send + Sync + 'static,
+{
+    mcp_router_with_sessions(factory, Arc::new(CappedSessions::default()))
+}
+
+/// [`mcp_router`], keeping its sessions in `sessions` (to choose the cap,
+/// or to watch how many are open).
+pub fn mcp_router_with_sessions<S, F>(factory: F, sessions: Arc<CappedSessions>) -> axum::Router
 where
     S: rmcp::ServerHandler + Send + 'static,
     F: Fn() -> S + Send + Sync + 'static,
 {
     let service = StreamableHttpService::new(
         move || Ok(factory()),
-        Arc::new(CappedSessions::default()),
+        sessions,
         StreamableHttpServerConfig::default(),
     );
     axum::Router::new().nest_service("/mcp", service)

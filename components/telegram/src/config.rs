@@ -4,7 +4,8 @@
 //! token = "123456:ABC-DEF1234ghIkl"   # from @BotFather (or token_env)
 //! allow = [111111111]                 # who may talk to the agent; empty: nobody
 //! pairing = true                      # strangers get a code to approve here
-//! groups = [-1001234567890]           # groups the bot answers in, when addressed
+//! groups = [-1001234567890]           # groups the bot answers allowed users in
+//! open_groups = [-1009876543210]      # groups where every member may speak
 //! ```
 //!
 //! The file holds the bot's token, so it is written private to the user
@@ -47,8 +48,14 @@ pub struct TelegramConfig {
     /// Whether a stranger gets a pairing code that a person approves on
     /// this machine (`crabtalk-telegram pair approve <code>`).
     pub pairing: bool,
-    /// Group chat ids the bot answers in.
+    /// Group chat ids the bot answers in, to the users it would answer in
+    /// a private chat (`allow`, or approved by pairing).
     pub groups: Vec<i64>,
+    /// Group chat ids where every member may speak to the agent, allowed
+    /// or not: whoever is added to such a group talks to the agent (still
+    /// as a gateway sender, without the tools gateway chains are denied).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub open_groups: Vec<i64>,
     /// In groups, answer only when addressed (`@bot`, a reply to the bot,
     /// `/cmd@bot`). `false`: every message in a listed group.
     pub require_mention: bool,
@@ -83,6 +90,7 @@ impl Default for TelegramConfig {
             allow: Vec::new(),
             pairing: false,
             groups: Vec::new(),
+            open_groups: Vec::new(),
             require_mention: true,
             tool_status: ToolStatus::Name,
             poll_timeout_secs: 30,

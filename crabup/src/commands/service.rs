@@ -87,6 +87,7 @@ fn first_run_setup(ctx: &Context, service: &Service) -> anyhow::Result<()> {
         Some(Prompt {
             input: &mut input,
             output: &mut output,
+            input_is_terminal: true,
         }),
     )
 }

@@ -12,7 +12,7 @@ fn checkout() -> &'static Path {
 #[test]
 fn pull_maps_short_names_and_passes_options_to_cargo_install() {
     let sandbox = Sandbox::new().with_cargo_shim();
-    sandbox.ok(&["pull", "daemon", "tui", "some-gateway"]);
+    sandbox.ok(&["pull", "--third-party", "daemon", "tui", "some-gateway"]);
     sandbox.ok(&[
         "pull",
         "search",
@@ -51,7 +51,7 @@ fn pull_maps_short_names_and_passes_options_to_cargo_install() {
     .map(|call| call.iter().map(|s| s.to_string()).collect())
     .collect();
     assert_eq!(calls, want);
-    let missing = sandbox.crabup(&["pull", "--path", &root, "nope"]);
+    let missing = sandbox.crabup(&["pull", "--third-party", "--path", &root, "nope"]);
     assert!(!missing.status.success());
     assert!(crate::support::stderr(&missing).contains("no package nope"));
 }
@@ -145,7 +145,7 @@ fn rm_stops_the_service_before_uninstalling() {
     );
     // It never announces a port: do not wait the default 15 s for one.
     let out = sandbox
-        .command(&["sleeper", "start"])
+        .command(&["sleeper", "start", "--third-party"])
         .env("CRABUP_READY_TIMEOUT_SECS", "0")
         .output()
         .unwrap();
@@ -153,7 +153,7 @@ fn rm_stops_the_service_before_uninstalling() {
     let started = crate::support::stdout(&out);
     assert!(started.contains("sleeper started"), "{started}");
     let pid = sandbox.ps_row("sleeper")["pid"].as_u64().unwrap() as i32;
-    let removed = sandbox.ok(&["rm", "sleeper"]);
+    let removed = sandbox.ok(&["rm", "--third-party", "sleeper"]);
     assert!(removed.contains("sleeper stopped"), "{removed}");
     // SAFETY: kill(pid, 0) only checks existence.
     wait_for("the sleeper to be gone", TIMEOUT, || {

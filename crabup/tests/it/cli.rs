@@ -299,3 +299,47 @@ fn doctor_reports_each_check_and_fails_only_on_real_problems() {
     assert!(!out.status.success());
     assert!(stdout(&out).contains("[FAIL] cargo"), "{}", stdout(&out));
 }
+
+#[test]
+fn a_typo_installs_nothing_and_names_the_family_program() {
+    let sandbox = Sandbox::new().with_cargo_shim();
+    for (args, likely) in [
+        (&["pull", "deamon"][..], "daemon"),
+        (&["pull", "crabtalk-serch"], "crabtalk-search"),
+        (&["rm", "telegrma"], "telegram"),
+        (&["pull", "cron", "tuii"], "tui"),
+    ] {
+        let out = sandbox.crabup(args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("Did you mean `{likely}`?")) && err.contains("--third-party"),
+            "{args:?}: {err}"
+        );
+    }
+    // Nothing reached cargo: not even the good name before the typo.
+    assert!(
+        sandbox.cargo_calls().is_empty(),
+        "{:?}",
+        sandbox.cargo_calls()
+    );
+    // A service command with a name outside the family is refused too.
+    let out = sandbox.crabup(&["serch", "start"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("Did you mean `search`?"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(sandbox.run_files().is_empty(), "{:?}", sandbox.run_files());
+    // Said explicitly, a third-party crate goes to cargo as it is.
+    let out = sandbox.crabup(&["pull", "--third-party", "some-tool"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        sandbox.cargo_calls().len(),
+        1,
+        "{:?}",
+        sandbox.cargo_calls()
+    );
+    assert!(sandbox.cargo_calls()[0].contains(&"some-tool".to_owned()));
+}

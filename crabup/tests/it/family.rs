@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use crate::support::{Sandbox, TIMEOUT, stdout, wait_for};
 
 /// The services `up` starts here, and their binaries.
-const SERVICES: [(&str, &str); 4] = [
+pub(crate) const SERVICES: [(&str, &str); 4] = [
     ("daemon", "crabtalkd"),
     ("cron", "crabtalk-cron"),
     ("search", "crabtalk-search"),
@@ -38,7 +38,7 @@ const SERVICES: [(&str, &str); 4] = [
 ];
 
 /// The components, each with the prefix of the tools it offers agents.
-const COMPONENTS: [&str; 3] = ["cron", "search", "telegram"];
+pub(crate) const COMPONENTS: [&str; 3] = ["cron", "search", "telegram"];
 
 /// `target/<profile>/<binary>`, built by `cargo test --workspace`.
 fn built(binary: &str) -> PathBuf {
@@ -87,15 +87,15 @@ async fn engines() -> String {
 }
 
 /// Everything on 127.0.0.1 the family talks to, on a runtime of the test.
-struct World {
-    runtime: tokio::runtime::Runtime,
-    llm: ScriptedLlm,
-    api: FakeBotApi,
+pub(crate) struct World {
+    pub runtime: tokio::runtime::Runtime,
+    pub llm: ScriptedLlm,
+    pub api: FakeBotApi,
     engines: String,
 }
 
 impl World {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -117,7 +117,7 @@ impl World {
     }
 
     /// The sandbox: the built binaries "installed", and a config for each.
-    fn sandbox(&self) -> Sandbox {
+    pub(crate) fn sandbox(&self) -> Sandbox {
         let sandbox = Sandbox::new().with_cargo_shim();
         let bin = sandbox.cargo_home.join("bin");
         for (_, binary) in SERVICES {
@@ -153,7 +153,7 @@ impl World {
         sandbox
     }
 
-    fn client(&self, home: &Home) -> Client {
+    pub(crate) fn client(&self, home: &Home) -> Client {
         self.runtime
             .block_on(crabtalk_kit::daemon::connect(home))
             .unwrap()
@@ -161,7 +161,7 @@ impl World {
 
     /// Waits until the daemon says the MCP `name` is connected with tools
     /// (`connected`), or that it is not (`!connected`).
-    fn wait_mcp(&self, client: &Client, name: &str, connected: bool) {
+    pub(crate) fn wait_mcp(&self, client: &Client, name: &str, connected: bool) {
         self.runtime.block_on(crabtalk_testkit::within(
             &format!("{name} connected = {connected} in ListMcps"),
             async {
@@ -188,7 +188,7 @@ impl World {
 
     /// Runs a turn from the daemon's own user; the tools the model was
     /// offered in it.
-    fn offered_tools(&self, client: &Client) -> Vec<String> {
+    pub(crate) fn offered_tools(&self, client: &Client) -> Vec<String> {
         self.llm.push(Reply::text("still here"));
         let before = self.llm.requests().len();
         let turn = self.runtime.block_on(Turn::run(
@@ -200,19 +200,19 @@ impl World {
     }
 
     /// Alice writes; waits until the chat shows `expect`.
-    fn alice_says(&self, text: &str, expect: &str) {
+    pub(crate) fn alice_says(&self, text: &str, expect: &str) {
         self.api.text(&alice(), text);
         self.runtime
             .block_on(self.api.wait_for_text(alice().id, expect));
     }
 }
 
-fn alice() -> TgUser {
+pub(crate) fn alice() -> TgUser {
     TgUser::new(111, "Alice")
 }
 
 /// The tool names of an OpenAI request body.
-fn tool_names(request: &Value) -> Vec<String> {
+pub(crate) fn tool_names(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
         .into_iter()
@@ -221,13 +221,13 @@ fn tool_names(request: &Value) -> Vec<String> {
         .collect()
 }
 
-fn has_tools_of(tools: &[String], component: &str) -> bool {
+pub(crate) fn has_tools_of(tools: &[String], component: &str) -> bool {
     let prefix = format!("{component}__");
     tools.iter().any(|tool| tool.starts_with(&prefix))
 }
 
 /// Whether `ps` shows `name` running, healthy, with a port.
-fn healthy(row: &Value) -> bool {
+pub(crate) fn healthy(row: &Value) -> bool {
     row["state"] == "running"
         && row["port"].as_u64().is_some()
         && row["health"]
@@ -235,7 +235,7 @@ fn healthy(row: &Value) -> bool {
             .is_some_and(|h| h.starts_with("ok ("))
 }
 
-fn wait_healthy(sandbox: &Sandbox, name: &str) -> Value {
+pub(crate) fn wait_healthy(sandbox: &Sandbox, name: &str) -> Value {
     wait_for(&format!("{name} healthy in ps"), TIMEOUT, || {
         let row = sandbox.ps_row(name);
         healthy(&row).then_some(row)

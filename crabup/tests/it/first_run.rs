@@ -150,3 +150,112 @@ fn the_provider_note_finds_a_key_in_the_shell_the_daemon_inherits() {
         "{text}"
     );
 }
+
+/// Everything a program in a pseudo-terminal printed, as it arrives.
+struct Terminal {
+    output: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    writer: Box<dyn std::io::Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+impl Terminal {
+    fn start(sandbox: &Sandbox, args: &[&str]) -> Self {
+        use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: 40,
+                cols: 200,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_crabup"));
+        command.args(args);
+        command.env("CRABTALK_HOME", &sandbox.home);
+        command.env("CARGO_HOME", &sandbox.cargo_home);
+        command.env("CRABTALK_SERVICE_MANAGER", "process");
+        command.env("PATH", sandbox.path());
+        command.env_remove("RUST_LOG");
+        let child = pty.slave.spawn_command(command).unwrap();
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let writer = pty.master.take_writer().unwrap();
+        let output = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let feed = output.clone();
+        std::thread::spawn(move || {
+            let mut buffer = [0; 4096];
+            while let Ok(n @ 1..) = reader.read(&mut buffer) {
+                feed.lock().unwrap().extend_from_slice(&buffer[..n]);
+            }
+        });
+        Self {
+            output,
+            writer,
+            child,
+            _master: pty.master,
+        }
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned()
+    }
+
+    fn wait_for(&self, what: &str) -> String {
+        let deadline = std::time::Instant::now() + crate::support::TIMEOUT;
+        loop {
+            let text = self.text();
+            if text.contains(what) {
+                return text;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no {what:?} on the terminal:\n{text}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    fn type_line(&mut self, line: &str) {
+        self.writer.write_all(line.as_bytes()).unwrap();
+        self.writer.write_all(b"\r").unwrap();
+        self.writer.flush().unwrap();
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+use std::io::Read as _;
+
+#[test]
+fn the_bot_token_is_not_shown_while_it_is_typed() {
+    let sandbox = Sandbox::new();
+    sandbox.fake_binary("crabtalk-telegram", RUNS_UNTIL_TERM);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let api = runtime.block_on(crabtalk_testkit::telegram::FakeBotApi::start());
+    std::fs::create_dir_all(sandbox.home.join("config")).unwrap();
+    std::fs::write(
+        sandbox.home.join("config/telegram.toml"),
+        format!("api_base_url = \"{}\"\nallow = [111]\n", api.url()),
+    )
+    .unwrap();
+    let mut terminal = Terminal::start(&sandbox, &["telegram", "start"]);
+    terminal.wait_for("Telegram bot token");
+    let token = crabtalk_testkit::telegram::TOKEN;
+    terminal.type_line(token);
+    terminal.wait_for("Telegram knows this token");
+    let shown = terminal.wait_for("Saved the token");
+    assert!(
+        !shown.contains(token),
+        "the token was echoed on the terminal:\n{shown}"
+    );
+    let saved = std::fs::read_to_string(sandbox.home.join("config/telegram.toml")).unwrap();
+    assert!(saved.contains(token), "{saved}");
+    drop(terminal);
+    drop(api);
+}

@@ -18,4 +18,5 @@ mod logs;
 mod ps_health;
 mod quick_start;
 mod search_service;
+mod strangers;
 mod support;

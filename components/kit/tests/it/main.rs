@@ -2,6 +2,7 @@
 //! built on the kit (the `echo_component` and `kit_probe` examples) run as
 //! real processes against the real daemon.
 
+mod access;
 mod config_exit;
 mod connect;
 mod dependency_rules;

@@ -272,7 +272,17 @@ async fn arguments_sent_as_a_json_string_are_accepted() {
     let home = TestHome::new(&engines.config(""));
     let service = Service::start(&home.home()).await;
     crabtalk_kit::tls::install_ring();
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let token = crabtalk_home::token::read_token(&home.home()).unwrap();
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        format!("Bearer {token}").parse().unwrap(),
+    );
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .default_headers(headers)
+        .build()
+        .unwrap();
     let url = service.url();
     let (session, init) = post(&http, &url, None, json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -361,7 +371,8 @@ async fn a_blocked_engine_shows_in_the_answer_in_engines_and_in_health() {
 
     // `crabup ps` reads the same through GET /health.
     let port = service.port();
-    let health = tokio::task::spawn_blocking(move || crabtalk_command_health(port))
+    let token = crabtalk_home::token::read_token(&service.home).unwrap();
+    let health = tokio::task::spawn_blocking(move || crabtalk_command_health(port, &token))
         .await
         .unwrap();
     assert!(health.contains("bing blocked (suspended until"), "{health}");
@@ -369,7 +380,7 @@ async fn a_blocked_engine_shows_in_the_answer_in_engines_and_in_health() {
 }
 
 /// `GET /health` as text.
-fn crabtalk_command_health(port: u16) -> String {
+fn crabtalk_command_health(port: u16, token: &str) -> String {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
@@ -377,7 +388,7 @@ fn crabtalk_command_health(port: u16) -> String {
         .unwrap();
     write!(
         stream,
-        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut text = String::new();

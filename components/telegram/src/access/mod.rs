@@ -6,9 +6,12 @@
 //! - Strangers (anyone else, in a private chat): nothing reaches the
 //!   agent. With `pairing = true` they get a code ([`pairing`]) that a
 //!   person approves on this machine; never from a chat.
-//! - Groups: only the chats in `groups` (or the supergroups they became),
-//!   and there only when the bot is addressed unless `require_mention =
-//!   false`; every member of a listed group may speak.
+//! - Groups: only the chats in `groups` or `open_groups` (or the
+//!   supergroups they became), and there only when the bot is addressed
+//!   unless `require_mention = false`. In a group of `groups` only the
+//!   users who may talk in private (allowed or paired) are answered: being
+//!   added to a group gives nobody the agent. A group of `open_groups`
+//!   answers every member, because the owner said so for that group.
 //!
 //! Sending (`telegram_send`, the relay) is held to the same table: only to
 //! chats that may talk to the agent.
@@ -22,10 +25,17 @@ use crate::config::TelegramConfig;
 use crate::state::chats::ChatBook;
 use pairing::PairingStore;
 
+/// Whether `chat`, or the group it was before becoming a supergroup, is in
+/// `list`.
+fn listed(list: &[i64], chat: i64, chats: &ChatBook) -> bool {
+    list.contains(&chat) || list.contains(&chats.conversation_chat(chat))
+}
+
 /// The access table of a running gateway.
 pub struct Access {
     allow: Vec<i64>,
     groups: Vec<i64>,
+    open_groups: Vec<i64>,
     pairing: bool,
     require_mention: bool,
     store: PairingStore,
@@ -36,6 +46,7 @@ impl Access {
         Self {
             allow: config.allow.clone(),
             groups: config.groups.clone(),
+            open_groups: config.open_groups.clone(),
             pairing: config.pairing,
             require_mention: config.require_mention,
             store: PairingStore::of(home),
@@ -58,7 +69,15 @@ impl Access {
     /// Whether the group `chat` is one the bot answers in (`chats` knows
     /// which group a supergroup was).
     pub fn group_allowed(&self, chat: i64, chats: &ChatBook) -> bool {
-        self.groups.contains(&chat) || self.groups.contains(&chats.conversation_chat(chat))
+        listed(&self.groups, chat, chats) || listed(&self.open_groups, chat, chats)
+    }
+
+    /// Whether `user` may speak to the agent in the group `chat`: a group
+    /// the bot answers in, and either one open to every member or a user
+    /// allowed (or paired) anyway.
+    pub fn member_allowed(&self, chat: i64, user: i64, chats: &ChatBook) -> bool {
+        self.group_allowed(chat, chats)
+            && (listed(&self.open_groups, chat, chats) || self.user_allowed(user))
     }
 
     /// Whether messages may be sent to `to`.
@@ -75,6 +94,7 @@ impl Access {
         let mut chats: Vec<i64> = self.allow.clone();
         chats.extend(self.store.approved().into_iter().map(|a| a.user_id));
         chats.extend(&self.groups);
+        chats.extend(&self.open_groups);
         chats.sort_unstable();
         chats.dedup();
         chats

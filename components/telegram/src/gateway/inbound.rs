@@ -25,9 +25,11 @@ pub async fn update(gateway: &Arc<Gateway>, update: Update) {
                 Some(message) if message.chat.is_private() => {
                     gateway.access.user_allowed(query.from.id.0 as i64)
                 }
-                Some(message) => gateway
-                    .access
-                    .group_allowed(message.chat.id.0, &gateway.chats),
+                Some(message) => gateway.access.member_allowed(
+                    message.chat.id.0,
+                    query.from.id.0 as i64,
+                    &gateway.chats,
+                ),
                 None => false,
             };
             if allowed {
@@ -154,6 +156,14 @@ async fn message(gateway: &Arc<Gateway>, message: &Message) {
             tracing::debug!(
                 chat,
                 "a message in a group that is not in `groups`; ignored"
+            );
+            return;
+        }
+        if !gateway.access.member_allowed(chat, user, &gateway.chats) {
+            tracing::debug!(
+                chat,
+                user,
+                "a message in a group from a user who is not in `allow` (the group is not in `open_groups`); ignored"
             );
             return;
         }

@@ -131,7 +131,7 @@ async fn pairing_codes_are_bounded_and_approved_only_on_the_machine() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn groups_answer_only_when_addressed_and_name_the_speaker() {
     let group = -100_500;
-    let mut setup = Setup::start(&format!("groups = [{group}]")).await;
+    let mut setup = Setup::start(&format!("allow = [111, 333]\ngroups = [{group}]")).await;
     setup.start_gateway().await;
     let carol = TgUser::new(333, "Carol");
     setup
@@ -158,7 +158,10 @@ async fn groups_answer_only_when_addressed_and_name_the_speaker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_without_require_mention_hears_everything_and_topics_are_conversations() {
     let group = -100_600;
-    let mut setup = Setup::start(&format!("groups = [{group}]\nrequire_mention = false")).await;
+    let mut setup = Setup::start(&format!(
+        "allow = [111, 333]\ngroups = [{group}]\nrequire_mention = false"
+    ))
+    .await;
     setup.start_gateway().await;
     let carol = TgUser::new(333, "Carol");
     setup.llm.push(Reply::text("heard you"));
@@ -181,7 +184,10 @@ async fn a_group_without_require_mention_hears_everything_and_topics_are_convers
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_that_becomes_a_supergroup_keeps_its_conversation() {
     let (old, new) = (-4_000, -1_004_000);
-    let mut setup = Setup::start(&format!("groups = [{old}]\nrequire_mention = false")).await;
+    let mut setup = Setup::start(&format!(
+        "allow = [111, 333]\ngroups = [{old}]\nrequire_mention = false"
+    ))
+    .await;
     setup.start_gateway().await;
     let carol = TgUser::new(333, "Carol");
     setup.llm.push(Reply::text("first answer"));
@@ -195,5 +201,50 @@ async fn a_group_that_becomes_a_supergroup_keeps_its_conversation() {
     assert!(
         second.contains("remember 42"),
         "the conversation was not kept: {second}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_listed_group_only_allowed_members_are_answered_unless_the_group_is_open() {
+    let (listed, open) = (-100_800, -100_801);
+    let mut setup = Setup::start(&format!(
+        "groups = [{listed}]\nopen_groups = [{open}]\nrequire_mention = false"
+    ))
+    .await;
+    setup.start_gateway().await;
+    // Mallory was added to the listed group: she is no allowed user, so
+    // nothing she says there reaches the agent, nor does her button press.
+    setup
+        .api
+        .group_text(listed, &mallory(), "run `id` for me", false);
+    // Alice is allowed: she is answered in the same group, after Mallory.
+    setup.llm.push(Reply::text("hello alice"));
+    setup.api.group_text(listed, &alice(), "hi", false);
+    setup.api.wait_for_text(listed, "hello alice").await;
+    assert_eq!(setup.llm.requests().len(), 1);
+    assert_eq!(setup.model_saw(0), "Alice (@alice): hi");
+    // In the open group every member speaks, Mallory too, as the group's
+    // gateway sender.
+    setup.llm.push(Reply::text("hello everyone"));
+    setup.api.group_text(open, &mallory(), "hi all", false);
+    setup.api.wait_for_text(open, "hello everyone").await;
+    assert_eq!(setup.llm.requests().len(), 2);
+    let client = setup.daemon.client().await;
+    let list = client
+        .list_conversations(crabtalk_proto::msg::ListConversationsMsg::default())
+        .await
+        .unwrap();
+    let senders: Vec<&str> = list
+        .conversations
+        .iter()
+        .map(|c| c.sender.as_str())
+        .collect();
+    assert!(
+        senders.contains(&format!("tg:{open}").as_str()),
+        "{senders:?}"
+    );
+    assert!(
+        senders.contains(&format!("tg:{listed}").as_str()),
+        "{senders:?}"
     );
 }
