@@ -310,16 +310,16 @@ impl Api {
     /// [`MAX_DOWNLOAD`] bytes or [`DOWNLOAD_TIMEOUT`]; the number of bytes
     /// written. A file left half-written is removed.
     pub async fn download(&self, file: &RemoteFile, to: &Path) -> Result<u64, ApiFailure> {
-        let _permit = self.throttle.acquire().await;
         let io = |err: std::io::Error| {
             ApiFailure::Other(format!("cannot write {}: {err}", to.display()))
         };
         let result = tokio::time::timeout(DOWNLOAD_TIMEOUT, async {
-            let mut response = self
-                .client
-                .download(&file.path)
-                .await
-                .map_err(ApiFailure::from_call)?;
+            // The request counts against the global limit; the transfer
+            // that follows does not hold a place in it.
+            let permit = self.throttle.acquire().await;
+            let started = self.client.download(&file.path).await;
+            drop(permit);
+            let mut response = started.map_err(ApiFailure::from_call)?;
             if response.content_length().is_some_and(|n| n > MAX_DOWNLOAD) {
                 return Err(too_large());
             }

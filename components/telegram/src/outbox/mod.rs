@@ -417,41 +417,49 @@ impl Worker {
 
     /// Waits for the chat's next slot; first tells the chat about a long
     /// pause, and about a reply that could not be delivered, if there was
-    /// one.
+    /// one (each notice takes a slot of its own; a notice that fails is
+    /// not tried again before this item).
     async fn slot(&self) {
+        let mut told_failure = false;
         loop {
-            let ready = {
-                let state = self.lane.state.lock();
-                let after_gap = state.last_end.map(|end| end + self.lane.gap);
-                [after_gap, state.paused_until].into_iter().flatten().max()
-            };
-            match ready {
-                Some(at) if at > Instant::now() => tokio::time::sleep_until(at).await,
-                _ => break,
+            loop {
+                let ready = {
+                    let state = self.lane.state.lock();
+                    let after_gap = state.last_end.map(|end| end + self.lane.gap);
+                    [after_gap, state.paused_until].into_iter().flatten().max()
+                };
+                match ready {
+                    Some(at) if at > Instant::now() => tokio::time::sleep_until(at).await,
+                    _ => break,
+                }
             }
-        }
-        let untold = self.lane.state.lock().untold_pause.take();
-        if let Some((pause, topic)) = untold {
-            let to = ChatAddress {
-                chat: self.chat(),
-                topic,
-            };
-            let notice = Text::Plain(format!(
-                "⏳ Telegram paused this chat for {} s (flood control), so the reply is late; it continues now.",
-                pause.as_secs()
-            ));
-            let sent = self.inner.api.send_message(to, &notice, None).await;
-            self.ended();
-            if let Err(err) = sent {
-                tracing::warn!(
-                    chat = to.chat,
-                    "cannot tell the chat about the pause: {err}"
-                );
+            let untold = self.lane.state.lock().untold_pause.take();
+            if let Some((pause, topic)) = untold {
+                let to = ChatAddress {
+                    chat: self.chat(),
+                    topic,
+                };
+                let notice = Text::Plain(format!(
+                    "⏳ Telegram paused this chat for {} s (flood control), so the reply is late; it continues now.",
+                    pause.as_secs()
+                ));
+                let sent = self.inner.api.send_message(to, &notice, None).await;
+                self.ended();
+                if let Err(err) = sent {
+                    tracing::warn!(
+                        chat = to.chat,
+                        "cannot tell the chat about the pause: {err}"
+                    );
+                }
+                continue;
             }
-            Box::pin(self.slot()).await;
-            return;
-        }
-        if let Some(conversation) = self.inner.untold_failure(self.chat()) {
+            if told_failure {
+                return;
+            }
+            let Some(conversation) = self.inner.untold_failure(self.chat()) else {
+                return;
+            };
+            told_failure = true;
             let to = ChatAddress {
                 chat: self.chat(),
                 topic: conversation.topic,
@@ -469,7 +477,6 @@ impl Worker {
                     "cannot tell the chat about an undelivered reply: {err}"
                 ),
             }
-            Box::pin(self.slot()).await;
         }
     }
 

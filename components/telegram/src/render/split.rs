@@ -98,7 +98,7 @@ impl<'a> Cuts<'a> {
             let fewest = self.fewest(from);
             // Not in the first half: a short message wastes room.
             let floor = self.bounds[from].1 + (self.bounds[end].1 - self.bounds[from].1) / 2;
-            let fits = |at: usize| at > from && 1 + self.fewest(at) <= fewest;
+            let fits = |at: usize| at > from && self.fewest(at) < fewest;
             let before = |at: usize| &self.text[..self.bounds[at].0];
             let latest = |kind: &dyn Fn(&str) -> bool| {
                 (from + 1..=end)
