@@ -2,11 +2,68 @@
 //! answers cut short. Nothing is lost, nothing is sent twice, and what
 //! finally cannot be delivered is told.
 
-use crabtalk_testkit::telegram::Fault;
+use crabtalk_telegram::wire::{BotClient, CallError};
+use crabtalk_testkit::telegram::{FakeBotApi, Fault, TOKEN};
 use crabtalk_testkit::{Reply, ToolCall};
 use serde_json::json;
 
 use crate::support::{Setup, alice};
+
+#[tokio::test]
+async fn the_client_reads_every_shape_the_bot_api_answers_in() {
+    let api = FakeBotApi::start().await;
+    let url = url::Url::parse(&api.url()).unwrap();
+    let client = BotClient::new(&url, TOKEN, std::time::Duration::from_secs(10));
+    let send = json!({"chat_id": 5, "text": "hi"});
+    // Method names in any case, as the real Bot API takes them.
+    let sent = client.call("SENDMESSAGE", &send).await.unwrap();
+    assert_eq!(sent["text"], "hi");
+    api.fail_next("sendMessage", None, Fault::RetryAfter(3));
+    assert!(matches!(
+        client.call("sendMessage", &send).await,
+        Err(CallError::Refused {
+            code: 429,
+            retry_after: Some(3),
+            ..
+        })
+    ));
+    api.fail_next("sendMessage", None, Fault::ServerError(500));
+    let err = client.call("sendMessage", &send).await.unwrap_err();
+    assert!(err.is_transient(), "{err}");
+    assert_eq!(err.to_string(), "500 Internal Server Error");
+    api.fail_next("sendMessage", None, Fault::BadGateway);
+    let err = client.call("sendMessage", &send).await.unwrap_err();
+    assert!(
+        matches!(err, CallError::NotJson { status: 502, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("<title>502 Bad Gateway</title>"),
+        "{err}"
+    );
+    api.fail_next("sendMessage", None, Fault::NotJson);
+    let err = client.call("sendMessage", &send).await.unwrap_err();
+    assert!(
+        matches!(err, CallError::NotJson { status: 200, .. }),
+        "{err}"
+    );
+    assert!(err.is_transient());
+    // A refusal is not worth trying again, and no error shows the token.
+    let err = client
+        .call("sendMessage", &json!({"text": "no chat"}))
+        .await
+        .unwrap_err();
+    assert!(!err.is_transient(), "{err}");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let gone = url::Url::parse(&format!("http://{}", closed.local_addr().unwrap())).unwrap();
+    drop(closed);
+    let err = BotClient::new(&gone, TOKEN, std::time::Duration::from_secs(10))
+        .call("getMe", &json!({}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::Network(_)), "{err}");
+    assert!(!err.to_string().contains(TOKEN), "{err}");
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_5xx_or_an_answer_that_is_not_json_on_send_is_retried_and_sent_once() {
