@@ -7,8 +7,11 @@
 //!   crabup asks for it, checks it with the Bot API's `getMe` (at the
 //!   file's `api_base_url`, when set), and saves it (mode 0600) with the
 //!   gateway's own config type, so the file is always one the gateway
-//!   reads; an empty `allow` gets `pairing = true`. Without a terminal,
-//!   `start` fails and says how to provide it.
+//!   reads; an empty `allow` gets `pairing = true`. Only those keys are
+//!   written: the rest of the file stays as it was, and nothing the user
+//!   did not set is filled in. Enter instead of a token, or "no" to saving
+//!   a token that could not be checked, stops without starting. Without a
+//!   terminal, `start` fails and says how to provide it.
 //! - the daemon starts without any provider, so it is never refused; when
 //!   it would find no model (looked for as the daemon looks, see
 //!   [`crate::providers`]), crabup says so, and with a terminal offers to
@@ -117,7 +120,7 @@ fn daemon_providers(
 }
 
 fn telegram_token(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
-    let mut config = TelegramConfig::load(home)?;
+    let config = TelegramConfig::load(home)?;
     if config.has_token() {
         return Ok(());
     }
@@ -132,9 +135,20 @@ fn telegram_token(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
     let api = config
         .api_url()
         .map_err(|err| anyhow::anyhow!("{}: api_base_url: {err}", path.display()))?;
-    config.token = loop {
+    let not_started = || {
+        format!(
+            "telegram was not started: it has no bot token. Run `crabup telegram start` again, or \
+             write token = \"<token from @BotFather>\" to {}",
+            path.display()
+        )
+    };
+    let token = loop {
         let token =
             prompt.ask_secret("Telegram bot token (from @BotFather; not shown as you type): ")?;
+        // Enter (or the input ending) is the way out.
+        if token.is_empty() {
+            bail!("no token given; {}", not_started());
+        }
         if !TelegramConfig::looks_like_token(&token) {
             writeln!(
                 prompt.output,
@@ -157,18 +171,23 @@ fn telegram_token(home: &Home, prompt: Option<Prompt>) -> anyhow::Result<()> {
                 if answer.eq_ignore_ascii_case("y") || answer.eq_ignore_ascii_case("yes") {
                     break token;
                 }
+                // Offline, every token fails the same way: asking again
+                // would go round forever.
+                bail!(
+                    "the token was not saved (it could not be checked); {} — when the Bot API \
+                     answers, it is checked then",
+                    not_started()
+                );
             }
-            Err(err) => writeln!(prompt.output, "{err}. Try again.")?,
+            Err(err) => writeln!(prompt.output, "{err}. Try again (Enter to stop).")?,
         }
     };
     // Nobody may talk to a bot with an empty allow-list: let people ask
     // with a pairing code, approved on this machine.
     let pairing = config.allow.is_empty() && !config.pairing;
-    if pairing {
-        config.pairing = true;
-    }
-    config
-        .save(home)
+    // Only what was set here is written: the rest of the file stays as the
+    // user wrote it, and what they never set keeps following the defaults.
+    TelegramConfig::save_token(home, &token, pairing)
         .with_context(|| format!("saving {}", path.display()))?;
     writeln!(prompt.output, "Saved the token to {}.", path.display())?;
     if pairing {
@@ -293,6 +312,79 @@ mod tests {
         assert_eq!(TelegramConfig::load(&home).unwrap().token, "123:abc");
         // Configured now: no question asked, no terminal needed.
         ensure_ready(&home, ManagerKind::Process, &telegram(), None).unwrap();
+    }
+
+    /// Runs the telegram setup with `input` in a thread of its own, so a
+    /// setup that asks forever fails the test instead of hanging it.
+    fn telegram_setup(home: &Home, input: &str) -> (anyhow::Result<()>, String) {
+        let (done, result) = std::sync::mpsc::channel();
+        let home = home.clone();
+        let input = input.to_owned();
+        std::thread::spawn(move || {
+            let mut input = Cursor::new(input);
+            // A setup asking in circles fails once it has said 1 MiB.
+            let mut buffer = vec![0u8; 1 << 20];
+            let mut output = Cursor::new(&mut buffer[..]);
+            let prompt = Prompt {
+                input: &mut input,
+                output: &mut output,
+                input_is_terminal: false,
+            };
+            let outcome = ensure_ready(&home, ManagerKind::Process, &telegram(), Some(prompt));
+            let len = output.position() as usize;
+            let said = String::from_utf8_lossy(&buffer[..len]).into_owned();
+            let _ = done.send((outcome, said));
+        });
+        result
+            .recv_timeout(crabtalk_testkit::PATIENCE)
+            .expect("the setup kept asking")
+    }
+
+    #[test]
+    fn no_to_saving_an_unchecked_token_and_enter_are_ways_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let path = home.component_config("telegram").unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("api_base_url = \"{url}\"\n")).unwrap();
+        let (outcome, said) = telegram_setup(&home, "123:abc\nn\n");
+        let err = outcome.unwrap_err().to_string();
+        assert!(said.contains("Could not check the token"), "{said}");
+        assert!(
+            err.contains("the token was not saved") && err.contains("crabup telegram start"),
+            "{err}"
+        );
+        assert!(!TelegramConfig::load(&home).unwrap().has_token());
+        // Enter instead of a token (or the input ending) stops too.
+        let (outcome, _) = telegram_setup(&home, "\n");
+        let err = outcome.unwrap_err().to_string();
+        assert!(err.contains("no token given"), "{err}");
+        let (outcome, _) = telegram_setup(&home, "not a token\n");
+        assert!(outcome.is_err());
+    }
+
+    #[test]
+    fn setup_writes_only_what_it_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        let (url, thread, stop) = fake_bot_api();
+        let path = home.component_config("telegram").unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mine = format!("# the bot of the house\napi_base_url = \"{url}\"\n");
+        std::fs::write(&path, &mine).unwrap();
+        let good = crabtalk_testkit::telegram::TOKEN;
+        let (outcome, said) = telegram_setup(&home, &format!("{good}\n"));
+        outcome.unwrap();
+        stop.send(()).unwrap();
+        thread.join().unwrap();
+        assert!(said.contains("Saved the token"), "{said}");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("{mine}token = \"{good}\"\npairing = true\n")
+        );
     }
 
     #[test]

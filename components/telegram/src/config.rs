@@ -212,8 +212,33 @@ impl TelegramConfig {
         })
     }
 
-    /// Writes the configuration to `home`, atomically and private to the
-    /// user.
+    /// Sets `token` in `home`'s file — and `pairing = true` when
+    /// `pairing_on` — keeping everything else the file says (keys,
+    /// comments, layout) and adding nothing else, so what the user never
+    /// set keeps following the defaults. Atomic, private to the user.
+    pub fn save_token(home: &Home, token: &str, pairing_on: bool) -> std::io::Result<PathBuf> {
+        let path = Self::path(home);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(err) => return Err(err),
+        };
+        let mut document: toml_edit::DocumentMut = text.parse().map_err(|err| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{}: {err}", path.display()),
+            )
+        })?;
+        document["token"] = toml_edit::value(token);
+        if pairing_on {
+            document["pairing"] = toml_edit::value(true);
+        }
+        write_atomic_private(&path, document.to_string().as_bytes())?;
+        Ok(path)
+    }
+
+    /// Writes the whole configuration, every default included, to `home`,
+    /// atomically and private to the user.
     pub fn save(&self, home: &Home) -> std::io::Result<PathBuf> {
         let path = Self::path(home);
         let text = toml::to_string(self).map_err(std::io::Error::other)?;
@@ -270,6 +295,33 @@ mod tests {
             err.contains("telegram.toml:1:1: unknown key `tokn`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn setting_the_token_keeps_the_file_and_adds_no_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        let path = TelegramConfig::save_token(&home, "1:a", true).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "token = \"1:a\"\npairing = true\n"
+        );
+        std::fs::write(
+            &path,
+            "# my bot\napi_base_url = \"http://127.0.0.1:9\"  # a local server\nallow = [42]\n",
+        )
+        .unwrap();
+        TelegramConfig::save_token(&home, "2:b", false).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "# my bot\napi_base_url = \"http://127.0.0.1:9\"  # a local server\nallow = [42]\ntoken = \"2:b\"\n"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
     }
 
     #[test]

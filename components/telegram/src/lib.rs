@@ -20,12 +20,14 @@
 //! MCP tools `telegram_send` and `telegram_chats` ([`tools`]).
 //!
 //! Without the default `service` feature the crate is the command line
-//! ([`cli`]), the config type ([`config`]) and the token check
-//! ([`token`]): what crabup links for first-run setup.
+//! ([`cli`]), the config type ([`config`]), the Bot API client
+//! ([`wire`]) and the token check ([`token`]): what crabup links for
+//! first-run setup.
 
 pub mod cli;
 pub mod config;
 pub mod token;
+pub mod wire;
 
 #[cfg(feature = "service")]
 pub mod access;
@@ -41,6 +43,8 @@ pub mod gateway;
 pub mod lock;
 #[cfg(feature = "service")]
 pub mod outbox;
+#[cfg(feature = "service")]
+pub mod reload;
 #[cfg(feature = "service")]
 pub mod render;
 #[cfg(feature = "service")]

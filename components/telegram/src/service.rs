@@ -140,12 +140,7 @@ async fn identify(
         {
             tracing::info!("{} changed; using it", TelegramConfig::path(home).display());
             if let (Ok(token), Ok(url)) = (fresh.token(), fresh.api_url()) {
-                *api = Api::new(
-                    &url,
-                    &token,
-                    long_poll_bound(&fresh),
-                    api.throttle().clone(),
-                );
+                *api = Api::new(&url, &token, api.throttle().clone());
             }
             *config = fresh;
         }
@@ -167,11 +162,6 @@ async fn file_changes(home: &Home, delay: Duration) {
     }
 }
 
-/// The longest a request may take: a long poll and its restart margin.
-fn long_poll_bound(config: &TelegramConfig) -> Duration {
-    Duration::from_secs(config.poll_restart_secs + 10)
-}
-
 async fn start(
     home: Home,
     mut config: TelegramConfig,
@@ -182,7 +172,7 @@ async fn start(
 ) -> anyhow::Result<()> {
     let token = config.token().map_err(anyhow::Error::msg)?;
     let url = config.api_url().map_err(anyhow::Error::msg)?;
-    let mut api = Api::new(&url, &token, long_poll_bound(&config), Throttle::telegram());
+    let mut api = Api::new(&url, &token, Throttle::telegram());
     let Some(me) = identify(&home, &mut config, &mut api, &shutdown, &problems).await else {
         return Ok(());
     };
@@ -192,8 +182,9 @@ async fn start(
     }
     let chats = Arc::new(ChatBook::open(&home));
     let gateway = Arc::new(Gateway {
-        outbox: Outbox::new(api.clone(), chats.clone()),
-        access: Access::new(&home, &config),
+        outbox: Outbox::new(api.clone(), chats.clone(), problems.clone()),
+        access: parking_lot::RwLock::new(Arc::new(Access::new(&home, &config))),
+        inbox: crate::gateway::inbox::Inbox::new(&home),
         ledger: Ledger::open(&home),
         asks: Default::default(),
         skill_commands: Default::default(),
@@ -211,7 +202,10 @@ async fn start(
     crate::gateway::slash::register(&gateway).await;
     let relay = tokio::spawn(crate::gateway::relay::run(gateway.clone()));
     let offsets = OffsetStore::open(&home, me.id);
+    gateway.inbox.replay(&gateway).await;
+    let reload = tokio::spawn(crate::reload::watch(gateway.clone(), problems.clone()));
     crate::gateway::poller::run(gateway.clone(), offsets, problems).await;
+    reload.abort();
     tracing::info!("polling stopped; delivering what is under way");
     gateway.seal_all();
     if !gateway.outbox.drain(DRAIN_GRACE).await {

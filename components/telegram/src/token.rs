@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use teloxide_core::requests::{JsonRequest, Payload};
-use teloxide_core::{ApiError, Bot, RequestError};
+use crate::wire::{BotClient, CallError};
 
 /// How long `getMe` may take.
 pub const GET_ME_TIMEOUT: Duration = Duration::from_secs(15);
@@ -26,7 +25,8 @@ pub enum TokenError {
         "Telegram refused the bot token ({0}); copy it again from @BotFather (/mybots → API Token)"
     )]
     Refused(String),
-    /// Nothing answered, or not in time.
+    /// Nothing answered, not in time, or not as the Bot API answers (a
+    /// 5xx, a proxy's page).
     #[error("the Bot API at {url} did not answer: {reason}")]
     Unreachable { url: String, reason: String },
     /// Telegram answered something else.
@@ -42,77 +42,49 @@ impl TokenError {
     }
 }
 
-/// A client for the Bot API at `api_url` with `token`, whose requests may
-/// take `timeout` (more than the longest long poll).
-pub fn bot(api_url: &url::Url, token: &str, timeout: Duration) -> Bot {
-    let client = teloxide_core::net::default_reqwest_settings()
-        .timeout(timeout)
-        .pool_idle_timeout(Duration::from_secs(90))
-        .pool_max_idle_per_host(4)
-        .build()
-        .expect("an HTTP client with default TLS settings");
-    Bot::with_client(token, client).set_api_url(api_url.clone())
-}
-
-/// `getMe`, its result read as plain JSON (only `id`, `username` and
-/// `first_name` matter here).
-#[derive(Debug, Clone, serde::Serialize)]
-struct GetMe {}
-
-impl Payload for GetMe {
-    type Output = serde_json::Value;
-    const NAME: &'static str = "getMe";
-}
-
 /// Asks the Bot API at `api_url` who `token` belongs to.
 pub async fn get_me(api_url: &url::Url, token: &str) -> Result<BotIdentity, TokenError> {
-    ask_get_me(&bot(api_url, token, GET_ME_TIMEOUT)).await
+    ask_get_me(&BotClient::new(api_url, token, GET_ME_TIMEOUT)).await
 }
 
-/// [`get_me`] with a client made already.
-pub async fn ask_get_me(bot: &Bot) -> Result<BotIdentity, TokenError> {
-    let api_url = bot.api_url();
-    let unreachable = |reason: String| TokenError::Unreachable {
-        url: api_url.to_string(),
-        reason,
+/// [`get_me`] with a client made already; its result read as plain JSON
+/// (only `id`, `username` and `first_name` matter here).
+pub async fn ask_get_me(client: &BotClient) -> Result<BotIdentity, TokenError> {
+    let me = client
+        .call_within("getMe", &serde_json::json!({}), GET_ME_TIMEOUT)
+        .await
+        .map_err(|err| classify(err, client.api_url()))?;
+    let id = me
+        .get("id")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| TokenError::Other(format!("getMe answered without the bot's id: {me}")))?;
+    let text = |key: &str| {
+        me.get(key)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
     };
-    let request = JsonRequest::new(bot.clone(), GetMe {});
-    match tokio::time::timeout(GET_ME_TIMEOUT, request).await {
-        Err(_) => Err(unreachable(format!("no answer within {GET_ME_TIMEOUT:?}"))),
-        Ok(Ok(me)) => {
-            let id = me
-                .get("id")
-                .and_then(serde_json::Value::as_u64)
-                .ok_or_else(|| {
-                    TokenError::Other(format!("getMe answered without the bot's id: {me}"))
-                })?;
-            let text = |key: &str| {
-                me.get(key)
-                    .and_then(serde_json::Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            Ok(BotIdentity {
-                id,
-                username: text("username"),
-                first_name: text("first_name"),
-            })
-        }
-        Ok(Err(err)) => Err(classify(err, &unreachable)),
-    }
+    Ok(BotIdentity {
+        id,
+        username: text("username"),
+        first_name: text("first_name"),
+    })
 }
 
-fn classify(err: RequestError, unreachable: &dyn Fn(String) -> TokenError) -> TokenError {
+fn classify(err: CallError, api_url: &str) -> TokenError {
     match err {
-        RequestError::Api(ApiError::InvalidToken) => TokenError::Refused("401 Unauthorized".into()),
-        RequestError::Api(ApiError::Unknown(text)) if text.contains("Unauthorized") => {
-            TokenError::Refused(text)
+        CallError::Refused {
+            code, description, ..
+        } if code == 401 || description == "Unauthorized" || description == "Not Found" => {
+            TokenError::Refused(format!("{code} {description}"))
         }
-        RequestError::Network(err) => unreachable(describe_network(&err)),
-        RequestError::InvalidJson { raw, .. } => TokenError::Other(format!(
-            "the answer is not the Bot API's JSON (is api_base_url right?): {}",
-            raw.chars().take(200).collect::<String>()
-        )),
+        err if err.is_transient() => TokenError::Unreachable {
+            url: api_url.to_owned(),
+            reason: match err {
+                CallError::NotJson { .. } => format!("{err} (is api_base_url right?)"),
+                other => other.to_string(),
+            },
+        },
         other => TokenError::Other(other.to_string()),
     }
 }

@@ -154,14 +154,14 @@ impl TelegramTools {
                             "title": chat.title,
                             "username": chat.username,
                             "sender": address.sender(),
-                            "allowed": gateway.access.may_send_to(ChatAddress::chat(chat.chat_id), &gateway.chats),
+                            "allowed": gateway.access().may_send_to(ChatAddress::chat(chat.chat_id), &gateway.chats),
                             "last_seen": chat.last_seen,
                             "agent": chat.agent,
                         })
                     })
                     .collect();
                 let seen: Vec<i64> = chats.iter().filter_map(|c| c["chat_id"].as_i64()).collect();
-                for chat in gateway.access.known_chats() {
+                for chat in gateway.access().known_chats() {
                     if !seen.contains(&chat) {
                         chats.push(json!({
                             "chat_id": chat,
@@ -221,7 +221,7 @@ impl TelegramTools {
                 own.chat
             ));
         }
-        if !gateway.access.may_send_to(address, &gateway.chats) {
+        if !gateway.access().may_send_to(address, &gateway.chats) {
             return Err(format!(
                 "chat {address} may not talk to the agent (not in allow or groups of telegram.toml, not approved), so nothing is sent there"
             ));

@@ -1,42 +1,40 @@
-//! The Bot API as the gateway uses it: `teloxide-core`'s typed requests,
-//! each under the global [`Throttle`], each bounded in time, and every
-//! failure sorted into what the gateway does about it ([`ApiFailure`]).
+//! The Bot API as the gateway uses it: each method a JSON request through
+//! the gateway's own client ([`wire`](crate::wire)), each under the global
+//! [`Throttle`], each bounded in time, and every failure sorted into what
+//! the gateway does about it ([`ApiFailure`]). Nothing here waits or
+//! retries: a 5xx, an answer that is not JSON or no answer at all comes
+//! back at once as [`ApiFailure::Unavailable`], with its real cause, and
+//! the caller (the poller, a chat's lane) owns the backoff.
 //!
 //! The per-chat pace (one message or edit a second in private chats,
 //! one every three in groups) is the [`outbox`](crate::outbox)'s; this
 //! module only counts requests overall.
 
 pub mod throttle;
-pub mod updates;
+pub mod update;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
-use teloxide_core::payloads::{
-    AnswerCallbackQuerySetters, EditMessageReplyMarkupSetters, EditMessageTextSetters,
-    SendChatActionSetters, SendMessageSetters,
-};
-use teloxide_core::prelude::Requester;
-use teloxide_core::requests::{HasPayload, JsonRequest, Payload};
-use teloxide_core::types::{
-    BotCommand, CallbackQueryId, ChatAction, ChatId, FileId, InlineKeyboardMarkup,
-    LinkPreviewOptions, MessageId, ParseMode, ThreadId,
-};
-use teloxide_core::{ApiError, Bot, RequestError};
+use serde_json::{Value, json};
+use teloxide_core::types::{BotCommand, InlineKeyboardMarkup};
 use tokio::io::AsyncWriteExt;
 
 use crate::address::ChatAddress;
-use crate::token::{BotIdentity, TokenError, describe_network};
+use crate::token::{BotIdentity, TokenError};
+use crate::wire::{BotClient, CallError};
 pub use throttle::Throttle;
-use updates::{ALLOWED_UPDATES, RawGetUpdates};
+use update::ALLOWED_UPDATES;
 
 /// How long a request other than a long poll may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The largest file the Bot API lets a bot download.
 pub const MAX_DOWNLOAD: u64 = 20 * 1024 * 1024;
+
+/// How long one download may take.
+pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What went wrong with a request, sorted by what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,51 +57,54 @@ pub enum ApiFailure {
     /// 401/404: the token is not (or no longer) valid.
     #[error("Telegram refused the bot token ({0}); get a new one from @BotFather")]
     Unauthorized(String),
-    /// No answer, or not in time.
-    #[error("the Bot API did not answer: {0}")]
-    Network(String),
-    /// Anything else Telegram said.
+    /// No answer, not in time, a server error (5xx), or an answer that is
+    /// not the Bot API's JSON: worth trying again, with a pause.
+    #[error("the Bot API is unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else Telegram said (a 4xx: the request itself is refused).
     #[error("{0}")]
     Other(String),
 }
 
 impl ApiFailure {
-    fn from_request(err: RequestError) -> Self {
-        match err {
-            RequestError::RetryAfter(seconds) => Self::RetryAfter(seconds.duration()),
-            RequestError::MigrateToChatId(chat) => Self::Migrated(chat.0),
-            RequestError::Network(err) => Self::Network(describe_network(&*err)),
-            RequestError::Api(api) => Self::from_api(api),
-            RequestError::InvalidJson { raw, .. } => Self::Other(format!(
-                "an answer that is not the Bot API's JSON: {}",
-                raw.chars().take(200).collect::<String>()
-            )),
-            RequestError::Io(err) => Self::Other(err.to_string()),
-        }
+    /// Whether trying the same request again later may work.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Unavailable(_))
     }
 
-    fn from_api(api: ApiError) -> Self {
-        let text = match api {
-            ApiError::CantParseEntities(text) => return Self::CantParseEntities(text),
-            ApiError::MessageNotModified => return Self::NotModified,
-            ApiError::InvalidToken => return Self::Unauthorized("401 Unauthorized".into()),
-            ApiError::TerminatedByOtherGetUpdates => {
-                return Self::Conflict(OTHER_POLLER.into());
-            }
-            ApiError::CantGetUpdates => return Self::Conflict(WEBHOOK_SET.into()),
-            ApiError::Unknown(text) => text,
-            other => other.to_string(),
+    fn from_call(err: CallError) -> Self {
+        if err.is_transient() {
+            return Self::Unavailable(err.to_string());
+        }
+        let CallError::Refused {
+            code,
+            description,
+            retry_after,
+            migrate_to,
+        } = err
+        else {
+            return Self::Unavailable(err.to_string());
         };
+        if let Some(seconds) = retry_after {
+            return Self::RetryAfter(Duration::from_secs(seconds));
+        }
+        if let Some(chat) = migrate_to {
+            return Self::Migrated(chat);
+        }
+        Self::from_description(code, description)
+    }
+
+    fn from_description(code: u16, text: String) -> Self {
         if text.contains("can't parse entities") {
             Self::CantParseEntities(text)
-        } else if text.contains("webhook is active") {
-            Self::Conflict(WEBHOOK_SET.into())
-        } else if text.starts_with("Conflict") {
-            Self::Conflict(format!("{OTHER_POLLER} (Telegram said: {text})"))
-        } else if text.starts_with("Unauthorized") {
-            Self::Unauthorized(text)
         } else if text.contains("message is not modified") {
             Self::NotModified
+        } else if text.contains("webhook is active") {
+            Self::Conflict(WEBHOOK_SET.into())
+        } else if code == 409 || text.starts_with("Conflict") {
+            Self::Conflict(format!("{OTHER_POLLER} (Telegram said: {text})"))
+        } else if code == 401 || text == "Unauthorized" || text == "Not Found" {
+            Self::Unauthorized(format!("{code} {text}"))
         } else {
             Self::Other(text)
         }
@@ -135,21 +136,15 @@ pub struct RemoteFile {
 /// The Bot API of one bot.
 #[derive(Clone)]
 pub struct Api {
-    bot: Bot,
+    client: BotClient,
     throttle: Arc<Throttle>,
 }
 
 impl Api {
-    /// A client for `token` at `api_url`; a long poll may take up to
-    /// `longest` (requests are cut off after that).
-    pub fn new(
-        api_url: &url::Url,
-        token: &str,
-        longest: Duration,
-        throttle: Arc<Throttle>,
-    ) -> Self {
+    /// A client for `token` at `api_url`.
+    pub fn new(api_url: &url::Url, token: &str, throttle: Arc<Throttle>) -> Self {
         Self {
-            bot: crate::token::bot(api_url, token, longest.max(REQUEST_TIMEOUT)),
+            client: BotClient::new(api_url, token, REQUEST_TIMEOUT),
             throttle,
         }
     }
@@ -158,57 +153,61 @@ impl Api {
         &self.throttle
     }
 
-    /// Sends `request` and reads its result as plain JSON: the gateway
-    /// needs a few fields of it (a message id, a file path), and a server
-    /// that leaves out a field the library's types insist on is no reason
-    /// to fail.
-    async fn call<P>(&self, request: JsonRequest<P>) -> Result<serde_json::Value, ApiFailure>
-    where
-        P: Payload + serde::Serialize + Clone + Send + 'static,
-    {
-        let request = JsonRequest::new(self.bot.clone(), Raw(request.payload_ref().clone()));
+    /// Calls `method` under the global limit; its result as plain JSON
+    /// (the gateway needs a few fields of it, and a server that leaves out
+    /// a field a library's types insist on is no reason to fail).
+    async fn call(&self, method: &str, params: Value) -> Result<Value, ApiFailure> {
         let _permit = self.throttle.acquire().await;
-        match tokio::time::timeout(REQUEST_TIMEOUT, request).await {
-            Ok(result) => result.map_err(ApiFailure::from_request),
-            Err(_) => Err(ApiFailure::Network(format!(
-                "no answer within {REQUEST_TIMEOUT:?}"
-            ))),
-        }
+        self.client
+            .call(method, &params)
+            .await
+            .map_err(ApiFailure::from_call)
     }
 
     /// Who the bot is.
     pub async fn get_me(&self) -> Result<BotIdentity, TokenError> {
         let _permit = self.throttle.acquire().await;
-        crate::token::ask_get_me(&self.bot).await
+        crate::token::ask_get_me(&self.client).await
     }
 
     pub async fn delete_webhook(&self) -> Result<(), ApiFailure> {
-        self.call(self.bot.delete_webhook()).await.map(drop)
+        self.call("deleteWebhook", json!({})).await.map(drop)
     }
 
     pub async fn set_my_commands(&self, commands: Vec<BotCommand>) -> Result<(), ApiFailure> {
-        self.call(self.bot.set_my_commands(commands))
+        self.call("setMyCommands", json!({ "commands": commands }))
             .await
             .map(drop)
     }
 
-    /// One long poll: the updates from `offset` on, each as raw JSON.
+    /// One long poll of up to `timeout`: the updates from `offset` on,
+    /// each as raw JSON (each is read on its own, so one the gateway
+    /// cannot read does not hide the others). Bounded by `timeout` and a
+    /// margin; nothing here waits beyond the request.
     pub async fn get_updates(
         &self,
         offset: i64,
         timeout: Duration,
-    ) -> Result<Vec<serde_json::Value>, ApiFailure> {
-        let payload = RawGetUpdates {
-            offset,
-            timeout: timeout.as_secs(),
-            limit: 100,
-            allowed_updates: ALLOWED_UPDATES.to_vec(),
-        };
+    ) -> Result<Vec<Value>, ApiFailure> {
+        let params = json!({
+            "offset": offset,
+            "timeout": timeout.as_secs(),
+            "limit": 100,
+            "allowed_updates": ALLOWED_UPDATES,
+        });
         let _permit = self.throttle.acquire().await;
-        // Bounded by the client's own timeout (longer than the poll).
-        JsonRequest::new(self.bot.clone(), payload)
+        let result = self
+            .client
+            .call_within("getUpdates", &params, timeout + REQUEST_TIMEOUT)
             .await
-            .map_err(ApiFailure::from_request)
+            .map_err(ApiFailure::from_call)?;
+        match result {
+            Value::Array(updates) => Ok(updates),
+            other => Err(ApiFailure::Unavailable(format!(
+                "getUpdates answered a result that is not a list: {}",
+                other.to_string().chars().take(200).collect::<String>()
+            ))),
+        }
     }
 
     /// Sends `text` to `to`; the new message's id.
@@ -218,21 +217,15 @@ impl Api {
         text: &Text,
         keyboard: Option<InlineKeyboardMarkup>,
     ) -> Result<i32, ApiFailure> {
-        let (body, mode) = split_text(text);
-        let mut request = self
-            .bot
-            .send_message(ChatId(to.chat), body)
-            .link_preview_options(no_preview());
-        if let Some(mode) = mode {
-            request = request.parse_mode(mode);
-        }
+        let mut params = text_params(text);
+        params["chat_id"] = json!(to.chat);
         if let Some(topic) = to.topic {
-            request = request.message_thread_id(ThreadId(MessageId(topic)));
+            params["message_thread_id"] = json!(topic);
         }
         if let Some(keyboard) = keyboard {
-            request = request.reply_markup(keyboard);
+            params["reply_markup"] = json!(keyboard);
         }
-        message_id(&self.call(request).await?)
+        message_id(&self.call("sendMessage", params).await?)
     }
 
     /// Replaces the text of message `id` in `chat`.
@@ -243,18 +236,13 @@ impl Api {
         text: &Text,
         keyboard: Option<InlineKeyboardMarkup>,
     ) -> Result<(), ApiFailure> {
-        let (body, mode) = split_text(text);
-        let mut request = self
-            .bot
-            .edit_message_text(ChatId(chat), MessageId(id), body)
-            .link_preview_options(no_preview());
-        if let Some(mode) = mode {
-            request = request.parse_mode(mode);
-        }
+        let mut params = text_params(text);
+        params["chat_id"] = json!(chat);
+        params["message_id"] = json!(id);
         if let Some(keyboard) = keyboard {
-            request = request.reply_markup(keyboard);
+            params["reply_markup"] = json!(keyboard);
         }
-        self.call(request).await.map(drop)
+        self.call("editMessageText", params).await.map(drop)
     }
 
     /// Replaces (or with `None`, removes) the keyboard of message `id`.
@@ -264,19 +252,18 @@ impl Api {
         id: i32,
         keyboard: Option<InlineKeyboardMarkup>,
     ) -> Result<(), ApiFailure> {
-        let request = self
-            .bot
-            .edit_message_reply_markup(ChatId(chat), MessageId(id))
-            .reply_markup(
-                keyboard.unwrap_or_else(|| InlineKeyboardMarkup::new(Vec::<Vec<_>>::new())),
-            );
-        self.call(request).await.map(drop)
+        let keyboard = keyboard.unwrap_or_else(|| InlineKeyboardMarkup::new(Vec::<Vec<_>>::new()));
+        let params = json!({ "chat_id": chat, "message_id": id, "reply_markup": keyboard });
+        self.call("editMessageReplyMarkup", params).await.map(drop)
     }
 
     pub async fn delete_message(&self, chat: i64, id: i32) -> Result<(), ApiFailure> {
-        self.call(self.bot.delete_message(ChatId(chat), MessageId(id)))
-            .await
-            .map(drop)
+        self.call(
+            "deleteMessage",
+            json!({ "chat_id": chat, "message_id": id }),
+        )
+        .await
+        .map(drop)
     }
 
     /// "typing…" in `to` (Telegram shows it for five seconds). Skipped
@@ -286,114 +273,106 @@ impl Api {
         let Some(permit) = self.throttle.try_acquire() else {
             return Ok(false);
         };
-        let mut request = self
-            .bot
-            .send_chat_action(ChatId(to.chat), ChatAction::Typing);
+        let mut params = json!({ "chat_id": to.chat, "action": "typing" });
         if let Some(topic) = to.topic {
-            request = request.message_thread_id(ThreadId(MessageId(topic)));
+            params["message_thread_id"] = json!(topic);
         }
-        let request = JsonRequest::new(self.bot.clone(), Raw(request.payload_ref().clone()));
-        let result = tokio::time::timeout(REQUEST_TIMEOUT, request).await;
+        let result = self.client.call("sendChatAction", &params).await;
         drop(permit);
-        match result {
-            Ok(result) => result.map(|_| true).map_err(ApiFailure::from_request),
-            Err(_) => Err(ApiFailure::Network(format!(
-                "no answer within {REQUEST_TIMEOUT:?}"
-            ))),
-        }
+        result.map(|_| true).map_err(ApiFailure::from_call)
     }
 
     /// Answers a button press (with a short notice, if any).
     pub async fn answer_callback(&self, id: &str, notice: Option<&str>) -> Result<(), ApiFailure> {
-        let mut request = self
-            .bot
-            .answer_callback_query(CallbackQueryId(id.to_owned()));
+        let mut params = json!({ "callback_query_id": id });
         if let Some(notice) = notice {
-            request = request.text(notice.to_owned());
+            params["text"] = json!(notice);
         }
-        self.call(request).await.map(drop)
+        self.call("answerCallbackQuery", params).await.map(drop)
     }
 
     /// Where file `file_id` can be downloaded from.
     pub async fn get_file(&self, file_id: &str) -> Result<RemoteFile, ApiFailure> {
-        let file = self
-            .call(self.bot.get_file(FileId(file_id.to_owned())))
-            .await?;
+        let file = self.call("getFile", json!({ "file_id": file_id })).await?;
         let path = file
             .get("file_path")
-            .and_then(serde_json::Value::as_str)
+            .and_then(Value::as_str)
             .ok_or_else(|| {
                 ApiFailure::Other(format!("getFile answered without a file_path: {file}"))
             })?;
         Ok(RemoteFile {
             path: path.to_owned(),
-            size: file
-                .get("file_size")
-                .and_then(serde_json::Value::as_u64)
-                .unwrap_or(0),
+            size: file.get("file_size").and_then(Value::as_u64).unwrap_or(0),
         })
     }
 
     /// Downloads `file` to `to` (mode 0600), refusing more than
-    /// [`MAX_DOWNLOAD`] bytes; the number of bytes written.
+    /// [`MAX_DOWNLOAD`] bytes or [`DOWNLOAD_TIMEOUT`]; the number of bytes
+    /// written. A file left half-written is removed.
     pub async fn download(&self, file: &RemoteFile, to: &Path) -> Result<u64, ApiFailure> {
-        let _permit = self.throttle.acquire().await;
-        let mut stream = teloxide_core::net::download_file_stream(
-            self.bot.client(),
-            self.bot.api_url(),
-            self.bot.token(),
-            &file.path,
-        )
-        .boxed();
         let io = |err: std::io::Error| {
             ApiFailure::Other(format!("cannot write {}: {err}", to.display()))
         };
-        let mut options = tokio::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        options.mode(0o600);
-        let mut out = options.open(to).await.map_err(io)?;
-        let mut written: u64 = 0;
-        let result = tokio::time::timeout(Duration::from_secs(120), async {
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|err| ApiFailure::Network(describe_network(&err)))?;
+        let result = tokio::time::timeout(DOWNLOAD_TIMEOUT, async {
+            // The request counts against the global limit; the transfer
+            // that follows does not hold a place in it.
+            let permit = self.throttle.acquire().await;
+            let started = self.client.download(&file.path).await;
+            drop(permit);
+            let mut response = started.map_err(ApiFailure::from_call)?;
+            if response.content_length().is_some_and(|n| n > MAX_DOWNLOAD) {
+                return Err(too_large());
+            }
+            let mut options = tokio::fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            options.mode(0o600);
+            let mut out = options.open(to).await.map_err(io)?;
+            let mut written: u64 = 0;
+            while let Some(chunk) = response.chunk().await.map_err(|err| {
+                ApiFailure::Unavailable(crate::token::describe_network(&err.without_url()))
+            })? {
                 written += chunk.len() as u64;
                 if written > MAX_DOWNLOAD {
-                    return Err(ApiFailure::Other(format!(
-                        "the file is larger than {} MB",
-                        MAX_DOWNLOAD / 1024 / 1024
-                    )));
+                    return Err(too_large());
                 }
                 out.write_all(&chunk).await.map_err(io)?;
             }
             out.flush().await.map_err(io)?;
-            Ok(())
+            Ok(written)
         })
         .await
         .unwrap_or_else(|_| {
-            Err(ApiFailure::Network(
-                "the download took over 2 minutes".into(),
-            ))
+            Err(ApiFailure::Unavailable(format!(
+                "the download took over {} s",
+                DOWNLOAD_TIMEOUT.as_secs()
+            )))
         });
         if result.is_err() {
             let _ = tokio::fs::remove_file(to).await;
         }
-        result.map(|()| written)
+        result
     }
 }
 
-/// A request whose result is read as plain JSON.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(transparent)]
-pub struct Raw<P>(pub P);
+fn too_large() -> ApiFailure {
+    ApiFailure::Other(format!(
+        "the file is larger than {} MB",
+        MAX_DOWNLOAD / 1024 / 1024
+    ))
+}
 
-impl<P: Payload> Payload for Raw<P> {
-    type Output = serde_json::Value;
-    const NAME: &'static str = P::NAME;
-
-    fn timeout_hint(&self) -> Option<Duration> {
-        self.0.timeout_hint()
+/// `text`, `parse_mode` and the link preview switched off.
+fn text_params(text: &Text) -> Value {
+    let mut params = json!({ "link_preview_options": { "is_disabled": true } });
+    match text {
+        Text::Html(html) => {
+            params["text"] = json!(html);
+            params["parse_mode"] = json!("HTML");
+        }
+        Text::Plain(plain) => params["text"] = json!(plain),
     }
+    params
 }
 
 /// The `message_id` of a sent or edited message.
@@ -405,47 +384,73 @@ fn message_id(result: &serde_json::Value) -> Result<i32, ApiFailure> {
         .ok_or_else(|| ApiFailure::Other(format!("a message without a message_id: {result}")))
 }
 
-fn split_text(text: &Text) -> (String, Option<ParseMode>) {
-    match text {
-        Text::Html(html) => (html.clone(), Some(ParseMode::Html)),
-        Text::Plain(plain) => (plain.clone(), None),
-    }
-}
-
-fn no_preview() -> LinkPreviewOptions {
-    LinkPreviewOptions {
-        is_disabled: true,
-        url: None,
-        prefer_small_media: false,
-        prefer_large_media: false,
-        show_above_text: false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn failures_are_sorted_by_what_to_do() {
-        let api = |text: &str| ApiFailure::from_api(ApiError::Unknown(text.into()));
+        let refused = |code: u16, text: &str| {
+            ApiFailure::from_call(CallError::Refused {
+                code,
+                description: text.into(),
+                retry_after: None,
+                migrate_to: None,
+            })
+        };
         assert!(matches!(
-            api("Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"),
+            refused(
+                400,
+                "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"
+            ),
             ApiFailure::CantParseEntities(_)
         ));
         assert_eq!(
-            api(
+            refused(
+                409,
                 "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"
             ),
             ApiFailure::Conflict(WEBHOOK_SET.into())
         );
         assert!(
-            matches!(api("Conflict: terminated by other getUpdates request"), ApiFailure::Conflict(text) if text.contains("another program"))
+            matches!(refused(409, "Conflict: terminated by other getUpdates request"), ApiFailure::Conflict(text) if text.contains("another program"))
         );
-        assert!(matches!(api("Unauthorized"), ApiFailure::Unauthorized(_)));
         assert!(matches!(
-            api("Bad Request: chat not found"),
+            refused(401, "Unauthorized"),
+            ApiFailure::Unauthorized(_)
+        ));
+        assert!(matches!(
+            refused(400, "Bad Request: chat not found"),
             ApiFailure::Other(_)
         ));
+        assert!(matches!(
+            refused(
+                400,
+                "Bad Request: message is not modified: specified new message content"
+            ),
+            ApiFailure::NotModified
+        ));
+        // Server errors and answers that are not the Bot API's: try again.
+        let server = refused(502, "Bad Gateway");
+        assert!(server.is_transient(), "{server:?}");
+        assert_eq!(
+            server.to_string(),
+            "the Bot API is unavailable: 502 Bad Gateway"
+        );
+        let junk = ApiFailure::from_call(CallError::NotJson {
+            status: 200,
+            body: "<html>".into(),
+        });
+        assert!(junk.is_transient(), "{junk:?}");
+        assert!(!refused(403, "Forbidden: bot was blocked by the user").is_transient());
+        assert_eq!(
+            ApiFailure::from_call(CallError::Refused {
+                code: 429,
+                description: "Too Many Requests: retry after 3".into(),
+                retry_after: Some(3),
+                migrate_to: None,
+            }),
+            ApiFailure::RetryAfter(Duration::from_secs(3))
+        );
     }
 }

@@ -26,10 +26,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crabtalk_proto::msg::{AskQuestion, ReplyToAsk};
-use teloxide_core::types::{CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup};
+use teloxide_core::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
 use super::{Conversation, Gateway};
 use crate::api::Text;
+use crate::api::update::CallbackQuery;
 use crate::outbox::Edit;
 use crate::render::escape;
 
@@ -165,7 +166,7 @@ impl Asks {
             Pressed::TypeAnswer => Some("Type your answer as a message."),
             Pressed::Ok => None,
         };
-        if let Err(err) = gateway.api.answer_callback(&query.id.0, notice).await {
+        if let Err(err) = gateway.api.answer_callback(&query.id, notice).await {
             tracing::warn!("cannot answer a button press: {err}");
         }
         if matches!(outcome, Pressed::Stale) {
@@ -175,9 +176,9 @@ impl Asks {
             );
             if let Some(message) = message {
                 gateway.outbox.edit(
-                    message.chat.id.0,
+                    message.chat.id,
                     Edit {
-                        message_id: message.id.0,
+                        message_id: message.message_id,
                         text: None,
                         keyboard: None,
                         keyboard_only: true,

@@ -7,52 +7,62 @@
 //! then a command, an answer to an open question, or a message with its
 //! media becomes a turn. In groups the speaker's name goes in front of
 //! the text.
+//!
+//! A message with a file waits in its chat's queue ([`inbox`](super::inbox))
+//! rather than holding up the poll loop. Places and contacts reach the
+//! agent as a line of text; what the agent cannot read (a sticker, a
+//! poll, a kind this version does not know) gets a short, polite reply,
+//! never silence. An edited message reaches the agent as a correction
+//! (`[correction: …]` and its new text); an edit that leaves no text (a
+//! live location moving) is not passed on.
 
 use std::sync::Arc;
 
-use teloxide_core::types::{Message, MessageEntityKind, Update, UpdateKind};
+use serde_json::Value;
 
-use super::{Gateway, media, slash, turn};
+use super::{Gateway, content, media, slash, turn};
 use crate::access::pairing::Stranger;
 use crate::address::ChatAddress;
+use crate::api::update::{Message, Update, UpdateKind};
 
-/// Handles one update (already known to be new).
-pub async fn update(gateway: &Arc<Gateway>, update: Update) {
+/// What an edited message's new text is introduced with.
+pub const CORRECTION: &str = "[correction: the sender edited an earlier message; it now reads:]";
+
+/// Handles one update (already known to be new) from the poll loop: now,
+/// or in its chat's queue.
+pub async fn update(gateway: &Arc<Gateway>, raw: &Value, update: Update) {
+    if let Some(update) = gateway.inbox.admit(gateway, raw, update).await {
+        handle(gateway, update).await;
+    }
+}
+
+/// Handles one update.
+pub async fn handle(gateway: &Arc<Gateway>, update: Update) {
     match update.kind {
-        UpdateKind::Message(message) => self::message(gateway, &message).await,
-        UpdateKind::CallbackQuery(query) => {
+        UpdateKind::Message(message) => self::message(gateway, &message, false).await,
+        UpdateKind::Edited(message) => self::message(gateway, &message, true).await,
+        UpdateKind::Callback(query) => {
+            let access = gateway.access();
             let allowed = match query.regular_message() {
-                Some(message) if message.chat.is_private() => {
-                    gateway.access.user_allowed(query.from.id.0 as i64)
+                Some(message) if message.chat.is_private() => access.user_allowed(query.from.id),
+                Some(message) => {
+                    access.member_allowed(message.chat.id, query.from.id, &gateway.chats)
                 }
-                Some(message) => gateway.access.member_allowed(
-                    message.chat.id.0,
-                    query.from.id.0 as i64,
-                    &gateway.chats,
-                ),
                 None => false,
             };
             if allowed {
                 gateway.asks.callback(gateway, &query).await;
             } else {
                 tracing::info!(
-                    user = query.from.id.0,
+                    user = query.from.id,
                     "a button press from someone who may not talk to the agent; ignored"
                 );
-                let _ = gateway.api.answer_callback(&query.id.0, None).await;
+                let _ = gateway.api.answer_callback(&query.id, None).await;
             }
         }
-        UpdateKind::Error(value) => {
-            let text = value.to_string();
-            tracing::warn!(
-                update = update.id.0,
-                "an update the gateway cannot read was skipped: {}",
-                text.chars().take(300).collect::<String>()
-            );
-        }
-        _ => tracing::debug!(
-            update = update.id.0,
-            "an update of a kind the gateway does not use"
+        UpdateKind::Other(kind) => tracing::debug!(
+            update = update.id,
+            "an update of a kind the gateway does not use ({kind})"
         ),
     }
 }
@@ -73,25 +83,27 @@ fn speaker(message: &Message) -> String {
 pub fn addressed(gateway: &Gateway, message: &Message) -> bool {
     let me = gateway.me.username.to_lowercase();
     if message
-        .reply_to_message()
+        .reply_to_message
+        .as_ref()
         .and_then(|reply| reply.from.as_ref())
-        .is_some_and(|from| from.id.0 == gateway.me.id)
+        .is_some_and(|from| from.id as u64 == gateway.me.id)
     {
         return true;
     }
-    let entities = message
-        .parse_entities()
-        .or_else(|| message.parse_caption_entities())
-        .unwrap_or_default();
-    entities.iter().any(|entity| match entity.kind() {
-        MessageEntityKind::Mention => entity.text().trim_start_matches('@').to_lowercase() == me,
-        MessageEntityKind::TextMention { user } => user.id.0 == gateway.me.id,
-        MessageEntityKind::BotCommand => entity
-            .text()
-            .split_once('@')
-            .is_some_and(|(_, bot)| bot.to_lowercase() == me),
-        _ => false,
-    })
+    message
+        .entities_with_text()
+        .into_iter()
+        .any(|(entity, text)| match entity.kind.as_str() {
+            "mention" => text.trim_start_matches('@').to_lowercase() == me,
+            "text_mention" => entity
+                .user
+                .as_ref()
+                .is_some_and(|user| user.id as u64 == gateway.me.id),
+            "bot_command" => text
+                .split_once('@')
+                .is_some_and(|(_, bot)| bot.to_lowercase() == me),
+            _ => false,
+        })
 }
 
 /// The text without `@bot` mentions.
@@ -110,18 +122,18 @@ fn without_mention(gateway: &Gateway, text: &str) -> String {
     out.trim().to_owned()
 }
 
-async fn message(gateway: &Arc<Gateway>, message: &Message) {
-    let chat = message.chat.id.0;
-    if let Some(new) = message.migrate_to_chat_id() {
+async fn message(gateway: &Arc<Gateway>, message: &Message, edited: bool) {
+    let chat = message.chat.id;
+    if let Some(new) = message.migrate_to_chat_id {
         gateway
             .chats
-            .migrated(gateway.chats.conversation_chat(chat), new.0);
+            .migrated(gateway.chats.conversation_chat(chat), new);
         return;
     }
-    if let Some(old) = message.migrate_from_chat_id() {
+    if let Some(old) = message.migrate_from_chat_id {
         gateway
             .chats
-            .migrated(gateway.chats.conversation_chat(old.0), chat);
+            .migrated(gateway.chats.conversation_chat(old), chat);
         return;
     }
     let Some(from) = message.from.as_ref() else {
@@ -134,32 +146,32 @@ async fn message(gateway: &Arc<Gateway>, message: &Message) {
     let title = if private {
         from.full_name()
     } else {
-        message.chat.title().unwrap_or_default().to_owned()
+        message.chat.title.clone().unwrap_or_default()
     };
-    let kind = if private {
-        "private"
-    } else if message.chat.is_supergroup() {
-        "supergroup"
-    } else if message.chat.is_group() {
-        "group"
-    } else {
-        "channel"
+    let kind = match message.chat.kind.as_str() {
+        _ if private => "private",
+        "supergroup" => "supergroup",
+        "group" => "group",
+        _ => "channel",
     };
-    let user = from.id.0 as i64;
+    let user = from.id;
+    let access = gateway.access();
     if private {
-        if !gateway.access.user_allowed(user) {
-            stranger(gateway, message, user).await;
+        if !access.user_allowed(user) {
+            if !edited {
+                stranger(gateway, message, user).await;
+            }
             return;
         }
     } else {
-        if !gateway.access.group_allowed(chat, &gateway.chats) {
+        if !access.group_allowed(chat, &gateway.chats) {
             tracing::debug!(
                 chat,
                 "a message in a group that is not in `groups`; ignored"
             );
             return;
         }
-        if !gateway.access.member_allowed(chat, user, &gateway.chats) {
+        if !access.member_allowed(chat, user, &gateway.chats) {
             tracing::debug!(
                 chat,
                 user,
@@ -167,31 +179,42 @@ async fn message(gateway: &Arc<Gateway>, message: &Message) {
             );
             return;
         }
-        if gateway.access.require_mention() && !addressed(gateway, message) {
+        if access.require_mention() && !addressed(gateway, message) {
             return;
         }
     }
+    drop(access);
     gateway
         .chats
-        .seen(chat, kind, &title, message.chat.username());
-    let topic = message
-        .thread_id
-        .filter(|_| message.is_topic_message)
-        .map(|thread| thread.0.0);
+        .seen(chat, kind, &title, message.chat.username.as_deref());
     let address = ChatAddress {
         chat: gateway.chats.conversation_chat(chat),
-        topic,
+        topic: message.topic(),
     };
     let conversation = gateway.conversation(address);
-    let raw = message
-        .text()
-        .or_else(|| message.caption())
-        .unwrap_or_default();
+    let raw = message.text_or_caption().unwrap_or_default();
     let text = if private {
         raw.trim().to_owned()
     } else {
         without_mention(gateway, raw)
     };
+    if edited {
+        // The new text only: a command is not run again, the file not
+        // saved again, and an edit without text (a live location moving)
+        // is nothing to pass on.
+        if text.is_empty() {
+            return;
+        }
+        if gateway.asks.text(gateway, &conversation.sender(), &text) {
+            return;
+        }
+        let mut content = format!("{CORRECTION}\n{text}");
+        if !private {
+            content = format!("{}: {content}", speaker(message));
+        }
+        turn::start(gateway, conversation, content).await;
+        return;
+    }
     if let Some(command) = slash::Slash::parse(&text) {
         if let Some(bot) = command.bot
             && !bot.eq_ignore_ascii_case(&gateway.me.username)
@@ -206,19 +229,36 @@ async fn message(gateway: &Arc<Gateway>, message: &Message) {
     if !text.is_empty() && gateway.asks.text(gateway, &conversation.sender(), &text) {
         return;
     }
-    let attached = media::save(gateway, message).await;
     let mut content = text;
-    if let Some(line) = attached {
+    for line in [
+        media::save(gateway, message).await,
+        content::described(message),
+    ]
+    .into_iter()
+    .flatten()
+    {
         if !content.is_empty() {
             content.push('\n');
         }
         content.push_str(&line);
     }
     if content.trim().is_empty() {
+        if content::is_service(message) {
+            return;
+        }
+        // Something a person sent that the agent cannot read: say so,
+        // where it was said to the bot (in a group: addressed to it).
+        let kind = content::unreadable(message);
         tracing::debug!(
             chat,
-            "a message with nothing the agent can read (a sticker, a poll…); ignored"
+            "a message the agent cannot read ({}); answered",
+            kind.unwrap_or("an unknown kind")
         );
+        if private || addressed(gateway, message) {
+            let _ = gateway
+                .outbox
+                .prepared(address, &content::cannot_read(kind), None);
+        }
         return;
     }
     if !private {
@@ -229,7 +269,8 @@ async fn message(gateway: &Arc<Gateway>, message: &Message) {
 
 /// A message from someone who may not talk to the agent.
 async fn stranger(gateway: &Arc<Gateway>, message: &Message, user: i64) {
-    let Some(store) = gateway.access.pairing() else {
+    let access = gateway.access();
+    let Some(store) = access.pairing() else {
         tracing::info!(
             user,
             "a message from a user who is not in `allow`; ignored (pairing is off)"
@@ -246,7 +287,7 @@ async fn stranger(gateway: &Arc<Gateway>, message: &Message, user: i64) {
         Ok(Some(reply)) => {
             let _ = gateway
                 .outbox
-                .prepared(ChatAddress::chat(message.chat.id.0), &reply, None);
+                .prepared(ChatAddress::chat(message.chat.id), &reply, None);
         }
         Ok(None) => tracing::debug!(user, "a stranger wrote again; not answered"),
         Err(err) => tracing::warn!("pairing: {err}"),

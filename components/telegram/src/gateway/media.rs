@@ -1,65 +1,27 @@
-//! Photos (the largest size), documents (up to the 20 MB a bot may
-//! download) and voice notes are saved under
+//! Files people send — photos (the largest size), documents, videos,
+//! audio files, voice notes, video notes and animations, up to the 20 MB
+//! a bot may download — are saved under
 //! `$CRABTALK_HOME/files/telegram/<chat>/` and referenced in the message
 //! to the agent by their path, so its tools (`read`, an MCP server) can
 //! open them. Captions are kept as the message's text. Voice notes are
 //! saved, not transcribed.
+//!
+//! Downloads run beside the poll loop ([`inbox`](super::inbox)), at most
+//! [`MAX_DOWNLOADS`] at once, each bounded in size and time
+//! ([`MAX_DOWNLOAD`], [`DOWNLOAD_TIMEOUT`](crate::api::DOWNLOAD_TIMEOUT)).
 //!
 //! File names from Telegram are untrusted: only letters, digits, `.`, `-`
 //! and `_` of them are kept, so a name can never leave its folder.
 
 use std::path::{Path, PathBuf};
 
-use teloxide_core::types::Message;
-
 use super::Gateway;
+use super::content::{Attachment, attachment};
+use crate::api::update::Message;
 use crate::api::{MAX_DOWNLOAD, RemoteFile};
 
-/// A file attached to a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Attachment {
-    kind: &'static str,
-    file_id: String,
-    size: u64,
-    name: String,
-}
-
-fn attachment(message: &Message) -> Option<Attachment> {
-    if let Some(sizes) = message.photo() {
-        let largest = sizes.iter().max_by_key(|p| {
-            (
-                u64::from(p.width) * u64::from(p.height),
-                u64::from(p.file.size),
-            )
-        })?;
-        return Some(Attachment {
-            kind: "photo",
-            file_id: largest.file.id.0.clone(),
-            size: u64::from(largest.file.size),
-            name: "photo.jpg".into(),
-        });
-    }
-    if let Some(document) = message.document() {
-        return Some(Attachment {
-            kind: "document",
-            file_id: document.file.id.0.clone(),
-            size: u64::from(document.file.size),
-            name: document
-                .file_name
-                .clone()
-                .unwrap_or_else(|| "document".into()),
-        });
-    }
-    if let Some(voice) = message.voice() {
-        return Some(Attachment {
-            kind: "voice note",
-            file_id: voice.file.id.0.clone(),
-            size: u64::from(voice.file.size),
-            name: "voice.ogg".into(),
-        });
-    }
-    None
-}
+/// Downloads at once, for the whole gateway.
+pub const MAX_DOWNLOADS: usize = 4;
 
 /// A file name that cannot leave its folder.
 pub fn safe_name(name: &str) -> String {
@@ -88,16 +50,20 @@ pub fn folder(home: &crabtalk_home::Home, chat: i64) -> PathBuf {
 /// it (also when it could not be saved), or `None` without one.
 pub async fn save(gateway: &Gateway, message: &Message) -> Option<String> {
     let attachment = attachment(message)?;
-    let chat = message.chat.id.0;
-    if attachment.size > MAX_DOWNLOAD && attachment.size != u64::from(u32::MAX) {
+    let chat = message.chat.id;
+    if let Some(size) = attachment.size.filter(|size| *size > MAX_DOWNLOAD) {
         return Some(format!(
             "[a {} \"{}\" of {} MB was sent; it was not downloaded: bots may download at most 20 MB]",
             attachment.kind,
             attachment.name,
-            attachment.size / 1024 / 1024
+            size / 1024 / 1024
         ));
     }
-    match download(gateway, chat, message.id.0, &attachment).await {
+    let result = {
+        let _slot = gateway.inbox.download_slot().await;
+        download(gateway, chat, message.message_id, &attachment).await
+    };
+    match result {
         Ok(path) => Some(format!("[{} saved at {}]", attachment.kind, path.display())),
         Err(err) => {
             tracing::warn!(chat, "a {} could not be saved: {err}", attachment.kind);
@@ -120,6 +86,12 @@ async fn download(
         .get_file(&attachment.file_id)
         .await
         .map_err(|err| err.to_string())?;
+    if file.size > MAX_DOWNLOAD {
+        return Err(format!(
+            "it has {} MB; bots may download at most 20 MB",
+            file.size / 1024 / 1024
+        ));
+    }
     let dir = folder(&gateway.home, chat);
     create_dirs(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
     let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");

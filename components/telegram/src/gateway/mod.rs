@@ -4,15 +4,21 @@
 //! - [`poller`]: the one long-poll loop, offset persisted per update;
 //! - [`inbound`]: a message or a button press → access, commands, media,
 //!   questions, or a turn;
+//! - [`inbox`]: messages that wait beside the poll loop for a download,
+//!   each chat in order;
+//! - [`content`]: what a message carries besides text (files, places,
+//!   contacts, kinds the agent cannot read);
 //! - [`turn`]: a turn of the agent streamed into the chat;
 //! - [`ask`]: `ask_user` as inline keyboards;
 //! - [`slash`]: `/start /help /new /stop /agent /<skill>` and the menu
 //!   registered with `setMyCommands`;
-//! - [`media`]: photos, documents and voice notes saved for the agent;
+//! - [`media`]: files people send, saved for the agent;
 //! - [`relay`]: replies of turns others started for `tg:` conversations.
 
 pub mod ask;
+pub mod content;
 pub mod inbound;
+pub mod inbox;
 pub mod media;
 pub mod poller;
 pub mod relay;
@@ -63,7 +69,9 @@ pub struct Gateway {
     pub api: Api,
     pub outbox: Outbox,
     pub daemon: DaemonLink,
-    pub access: Access,
+    /// Who may talk: swapped whole when `telegram.toml` changes.
+    pub access: parking_lot::RwLock<Arc<Access>>,
+    pub inbox: inbox::Inbox,
     pub chats: Arc<ChatBook>,
     pub ledger: Ledger,
     pub asks: ask::Asks,
@@ -77,6 +85,11 @@ pub struct Gateway {
 }
 
 impl Gateway {
+    /// The access table now.
+    pub fn access(&self) -> Arc<Access> {
+        self.access.read().clone()
+    }
+
     /// The conversation of `address` (its chat's chosen agent, else the
     /// configured one).
     pub fn conversation(&self, address: ChatAddress) -> Conversation {

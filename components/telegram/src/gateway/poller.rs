@@ -3,20 +3,24 @@
 //! `getUpdates` from the persisted offset, each update handled in order
 //! and the offset persisted right after it (so a restart neither hands an
 //! update over twice nor loses one); an update id at or below what was
-//! handled is ignored; an update the library cannot read is logged and
-//! skipped. A poll with no answer within `poll_restart_secs` is abandoned
-//! and started again. A 409 says who else holds the bot (another poller,
-//! or a webhook — which is deleted) and backs off; a refused token, an
-//! unreachable API back off too, with one log line per outage. The loop
-//! ends at shutdown, after the update in hand is handled and recorded.
+//! handled is ignored; an update the gateway cannot read is logged and
+//! skipped. A message that waits for a download is handled beside the
+//! loop ([`inbox`](super::inbox)); it counts as handled once it is
+//! written down there. A poll with no answer within `poll_restart_secs`
+//! is abandoned and started again. A 409 says who else holds the bot
+//! (another poller, or a webhook — which is deleted) and backs off; a
+//! refused token, an unavailable API (no answer, a 5xx, an answer that is
+//! not JSON) back off too — the loop's own backoff, the only pause there
+//! is — with one log line per outage that says what Telegram answered. The
+//! loop ends at shutdown, after the update in hand is handled and
+//! recorded.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use teloxide_core::types::Update;
-
 use super::Gateway;
 use crate::api::ApiFailure;
+use crate::api::update::Update;
 use crate::state::offset::OffsetStore;
 
 /// Pauses after failures, doubling up to the cap.
@@ -89,10 +93,8 @@ pub async fn run(
                         tracing::debug!(update = id, "update handled before; ignored");
                         continue;
                     }
-                    // From text: the library's update types read JSON text
-                    // (some of them fail on an already parsed `Value`).
-                    match serde_json::from_str::<Update>(&value.to_string()) {
-                        Ok(update) => super::inbound::update(&gateway, update).await,
+                    match Update::read(&value) {
+                        Ok(update) => super::inbound::update(&gateway, &value, update).await,
                         Err(err) => tracing::warn!(
                             update = id,
                             "an update the gateway cannot read was skipped ({err}): {}",
@@ -129,12 +131,16 @@ pub async fn run(
             }
             other => {
                 let text = other.to_string();
+                let pause = backoff.step().min(Duration::from_secs(30));
                 if failing.as_deref() != Some(text.as_str()) {
-                    tracing::warn!("getUpdates failed: {text}; trying again with backoff");
+                    tracing::warn!(
+                        "getUpdates failed: {text}; polling again in {} s (and less often while it fails)",
+                        pause.as_secs()
+                    );
                 }
                 problems.set("poll", format!("getUpdates failed: {text}"));
                 failing = Some(text);
-                backoff.step().min(Duration::from_secs(30))
+                pause
             }
         };
         tokio::select! {

@@ -68,7 +68,7 @@ fn handle(gateway: &Arc<Gateway>, event: AgentEventMsg) {
             if text.is_empty() || text == SILENT {
                 return;
             }
-            if !gateway.access.may_send_to(address, &gateway.chats) {
+            if !gateway.access().may_send_to(address, &gateway.chats) {
                 tracing::info!(chat = %address, "not relaying to a chat that may not talk to the agent");
                 return;
             }
@@ -95,7 +95,7 @@ fn handle(gateway: &Arc<Gateway>, event: AgentEventMsg) {
             });
         }
         AgentEventKind::AskUser => {
-            if !gateway.access.may_send_to(address, &gateway.chats) {
+            if !gateway.access().may_send_to(address, &gateway.chats) {
                 return;
             }
             let Some((call_id, questions)) = parse_questions(&event.content) else {

@@ -39,6 +39,12 @@ pub async fn start(gateway: &Arc<Gateway>, conversation: Conversation, content: 
             return;
         }
     };
+    // A reply of this conversation that never reached the chat: the agent
+    // hears of it with the next message.
+    let content = match gateway.outbox.undelivered_note(address) {
+        Some(note) => format!("{note}\n\n{content}"),
+        None => content,
+    };
     let request = StreamMsg {
         agent: conversation.agent.clone(),
         content,

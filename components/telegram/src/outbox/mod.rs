@@ -11,9 +11,22 @@
 //! to its latest text; intermediate frames are dropped, the final text
 //! never), then whatever was queued after it (a question, a keyboard
 //! change). A 429 pauses the chat for `retry_after`; when the pause was
-//! long, the chat is told the reply was delayed. A part Telegram cannot
-//! parse is sent again as plain text. A group that became a supergroup is
-//! followed to its new id.
+//! long, the chat (the topic the reply was for) is told the reply was
+//! delayed. A part Telegram cannot parse is sent again as plain text. A
+//! group that became a supergroup is followed to its new id.
+//!
+//! When the Bot API is unavailable — no answer, a 5xx, an answer that is
+//! not JSON — the same request is tried again with a growing pause (1 s,
+//! doubling up to 30 s, [`TRANSIENT_ATTEMPTS`] tries, about 90 s in all):
+//! an edit that failed that way is tried again as an edit, never turned
+//! into a second copy of the reply. Only a message Telegram says cannot
+//! be edited (deleted, too old) is continued in a new one.
+//!
+//! A reply that finally could not be delivered is not only a log line
+//! ([`Undelivered`]): `GET /health` lists it (so `crabup ps` and `doctor`
+//! show the gateway degraded) until the chat was told, which happens
+//! before the next thing sent there; and the agent is told with the next
+//! message from that conversation that the person never saw its reply.
 
 pub mod live;
 
@@ -27,6 +40,7 @@ use tokio::time::Instant;
 
 use crate::address::ChatAddress;
 use crate::api::{Api, ApiFailure, Text};
+use crate::service::Problems;
 use crate::state::chats::ChatBook;
 use live::Shown;
 pub use live::{Delivery, LiveReply};
@@ -37,8 +51,13 @@ pub const PRIVATE_GAP: Duration = Duration::from_millis(1000);
 pub const GROUP_GAP: Duration = Duration::from_millis(3000);
 /// A flood-control pause at least this long is told to the chat.
 pub const LONG_PAUSE: Duration = Duration::from_secs(10);
-/// Attempts at a request that fails for lack of an answer.
-const NETWORK_ATTEMPTS: u32 = 5;
+/// Attempts at a request while the Bot API is unavailable.
+pub const TRANSIENT_ATTEMPTS: u32 = 8;
+/// The longest pause between two of them.
+const TRANSIENT_PAUSE_CAP: Duration = Duration::from_secs(30);
+/// Attempts at continuing a reply in new messages when its messages
+/// cannot be edited.
+const EDIT_ATTEMPTS: u32 = 5;
 
 /// A change to a message already shown.
 pub struct Edit {
@@ -65,8 +84,9 @@ struct LaneState {
     chat: i64,
     last_end: Option<Instant>,
     paused_until: Option<Instant>,
-    /// A long pause the chat has not been told about yet.
-    untold_pause: Option<Duration>,
+    /// A long pause the chat has not been told about yet, and the topic
+    /// of the reply it held up.
+    untold_pause: Option<(Duration, Option<i32>)>,
 }
 
 struct Lane {
@@ -86,18 +106,56 @@ struct Inner {
     chats: Arc<ChatBook>,
     lanes: parking_lot::Mutex<HashMap<i64, Arc<Lane>>>,
     idle: Notify,
+    problems: Problems,
+    /// Replies that could not be delivered, by conversation (the chat's
+    /// first id and topic).
+    undelivered: parking_lot::Mutex<HashMap<ChatAddress, Undelivered>>,
+}
+
+/// A reply that could not be delivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undelivered {
+    /// When it was given up, `HH:MM:SS UTC`.
+    pub at: String,
+    pub why: String,
+    /// The chat has been told.
+    pub told_chat: bool,
+    /// The agent has been told.
+    pub told_agent: bool,
 }
 
 impl Outbox {
-    pub fn new(api: Api, chats: Arc<ChatBook>) -> Self {
+    pub fn new(api: Api, chats: Arc<ChatBook>, problems: Problems) -> Self {
         Self {
             inner: Arc::new(Inner {
                 api,
                 chats,
                 lanes: parking_lot::Mutex::new(HashMap::new()),
                 idle: Notify::new(),
+                problems,
+                undelivered: Default::default(),
             }),
         }
+    }
+
+    /// What to tell the agent with the next message from `conversation`
+    /// (its chat's first id and topic): that its last reply never reached
+    /// the chat, if so. Told once.
+    pub fn undelivered_note(&self, conversation: ChatAddress) -> Option<String> {
+        let mut undelivered = self.inner.undelivered.lock();
+        let entry = undelivered.get_mut(&conversation)?;
+        if entry.told_agent {
+            return None;
+        }
+        entry.told_agent = true;
+        let note = format!(
+            "[note from the Telegram gateway: a reply to this chat could not be delivered at {} ({}); the person has not seen it]",
+            entry.at, entry.why
+        );
+        if entry.told_chat {
+            undelivered.remove(&conversation);
+        }
+        Some(note)
     }
 
     pub fn api(&self) -> &Api {
@@ -244,6 +302,80 @@ impl Outbox {
     }
 }
 
+impl Inner {
+    /// Records that a reply to `to` could not be delivered.
+    fn undelivered(&self, to: ChatAddress, why: &str) {
+        let conversation = ChatAddress {
+            chat: self.chats.conversation_chat(to.chat),
+            ..to
+        };
+        self.undelivered.lock().insert(
+            conversation,
+            Undelivered {
+                at: chrono::Utc::now().format("%H:%M:%S UTC").to_string(),
+                why: why.to_owned(),
+                told_chat: false,
+                told_agent: false,
+            },
+        );
+        self.report();
+    }
+
+    /// A conversation in `chat` (its current id) whose chat has not been
+    /// told of an undelivered reply.
+    fn untold_failure(&self, chat: i64) -> Option<ChatAddress> {
+        self.undelivered
+            .lock()
+            .iter()
+            .find(|(conversation, entry)| {
+                !entry.told_chat && self.chats.current_chat(conversation.chat) == chat
+            })
+            .map(|(conversation, _)| *conversation)
+    }
+
+    fn chat_told(&self, conversation: ChatAddress) {
+        {
+            let mut undelivered = self.undelivered.lock();
+            if let Some(entry) = undelivered.get_mut(&conversation) {
+                entry.told_chat = true;
+                if entry.told_agent {
+                    undelivered.remove(&conversation);
+                }
+            }
+        }
+        self.report();
+    }
+
+    /// Lists the replies whose chats have not been told in the health
+    /// problems.
+    fn report(&self) {
+        let undelivered = self.undelivered.lock();
+        let mut untold: Vec<(&ChatAddress, &Undelivered)> =
+            undelivered.iter().filter(|(_, e)| !e.told_chat).collect();
+        untold.sort_by(|a, b| a.1.at.cmp(&b.1.at));
+        let Some((last_chat, last)) = untold.last() else {
+            self.problems.clear("delivery");
+            return;
+        };
+        let chats: Vec<String> = untold.iter().map(|(c, _)| c.to_string()).collect();
+        self.problems.set(
+            "delivery",
+            format!(
+                "{} could not be delivered (chats {}); the last, to {last_chat} at {}: {}. \
+                 Each chat is told before the next message sent there.",
+                if untold.len() == 1 {
+                    "a reply".to_owned()
+                } else {
+                    format!("{} replies", untold.len())
+                },
+                chats.join(", "),
+                last.at,
+                last.why
+            ),
+        );
+    }
+}
+
 /// The task working one lane until it is empty.
 struct Worker {
     inner: Arc<Inner>,
@@ -283,36 +415,68 @@ impl Worker {
         self.lane.state.lock().chat
     }
 
-    /// Waits for the chat's next slot; tells the chat about a long pause
-    /// first if there was one.
+    /// Waits for the chat's next slot; first tells the chat about a long
+    /// pause, and about a reply that could not be delivered, if there was
+    /// one (each notice takes a slot of its own; a notice that fails is
+    /// not tried again before this item).
     async fn slot(&self) {
+        let mut told_failure = false;
         loop {
-            let ready = {
-                let state = self.lane.state.lock();
-                let after_gap = state.last_end.map(|end| end + self.lane.gap);
-                [after_gap, state.paused_until].into_iter().flatten().max()
-            };
-            match ready {
-                Some(at) if at > Instant::now() => tokio::time::sleep_until(at).await,
-                _ => break,
+            loop {
+                let ready = {
+                    let state = self.lane.state.lock();
+                    let after_gap = state.last_end.map(|end| end + self.lane.gap);
+                    [after_gap, state.paused_until].into_iter().flatten().max()
+                };
+                match ready {
+                    Some(at) if at > Instant::now() => tokio::time::sleep_until(at).await,
+                    _ => break,
+                }
             }
-        }
-        let untold = self.lane.state.lock().untold_pause.take();
-        if let Some(pause) = untold {
-            let to = ChatAddress::chat(self.chat());
-            let notice = Text::Plain(format!(
-                "⏳ Telegram paused this chat for {} s (flood control), so the reply is late; it continues now.",
-                pause.as_secs()
-            ));
+            let untold = self.lane.state.lock().untold_pause.take();
+            if let Some((pause, topic)) = untold {
+                let to = ChatAddress {
+                    chat: self.chat(),
+                    topic,
+                };
+                let notice = Text::Plain(format!(
+                    "⏳ Telegram paused this chat for {} s (flood control), so the reply is late; it continues now.",
+                    pause.as_secs()
+                ));
+                let sent = self.inner.api.send_message(to, &notice, None).await;
+                self.ended();
+                if let Err(err) = sent {
+                    tracing::warn!(
+                        chat = to.chat,
+                        "cannot tell the chat about the pause: {err}"
+                    );
+                }
+                continue;
+            }
+            if told_failure {
+                return;
+            }
+            let Some(conversation) = self.inner.untold_failure(self.chat()) else {
+                return;
+            };
+            told_failure = true;
+            let to = ChatAddress {
+                chat: self.chat(),
+                topic: conversation.topic,
+            };
+            let notice = Text::Plain(
+                "⚠️ An earlier reply could not be delivered: Telegram did not take it. The agent knows; ask again if you need it."
+                    .into(),
+            );
             let sent = self.inner.api.send_message(to, &notice, None).await;
             self.ended();
-            if let Err(err) = sent {
-                tracing::warn!(
+            match sent {
+                Ok(_) => self.inner.chat_told(conversation),
+                Err(err) => tracing::warn!(
                     chat = to.chat,
-                    "cannot tell the chat about the pause: {err}"
-                );
+                    "cannot tell the chat about an undelivered reply: {err}"
+                ),
             }
-            Box::pin(self.slot()).await;
         }
     }
 
@@ -321,13 +485,19 @@ impl Worker {
     }
 
     /// What a failure means for the request that got it.
-    fn after_failure(&self, failure: &ApiFailure, attempts: &mut u32) -> Outcome {
+    /// What to do after `failure` of a request for a reply to `topic`.
+    fn after_failure(
+        &self,
+        failure: &ApiFailure,
+        attempts: &mut u32,
+        topic: Option<i32>,
+    ) -> Outcome {
         match failure {
             ApiFailure::RetryAfter(wait) => {
                 let mut state = self.lane.state.lock();
                 state.paused_until = Some(Instant::now() + *wait);
                 if *wait >= LONG_PAUSE {
-                    state.untold_pause = Some(*wait);
+                    state.untold_pause = Some((*wait, topic));
                 }
                 tracing::warn!(
                     chat = state.chat,
@@ -345,11 +515,18 @@ impl Worker {
                     .migrated(self.inner.chats.conversation_chat(old), *new);
                 Outcome::Again
             }
-            ApiFailure::Network(_) if *attempts + 1 < NETWORK_ATTEMPTS => {
+            ApiFailure::Unavailable(_) if *attempts + 1 < TRANSIENT_ATTEMPTS => {
+                let pause =
+                    Duration::from_secs(1u64 << (*attempts).min(10)).min(TRANSIENT_PAUSE_CAP);
                 *attempts += 1;
-                let backoff = Duration::from_millis(500 << *attempts);
-                self.lane.state.lock().paused_until = Some(Instant::now() + backoff);
-                tracing::warn!("{failure}; trying again in {backoff:?}");
+                let mut state = self.lane.state.lock();
+                state.paused_until = Some(Instant::now() + pause);
+                tracing::warn!(
+                    chat = state.chat,
+                    "{failure}; trying again in {} s (attempt {} of {TRANSIENT_ATTEMPTS})",
+                    pause.as_secs(),
+                    *attempts + 1
+                );
                 Outcome::Again
             }
             other => Outcome::Failed(other.to_string()),
@@ -358,6 +535,7 @@ impl Worker {
 
     async fn live(&self, reply: &Arc<LiveReply>) {
         let mut attempts = 0;
+        let mut edit_refusals = 0;
         loop {
             let (parts, sealed) = reply.desired();
             let shown = reply.shown();
@@ -471,7 +649,8 @@ impl Worker {
                             self.ended();
                             match sent {
                                 Ok(id) => reply.set_shown(index, record(id, true)),
-                                Err(err) => match self.after_failure(&err, &mut attempts) {
+                                Err(err) => match self.after_failure(&err, &mut attempts, to.topic)
+                                {
                                     Outcome::Failed(why) => return self.give_up(reply, &why),
                                     _ => continue,
                                 },
@@ -479,18 +658,23 @@ impl Worker {
                         }
                     }
                 }
-                Err(failure) => match self.after_failure(&failure, &mut attempts) {
+                Err(failure) => match self.after_failure(&failure, &mut attempts, to.topic) {
                     Outcome::Again => {}
-                    Outcome::Failed(why) if shown.get(index).is_some() => {
-                        // The message cannot be edited (deleted, too old):
-                        // the rest goes in new messages.
+                    Outcome::Failed(why)
+                        if shown.get(index).is_some() && !failure.is_transient() =>
+                    {
+                        // Telegram says the message cannot be edited
+                        // (deleted, too old): the rest goes in new
+                        // messages. An edit that failed for want of an
+                        // answer is never taken for this: the message may
+                        // well show the text, and a copy would duplicate it.
                         tracing::warn!(
                             chat = to.chat,
                             "cannot edit a reply ({why}); continuing in a new message"
                         );
                         reply.forget_shown_from(index);
-                        attempts += 1;
-                        if attempts >= NETWORK_ATTEMPTS {
+                        edit_refusals += 1;
+                        if edit_refusals >= EDIT_ATTEMPTS {
                             return self.give_up(reply, &why);
                         }
                     }
@@ -501,10 +685,13 @@ impl Worker {
     }
 
     fn give_up(&self, reply: &LiveReply, why: &str) {
+        let to = reply.to();
         tracing::warn!(
-            chat = reply.to().chat,
-            "a reply could not be delivered: {why}"
+            chat = to.chat,
+            "a reply could not be delivered: {why}; the chat is told before the next message \
+             sent there, the agent with the chat's next message"
         );
+        self.inner.undelivered(to, why);
         reply.finish(Delivery::Failed(why.to_owned()));
     }
 
@@ -546,7 +733,7 @@ impl Worker {
             self.ended();
             match result {
                 Ok(()) | Err(ApiFailure::NotModified) => break Ok(()),
-                Err(failure) => match self.after_failure(&failure, &mut attempts) {
+                Err(failure) => match self.after_failure(&failure, &mut attempts, None) {
                     Outcome::Again => continue,
                     Outcome::Failed(why) => {
                         tracing::debug!(chat, "an edit failed: {why}");

@@ -1,14 +1,20 @@
 //! Cutting rendered [`Piece`]s into messages of at most `limit` UTF-16
 //! units of visible text.
 //!
-//! First the cut points are chosen on the visible text alone: as late as
-//! the limit allows, at the last blank line, else line break, else space
-//! before it, else between two characters (never inside one, so never
-//! inside a surrogate pair). Then the pieces are written out, part by
-//! part: text is escaped as it is written (so no `&amp;` is ever cut), a
-//! tag is written only once text follows it (no empty tags), and at a cut
-//! every open tag is closed and opened again at the start of the next
-//! part.
+//! First the cut points are chosen on the visible text alone, only ever
+//! between two grapheme clusters (never inside 🇩🇪, 👍🏽 or 👨‍👩‍👧, so never
+//! inside a character or a surrogate pair either; only a single cluster
+//! longer than the limit is cut between its characters). A reply takes as
+//! few messages as it can: the fewest that fit when every message is
+//! filled to the limit. Within that, each cut is as pleasant as the count
+//! allows — the last blank line, else line break, else space in the second
+//! half of the message — and otherwise as late as the limit allows. Then
+//! the pieces are written out, part by part: text is escaped as it is
+//! written (so no `&amp;` is ever cut), a tag is written only once text
+//! follows it (no empty tags), and at a cut every open tag is closed and
+//! opened again at the start of the next part.
+
+use unicode_segmentation::UnicodeSegmentation;
 
 use super::{Part, Piece, Tag, escape, units};
 
@@ -24,55 +30,96 @@ pub fn split(pieces: &[Piece], limit: usize) -> Vec<Part> {
     if text.is_empty() {
         return Vec::new();
     }
-    let cuts = cut_points(&text, limit);
+    let cuts = Cuts::new(&text, limit.max(2)).points();
     Writer::new(cuts).write(pieces)
 }
 
-/// Byte offsets in `text` where a new part starts.
-fn cut_points(text: &str, limit: usize) -> Vec<usize> {
-    let mut cuts = Vec::new();
-    let mut start = 0;
-    let mut remaining = units(text);
-    loop {
-        let rest = &text[start..];
-        if remaining <= limit {
-            return cuts;
-        }
-        // The longest prefix of `rest` within the limit.
-        let mut used = 0;
-        let mut end = 0;
-        for (at, c) in rest.char_indices() {
-            if used + c.len_utf16() > limit {
-                break;
-            }
-            used += c.len_utf16();
-            end = at + c.len_utf8();
-        }
-        let window = &rest[..end];
-        // Not too early: a cut in the first third wastes a message.
-        let floor = window.len() / 3;
-        let at = [
-            window.rfind("\n\n").map(|i| i + 2),
-            window.rfind('\n').map(|i| i + 1),
-            window.rfind([' ', '\t']).map(|i| i + 1),
-        ]
-        .into_iter()
-        .flatten()
-        .find(|at| *at > floor && *at < window.len() + 1)
-        .unwrap_or(end);
-        let at = if at == 0 {
-            end.max(first_char_len(rest))
-        } else {
-            at
-        };
-        remaining -= units(&rest[..at]);
-        start += at;
-        cuts.push(start);
-    }
+/// Where `text` may be cut: every grapheme cluster boundary, with the
+/// UTF-16 units before it.
+struct Cuts<'a> {
+    text: &'a str,
+    limit: usize,
+    /// `(byte offset, units before it)`, from 0 to the end of the text.
+    bounds: Vec<(usize, usize)>,
 }
 
-fn first_char_len(text: &str) -> usize {
-    text.chars().next().map_or(1, char::len_utf8)
+impl<'a> Cuts<'a> {
+    fn new(text: &'a str, limit: usize) -> Self {
+        let mut bounds = Vec::with_capacity(text.len() / 2 + 1);
+        let mut before = 0;
+        for (at, cluster) in text.grapheme_indices(true) {
+            let size = units(cluster);
+            if size > limit {
+                // A cluster no message can hold: between its characters.
+                for (inner, c) in cluster.char_indices() {
+                    bounds.push((at + inner, before));
+                    before += c.len_utf16();
+                }
+            } else {
+                bounds.push((at, before));
+                before += size;
+            }
+        }
+        bounds.push((text.len(), before));
+        Self {
+            text,
+            limit,
+            bounds,
+        }
+    }
+
+    fn total(&self) -> usize {
+        self.bounds.last().map_or(0, |b| b.1)
+    }
+
+    /// The last boundary a message starting at boundary `from` can reach.
+    fn reach(&self, from: usize) -> usize {
+        let most = self.bounds[from].1 + self.limit;
+        let last = self.bounds.partition_point(|b| b.1 <= most) - 1;
+        last.max(from + 1).min(self.bounds.len() - 1)
+    }
+
+    /// The fewest messages the text from boundary `from` on takes.
+    fn fewest(&self, mut from: usize) -> usize {
+        let mut parts = 1;
+        while self.total() - self.bounds[from].1 > self.limit {
+            from = self.reach(from);
+            parts += 1;
+        }
+        parts
+    }
+
+    /// Byte offsets where a new part starts.
+    fn points(&self) -> Vec<usize> {
+        let mut cuts = Vec::new();
+        let mut from = 0;
+        while self.total() - self.bounds[from].1 > self.limit {
+            let end = self.reach(from);
+            let fewest = self.fewest(from);
+            // Not in the first half: a short message wastes room.
+            let floor = self.bounds[from].1 + (self.bounds[end].1 - self.bounds[from].1) / 2;
+            let fits = |at: usize| at > from && self.fewest(at) < fewest;
+            let before = |at: usize| &self.text[..self.bounds[at].0];
+            let latest = |kind: &dyn Fn(&str) -> bool| {
+                (from + 1..=end)
+                    .rev()
+                    .take_while(|at| self.bounds[*at].1 > floor)
+                    .find(|at| kind(before(*at)))
+            };
+            let at = [
+                latest(&|t: &str| t.ends_with("\n\n")),
+                latest(&|t: &str| t.ends_with('\n')),
+                latest(&|t: &str| t.ends_with([' ', '\t'])),
+            ]
+            .into_iter()
+            .flatten()
+            .find(|at| fits(*at))
+            .unwrap_or(end);
+            cuts.push(self.bounds[at].0);
+            from = at;
+        }
+        cuts
+    }
 }
 
 /// Writes pieces out as parts, cutting at the visible-text offsets.
@@ -210,10 +257,71 @@ mod tests {
     }
 
     #[test]
-    fn paragraphs_are_preferred_cut_points() {
-        let para = format!("{}\n\n", "word ".repeat(500));
-        let parts = render(&para.repeat(3));
-        assert!(parts.len() >= 2);
+    fn emoji_clusters_are_never_cut() {
+        for cluster in ["🇩🇪", "👍🏽", "👨‍👩‍👧", "x\u{301}"] {
+            // One letter first, so the limit falls inside a cluster.
+            let text = format!("y{}", cluster.repeat(9000 / units(cluster)));
+            let parts = render(&text);
+            assert!(parts.len() >= 2, "{cluster}");
+            for part in &parts {
+                assert!(units(&part.text) <= LIMIT, "{cluster}");
+                assert_eq!(
+                    part.text.trim_start_matches('y').replace(cluster, ""),
+                    "",
+                    "{cluster}: a part that starts or ends inside a cluster"
+                );
+            }
+            assert_eq!(
+                parts.iter().map(|p| p.text.as_str()).collect::<String>(),
+                text
+            );
+            // As full as whole clusters allow.
+            assert!(units(&parts[0].text) > LIMIT - units(cluster), "{cluster}");
+        }
+    }
+
+    #[test]
+    fn a_long_reply_takes_as_few_messages_as_fit() {
+        // Ten paragraphs of 1,502 units: 15,018 in all, which fit in four
+        // messages; cutting at the last blank line of each message would
+        // take five.
+        let paragraph = format!("{}.\n\n", "word ".repeat(300).trim_end());
+        assert_eq!(units(&paragraph), 1502);
+        let text = paragraph.repeat(10);
+        let parts = render(text.trim_end());
+        assert_eq!(
+            parts.len(),
+            4,
+            "{:?}",
+            parts.iter().map(|p| units(&p.text)).collect::<Vec<_>>()
+        );
+        for part in &parts[..3] {
+            assert!(units(&part.text) > LIMIT / 2);
+            // Still between words.
+            assert!(
+                part.text.ends_with([' ', '\n']),
+                "{:?}",
+                &part.text[part.text.len() - 5..]
+            );
+        }
+    }
+
+    #[test]
+    fn a_single_cluster_longer_than_the_limit_is_cut_between_its_characters() {
+        let zalgo = format!("a{}", "\u{301}".repeat(5000));
+        let parts = render(&zalgo);
+        assert_eq!(parts.len(), 2);
+        assert!(parts.iter().all(|p| units(&p.text) <= LIMIT));
+    }
+
+    #[test]
+    fn paragraphs_are_preferred_cut_points_where_the_count_allows() {
+        // Four paragraphs of 1,502 units: two messages either way, so the
+        // cut is at the blank line in the second half of the first.
+        let para = format!("{}\n\n", "word ".repeat(300));
+        let parts = render(&para.repeat(4));
+        assert_eq!(parts.len(), 2);
+        assert!(units(&parts[0].text) > LIMIT / 2);
         assert!(
             parts[0].text.ends_with("\n\n"),
             "{:?}",

@@ -4,7 +4,11 @@
 mod access;
 mod ask;
 mod commands;
+mod flaky;
+mod inbox;
+mod kinds;
 mod polling;
 mod relay;
+mod reload;
 mod replies;
 mod support;

@@ -97,14 +97,7 @@ async fn a_refused_token_keeps_the_gateway_running_until_the_file_is_fixed() {
     .unwrap();
     setup.spawn_gateway();
     setup.log_says("Telegram refused the bot token").await;
-    let port = setup.mcp_port().await;
-    let token = crabtalk_home::token::read_token(&setup.home()).unwrap();
-    let health = crabtalk_testkit::within(
-        "health",
-        tokio::task::spawn_blocking(move || http_get(port, "/health", &token)),
-    )
-    .await
-    .unwrap();
+    let health = setup.health().await;
     assert!(health.contains("refused the bot token"), "{health}");
     assert!(
         setup
@@ -173,19 +166,6 @@ async fn a_config_without_a_token_exits_78_naming_the_key() {
         "{}",
         setup.log()
     );
-}
-
-fn http_get(port: u16, path: &str, token: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer
 }
 
 impl Setup {

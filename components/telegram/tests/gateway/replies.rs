@@ -315,3 +315,48 @@ async fn typing_is_shown_every_four_seconds_while_a_turn_runs_and_stops_with_it(
     let after = typing.len() - during.len();
     assert_eq!(after, 0, "{after} typing beats after the turn ended");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_pause_in_a_forum_topic_is_told_in_that_topic() {
+    let group = -100_800;
+    let topic = 77;
+    let mut setup = Setup::start(&format!("groups = [{group}]\nrequire_mention = false")).await;
+    setup.start_gateway().await;
+    setup
+        .api
+        .fail_next("sendMessage", Some(group), Fault::RetryAfter(10));
+    setup.llm.push(Reply::text("after the pause"));
+    setup.api.topic_text(group, topic, &alice(), "hi");
+    setup.api.wait_for_text(group, "after the pause").await;
+    let messages = setup.api.messages(group);
+    let notice = messages
+        .iter()
+        .find(|m| m.text.contains("Telegram paused this chat for 10 s"))
+        .expect("the pause was told");
+    assert_eq!(notice.topic, Some(topic), "{messages:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_reply_of_flags_takes_the_fewest_messages_and_cuts_no_flag() {
+    let mut setup = Setup::start("").await;
+    setup.start_gateway().await;
+    let chat = alice().id;
+    // 8,401 UTF-16 units: three messages, and no space to cut at.
+    let flag = "🇩🇪";
+    let text = format!("y{}", flag.repeat(2100));
+    setup.llm.push(Reply::text(&text));
+    setup.api.text(&alice(), "flags");
+    setup
+        .api
+        .wait_until("the whole reply", |api| api.chat_text(chat) == text)
+        .await;
+    let messages = setup.api.messages(chat);
+    assert_eq!(messages.len(), 3);
+    for message in &messages {
+        assert_eq!(
+            message.text.trim_start_matches('y').replace(flag, ""),
+            "",
+            "a message starts or ends inside a flag"
+        );
+    }
+}

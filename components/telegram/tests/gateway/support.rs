@@ -183,6 +183,19 @@ impl Setup {
         PortFile::read(&path).unwrap().port
     }
 
+    /// `GET /health` of the running gateway (waiting for its port file),
+    /// as text.
+    pub(crate) async fn health(&self) -> String {
+        let port = self.mcp_port().await;
+        let token = crabtalk_home::token::read_token(&self.home()).unwrap();
+        crabtalk_testkit::within(
+            "health",
+            tokio::task::spawn_blocking(move || http_get(port, "/health", &token)),
+        )
+        .await
+        .unwrap()
+    }
+
     /// The user message of the `n`th model request (0-based).
     pub(crate) fn model_saw(&self, n: usize) -> String {
         let requests = self.llm.requests();
@@ -210,6 +223,21 @@ impl Drop for Setup {
         }
         self.kill9_gateway();
     }
+}
+
+/// A plain `GET` on the gateway's port: the whole answer.
+/// A GET as the owner (with the token of `run/`).
+pub(crate) fn http_get(port: u16, path: &str, token: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
 }
 
 /// The text of the last user message of an OpenAI request body.

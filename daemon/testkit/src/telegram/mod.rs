@@ -2,8 +2,9 @@
 //! written from the Bot API's documentation.
 //!
 //! It answers `POST|GET /bot<token>/<method>` (JSON, form or query
-//! parameters) for `getMe`, `getUpdates` (long poll with `offset` and
-//! `timeout`; updates stay until an offset confirms them), `sendMessage`,
+//! parameters) for `getMe`, `getUpdates` (long poll with `offset`,
+//! `timeout` and `allowed_updates`; updates stay until an offset confirms
+//! them), `sendMessage`,
 //! `editMessageText`, `editMessageReplyMarkup`, `deleteMessage`,
 //! `sendChatAction`, `answerCallbackQuery`, `setMyCommands`,
 //! `deleteWebhook`, `getFile`, and `GET /file/bot<token>/<path>`
@@ -12,13 +13,23 @@
 //! "can't parse entities", text over 4096 UTF-16 units with 400 "message
 //! is too long". A wrong token gets 401.
 //!
-//! Tests script trouble: [`FakeBotApi::fail_next`] answers the next
-//! matching call with 429 `retry_after`, a 400 "can't parse entities", or
-//! anything else; [`FakeBotApi::set_webhook`] makes `getUpdates` answer
-//! 409 until `deleteWebhook`; [`FakeBotApi::conflict_polls`] answers the
-//! next polls 409 as if another program polled; [`FakeBotApi::stall_polls`]
-//! leaves polls unanswered. Every call is recorded with the time it
-//! arrived ([`Call`]), so tests can check the pace a client keeps.
+//! Method names are matched without regard to case, as the real Bot API
+//! does (`sendmessage` is `sendMessage`).
+//!
+//! Tests script trouble in the shapes the real API (and what stands in
+//! front of it) answers with: [`FakeBotApi::fail_next`] answers the next
+//! matching call with 429 `{"ok":false,"error_code":429,"description":…,
+//! "parameters":{"retry_after":N}}`, a 400 "can't parse entities", a 5xx
+//! with the Bot API's JSON, nginx's HTML `502 Bad Gateway` page, an
+//! answer cut short that is not JSON, or anything else
+//! ([`Fault`]); [`FakeBotApi::fail_times`] does it several times;
+//! [`FakeBotApi::set_webhook`] makes `getUpdates` answer 409 until
+//! `deleteWebhook`; [`FakeBotApi::conflict_polls`] answers the next polls
+//! 409 as if another program polled; [`FakeBotApi::stall_polls`] leaves
+//! polls unanswered; [`FakeBotApi::hold_downloads`] keeps file downloads
+//! waiting until [`FakeBotApi::release_downloads`]. Every call is recorded
+//! with the time it arrived ([`Call`]), so tests can check the pace a
+//! client keeps.
 
 pub mod html;
 
@@ -112,8 +123,16 @@ pub enum Fault {
     RetryAfter(u64),
     /// 400 "Bad Request: can't parse entities: …".
     CantParseEntities,
-    /// Any status and description.
+    /// Any status and description, in the Bot API's JSON.
     Error(u16, String),
+    /// A server error in the Bot API's JSON: `{"ok":false,"error_code":
+    /// 500,"description":"Internal Server Error"}` (with its status).
+    ServerError(u16),
+    /// What nginx in front of the Bot API answers when the API behind it
+    /// does not: 502 with an HTML page.
+    BadGateway,
+    /// 200 with a body cut short: not JSON.
+    NotJson,
 }
 
 struct Scripted {
@@ -137,6 +156,10 @@ struct Inner {
     commands: Vec<Value>,
     files: HashMap<String, (String, Vec<u8>)>,
     callbacks: usize,
+    /// Downloads wait while this is set.
+    hold_downloads: bool,
+    /// Downloads begun (including those held).
+    downloads: usize,
 }
 
 struct Shared {
@@ -354,6 +377,43 @@ impl FakeBotApi {
         self.push_update(json!({"message": Self::message_json(chat, user, "", extra)}))
     }
 
+    /// A private message from `user` with `text` (may be empty) and
+    /// `extra` fields (a sticker, a location, a video…); the update id.
+    pub fn message_with(&self, user: &TgUser, text: &str, extra: Value) -> i64 {
+        let chat = json!({"id": user.id, "type": "private", "first_name": user.first_name});
+        self.push_update(json!({"message": Self::message_json(chat, user, text, extra)}))
+    }
+
+    /// A private video from `user`; without `mime_type` when `mime` is
+    /// `None` (the field is optional in the Bot API).
+    pub fn video(
+        &self,
+        user: &TgUser,
+        file_id: &str,
+        size: u64,
+        caption: &str,
+        mime: Option<&str>,
+    ) -> i64 {
+        let mut video = json!({"file_id": file_id, "file_unique_id": "vid", "width": 640, "height": 360, "duration": 4, "file_size": size});
+        if let Some(mime) = mime {
+            video["mime_type"] = json!(mime);
+        }
+        let mut extra = json!({ "video": video });
+        if !caption.is_empty() {
+            extra["caption"] = json!(caption);
+        }
+        self.message_with(user, "", extra)
+    }
+
+    /// `user` edits private message `message_id` to `text`: an
+    /// `edited_message` update; its id.
+    pub fn edited_text(&self, user: &TgUser, message_id: i64, text: &str) -> i64 {
+        let chat = json!({"id": user.id, "type": "private", "first_name": user.first_name});
+        let mut message = Self::message_json(chat, user, text, json!({"edit_date": now_secs()}));
+        message["message_id"] = json!(message_id);
+        self.push_update(json!({ "edited_message": message }))
+    }
+
     /// The service message of group `old` becoming supergroup `new`.
     pub fn migrate(&self, old: i64, new: i64, user: &TgUser) -> i64 {
         let chat = json!({"id": old, "type": "group", "title": "Test group"});
@@ -376,6 +436,34 @@ impl FakeBotApi {
                 fault,
             })
         });
+    }
+
+    /// Answers the next `n` calls of `method` (to `chat`, if given) with
+    /// `fault`.
+    pub fn fail_times(&self, method: &str, chat: Option<i64>, fault: Fault, n: usize) {
+        for _ in 0..n {
+            self.fail_next(method, chat, fault.clone());
+        }
+    }
+
+    /// Whether scripted faults are still waiting for their calls.
+    pub fn faults_left(&self) -> usize {
+        self.shared.inner.lock().unwrap().faults.len()
+    }
+
+    /// Downloads begun from now on wait until [`FakeBotApi::release_downloads`].
+    pub fn hold_downloads(&self) {
+        self.with(|inner| inner.hold_downloads = true);
+    }
+
+    /// Lets held downloads (and later ones) go on.
+    pub fn release_downloads(&self) {
+        self.with(|inner| inner.hold_downloads = false);
+    }
+
+    /// Downloads begun so far (held ones included).
+    pub fn downloads(&self) -> usize {
+        self.shared.inner.lock().unwrap().downloads
     }
 
     /// A webhook is set: `getUpdates` answers 409 until `deleteWebhook`.
@@ -535,6 +623,25 @@ fn fault_response(fault: &Fault) -> Response {
             None,
         ),
         Fault::Error(status, text) => error(*status, text, None),
+        Fault::ServerError(status) => {
+            let reason = StatusCode::from_u16(*status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("Server Error");
+            error(*status, reason, None)
+        }
+        Fault::BadGateway => (
+            StatusCode::BAD_GATEWAY,
+            [(header::CONTENT_TYPE, "text/html")],
+            "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n",
+        )
+            .into_response(),
+        Fault::NotJson => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            "{\"ok\":true,\"result\":{\"message_id\":",
+        )
+            .into_response(),
     }
 }
 
@@ -652,8 +759,58 @@ async fn method(
     }
 }
 
+/// The kinds of update the Bot API has.
+const UPDATE_KINDS: [&str; 23] = [
+    "message",
+    "edited_message",
+    "channel_post",
+    "edited_channel_post",
+    "business_connection",
+    "business_message",
+    "edited_business_message",
+    "deleted_business_messages",
+    "message_reaction",
+    "message_reaction_count",
+    "inline_query",
+    "chosen_inline_result",
+    "callback_query",
+    "shipping_query",
+    "pre_checkout_query",
+    "purchased_paid_media",
+    "poll",
+    "poll_answer",
+    "my_chat_member",
+    "chat_member",
+    "chat_join_request",
+    "chat_boost",
+    "removed_chat_boost",
+];
+
+/// What an update is about: its field other than `update_id`.
+fn update_kind(update: &Value) -> &str {
+    update
+        .as_object()
+        .and_then(|map| map.keys().find(|k| *k != "update_id"))
+        .map_or("", String::as_str)
+}
+
 async fn get_updates(shared: &Arc<Shared>, params: &Value) -> Response {
     let offset = params["offset"].as_i64().unwrap_or(0);
+    // As Telegram: only the kinds asked for (all when the list is empty).
+    let allowed: Vec<String> = params["allowed_updates"]
+        .as_array()
+        .map(|kinds| {
+            kinds
+                .iter()
+                .filter_map(|k| k.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    // Junk a test pushed on purpose (no real kind) is handed over as is.
+    let wanted = |update: &Value| {
+        let kind = update_kind(update);
+        allowed.is_empty() || allowed.iter().any(|k| k == kind) || !UPDATE_KINDS.contains(&kind)
+    };
     let timeout = params["timeout"].as_u64().unwrap_or(0).min(60);
     let limit = params["limit"].as_u64().unwrap_or(100).clamp(1, 100) as usize;
     let stall = {
@@ -693,7 +850,7 @@ async fn get_updates(shared: &Arc<Shared>, params: &Value) -> Response {
             inner
                 .updates
                 .iter()
-                .filter(|(id, _)| *id >= offset)
+                .filter(|(id, update)| *id >= offset && wanted(update))
                 .take(limit)
                 .map(|(_, update)| update.clone())
                 .collect()
@@ -843,6 +1000,17 @@ async fn download(
 ) -> Response {
     if bot.strip_prefix("bot") != Some(TOKEN) {
         return error(401, "Unauthorized", None);
+    }
+    shared.inner.lock().unwrap().downloads += 1;
+    shared.changed.notify_waiters();
+    loop {
+        let changed = shared.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if !shared.inner.lock().unwrap().hold_downloads {
+            break;
+        }
+        changed.await;
     }
     let inner = shared.inner.lock().unwrap();
     match inner.files.values().find(|(p, _)| *p == path) {
