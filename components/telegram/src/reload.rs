@@ -1,7 +1,7 @@
 //! `config/telegram.toml` changed while the gateway runs.
 //!
-//! Who may talk takes effect at once: `allow`, `pairing`, `groups` and
-//! `require_mention` (the whole access table is rebuilt from the file and
+//! Who may talk takes effect at once: `allow`, `pairing`, `groups`,
+//! `open_groups` and `require_mention` (the whole access table is rebuilt from the file and
 //! swapped in). The rest — the token, `api_base_url`, `agent`,
 //! `tool_status`, the poll timings — is read at start: a change to any of
 //! it is logged and listed in `GET /health` (`crabup ps` shows the gateway
@@ -63,11 +63,12 @@ pub async fn watch(gateway: Arc<Gateway>, problems: Problems) {
         if access_of(&fresh) != access_of(&applied) {
             tracing::info!(
                 "{} changed: who may talk is read again (allow {:?}, pairing {}, groups {:?}, \
-                 require_mention {})",
+                 open_groups {:?}, require_mention {})",
                 path.display(),
                 fresh.allow,
                 if fresh.pairing { "on" } else { "off" },
                 fresh.groups,
+                fresh.open_groups,
                 fresh.require_mention
             );
         }
@@ -93,6 +94,7 @@ fn access_of(config: &TelegramConfig) -> TelegramConfig {
         allow: config.allow.clone(),
         pairing: config.pairing,
         groups: config.groups.clone(),
+        open_groups: config.open_groups.clone(),
         require_mention: config.require_mention,
         ..TelegramConfig::default()
     }
