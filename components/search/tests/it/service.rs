@@ -233,6 +233,74 @@ async fn an_rmcp_client_calls_both_tools() {
     let _ = client.cancel().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_nested_thousands_deep_neither_crash_the_service_nor_the_cli() {
+    // What overflowed the stack of the HTML-to-Markdown writer and of
+    // Readability: ~20 KB pages served as HTML.
+    let pages = Fixture::start().await;
+    let hostile = [
+        ("bold", "<b>".repeat(3_000) + "x" + &"</b>".repeat(3_000)),
+        ("quotes", "<blockquote>".repeat(3_000) + "x"),
+        ("unclosed", "<a><b><i>".repeat(2_000) + "x"),
+        ("divs", "<div>".repeat(50_000) + "x"),
+    ];
+    for (path, html) in &hostile {
+        pages.route(&format!("/{path}"), Reply::html(html.clone()));
+    }
+    pages.route("/crabs", Reply::html(PAGE));
+    let home = TestHome::new("[fetch]\nallow_private = [\"127.0.0.1/32\"]\n");
+    let service = Service::start(&home.home()).await;
+    let client = client(&service).await;
+    for (path, _) in &hostile {
+        let page = call(
+            &client,
+            "web_fetch",
+            json!({"url": format!("{}/{path}", pages.base_url())}),
+        )
+        .await;
+        assert_eq!(page.is_error, Some(false), "{path}: {page:?}");
+        let structured = page.structured_content.clone().unwrap();
+        assert_eq!(structured["content"], "x", "{path}: {structured}");
+        assert!(
+            structured["note"]
+                .as_str()
+                .unwrap()
+                .contains("plain text, without links or layout"),
+            "{path}: {structured}"
+        );
+    }
+    // Still serving, and ordinary pages are read as before.
+    let page = call(
+        &client,
+        "web_fetch",
+        json!({"url": format!("{}/crabs", pages.base_url())}),
+    )
+    .await;
+    assert!(
+        page.content[0]
+            .as_text()
+            .unwrap()
+            .text
+            .starts_with("# Crab facts"),
+        "{page:?}"
+    );
+    let _ = client.cancel().await;
+    assert!(
+        !service.log().contains("overflowed its stack"),
+        "{}",
+        service.log()
+    );
+    // The CLI runs the same code in its own process.
+    let out = support::cli_async(
+        home.path(),
+        &["fetch", &format!("{}/bold", pages.base_url()), "--json"],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["content"], "x", "{answer}");
+}
+
 /// A JSON-RPC POST to the service's `/mcp`, answered as JSON or one SSE event.
 async fn post(
     http: &reqwest::Client,

@@ -45,6 +45,12 @@ pub(crate) enum Reply {
     Trickle { content_type: String },
     /// Waits, then answers.
     Delayed { delay: Duration, reply: Box<Reply> },
+    /// A body with a `Content-Encoding` header (the bytes as given).
+    Encoded {
+        content_type: String,
+        encoding: String,
+        body: Bytes,
+    },
 }
 
 impl Reply {
@@ -257,6 +263,16 @@ async fn respond(reply: Reply) -> Response {
                 Some((Ok::<_, std::io::Error>(Bytes::from_static(b"x")), ()))
             });
             Body::from_stream(stream)
+        }
+        Reply::Encoded {
+            content_type,
+            encoding,
+            body,
+        } => {
+            builder = builder
+                .header(header::CONTENT_TYPE, content_type)
+                .header(header::CONTENT_ENCODING, encoding);
+            Body::from(body)
         }
         Reply::Delayed { .. } => unreachable!(),
     };
