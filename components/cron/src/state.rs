@@ -1,11 +1,13 @@
 //! `cron/state.json`: what the engine has decided about each entry's
-//! slots, written atomically before a slot is fired (the claim) and after
-//! it finishes. A slot at or before `last_slot` is never fired again, so a
+//! slots, written atomically (compact JSON) before slots are fired (their
+//! claims, all of one tick in one write) and after they finish. A slot at or before `last_slot` is never fired again, so a
 //! restart cannot fire anything twice; a claim still `running` at start
 //! was cut short by a crash and is recorded `unknown`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, Utc};
 use crabtalk_home::{Home, write_atomic_private};
@@ -85,13 +87,23 @@ pub struct State {
 #[derive(Debug, Clone)]
 pub struct StateFile {
     path: PathBuf,
+    /// Writes through this handle and its clones (what the engine's tests
+    /// and the busy-minute example count).
+    writes: Arc<AtomicUsize>,
 }
 
 impl StateFile {
     pub fn of(home: &Home) -> Self {
         Self {
             path: crate::data_dir(home).join("state.json"),
+            writes: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// How many times the file was written through this handle or a
+    /// clone of it.
+    pub fn writes(&self) -> usize {
+        self.writes.load(Ordering::Relaxed)
     }
 
     /// The saved state; none yet is an empty one. A file that does not
@@ -138,7 +150,11 @@ impl StateFile {
         if let Some(dir) = self.path.parent() {
             crate::create_private_dir(dir)?;
         }
-        let text = serde_json::to_vec_pretty(state).map_err(std::io::Error::other)?;
-        write_atomic_private(&self.path, &text)
+        // Compact: at 10,000 entries the pretty form is twice the bytes to
+        // write before a slot may fire.
+        let text = serde_json::to_vec(state).map_err(std::io::Error::other)?;
+        write_atomic_private(&self.path, &text)?;
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 }

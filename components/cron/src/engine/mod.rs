@@ -15,12 +15,26 @@
 //!    recorded `missed`;
 //! 2. a slot in the entry's quiet hours is recorded `quiet`;
 //! 3. a slot whose entry still runs its previous slot is recorded
-//!    `overlap`;
+//!    `overlap` — unless that run is only waiting for the daemon (its
+//!    retry window ends where this slot begins): then this slot waits for
+//!    it to give up and starts right after, within its own window;
 //! 4. otherwise it is **claimed** — written to `cron/state.json` as the
 //!    entry's newest slot, running — and only then fired. A restart never
 //!    fires a slot at or before an entry's newest slot, and a claim still
 //!    running at start is recorded `unknown` (it may or may not have run;
 //!    it is not run again).
+//!
+//! The claims of every slot due in one tick are written together, in one
+//! write of the state file, before any of them fires; the runs that end
+//! together are recorded with one write too. So fifty entries due in the
+//! same second cost one write of the state before they start, whatever
+//! the number of entries (RFC 0052).
+//!
+//! An `at` entry whose time had already passed when the engine first saw
+//! it (written into `crons.toml` by hand) is handled as a slot missed
+//! while the service was down: a catch-up with `missed = "once"` within
+//! `missed_within`, else recorded `missed`; a one-shot whose slot was
+//! missed is then removed from the file, as a done one is.
 
 mod clock;
 mod handle;
@@ -28,6 +42,7 @@ mod handle;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -40,7 +55,7 @@ pub use handle::EngineHandle;
 use crate::config::{Change, CronsFile, Entry, FileWatch, Missed, WatchMode};
 use crate::fire::{By, Firer, Job, Outcome};
 use crate::runlog::{RunLog, RunRecord, Status, preview};
-use crate::schedule::Zone;
+use crate::schedule::{Timing, Zone};
 use crate::state::{Claim, EntryState, State, StateFile};
 
 /// The longest the engine sleeps without looking at the wall clock.
@@ -75,6 +90,25 @@ pub struct Files {
     pub state: StateFile,
 }
 
+/// A slot about to be claimed and fired.
+struct Launch {
+    entry: Entry,
+    slot: DateTime<Utc>,
+    by: By,
+    retry_until: DateTime<Utc>,
+    delay: Duration,
+    waiter: Option<oneshot::Sender<RunRecord>>,
+}
+
+/// A slot that waits for its entry's previous run, which is only waiting
+/// for the daemon.
+struct Deferred {
+    entry: Entry,
+    slot: DateTime<Utc>,
+    by: By,
+    retry_until: DateTime<Utc>,
+}
+
 /// A run that ended.
 struct Finished {
     id: String,
@@ -100,7 +134,14 @@ pub struct Engine {
     state: State,
     /// Each enabled entry's next slot after its cursor.
     next: HashMap<String, Option<DateTime<Utc>>>,
-    running: HashSet<String>,
+    /// Entries with a run in flight, and whether that run has reached the
+    /// daemon (a run still waiting for it is not a turn that runs).
+    running: HashMap<String, Arc<AtomicBool>>,
+    /// Slots waiting for their entry's run to give up on the daemon.
+    deferred: HashMap<String, Deferred>,
+    /// One-shot entries whose slot was decided without running it: to be
+    /// removed from `crons.toml`.
+    spent: Vec<String>,
     /// When the next catch-up may start.
     catch_up_free_at: DateTime<Utc>,
     /// When freed memory is to be given back (set by a load).
@@ -132,7 +173,9 @@ impl Engine {
             refused_text: None,
             state: State::default(),
             next: HashMap::new(),
-            running: HashSet::new(),
+            running: HashMap::new(),
+            deferred: HashMap::new(),
+            spent: Vec::new(),
             catch_up_free_at: now,
             release_at: None,
             commands,
@@ -175,7 +218,14 @@ impl Engine {
                 () = sleep => {}
                 () = watch.changed() => self.reconcile(),
                 Some(command) = self.commands.recv() => self.command(command),
-                Some(finished) = self.finished_rx.recv() => self.finish(finished),
+                Some(finished) = self.finished_rx.recv() => {
+                    // Every run that has ended by now, recorded in one write.
+                    let mut ended = vec![finished];
+                    while let Ok(more) = self.finished_rx.try_recv() {
+                        ended.push(more);
+                    }
+                    self.finish(ended);
+                }
                 () = release => {
                     self.release_at = None;
                     release_memory();
@@ -189,9 +239,9 @@ impl Engine {
         let deadline = tokio::time::Instant::now() + DRAIN;
         while !self.running.is_empty() {
             match tokio::time::timeout_at(deadline, self.finished_rx.recv()).await {
-                Ok(Some(finished)) => self.finish(finished),
+                Ok(Some(finished)) => self.finish(vec![finished]),
                 _ => {
-                    tracing::warn!(running = ?self.running, "stopping with runs in flight: they will be recorded unknown");
+                    tracing::warn!(running = ?self.running.keys().collect::<Vec<_>>(), "stopping with runs in flight: they will be recorded unknown");
                     return;
                 }
             }
@@ -293,16 +343,17 @@ impl Engine {
                 Some(state) if state.schedule == key => {}
                 Some(state) => {
                     // A new schedule starts now: its past slots were never due.
-                    let mut fresh = EntryState::new(now, key.clone());
+                    let mut fresh = EntryState::new(first_seen(entry, now), key.clone());
                     fresh.running = state.running.take();
                     *state = fresh;
                     changed = true;
                     rescheduled.insert(&entry.id);
                 }
                 None => {
-                    self.state
-                        .entries
-                        .insert(entry.id.clone(), EntryState::new(now, key.clone()));
+                    self.state.entries.insert(
+                        entry.id.clone(),
+                        EntryState::new(first_seen(entry, now), key.clone()),
+                    );
                     changed = true;
                     rescheduled.insert(&entry.id);
                 }
@@ -352,6 +403,7 @@ impl Engine {
 
     fn tick(&mut self, now: DateTime<Utc>) {
         let mut changed = false;
+        let mut launches = Vec::new();
         for index in 0..self.entries.len() {
             let entry = &self.entries[index];
             let next = match self.next.get(&entry.id) {
@@ -367,17 +419,20 @@ impl Engine {
                 continue;
             }
             let entry = entry.clone();
-            self.due(&entry, first, now);
+            launches.extend(self.due(&entry, first, now));
             self.next.remove(&entry.id);
             changed = true;
         }
         if changed {
-            self.save_state();
+            // Every claim of this tick in one write, before any fires.
+            self.claim_and_fire(launches);
         }
+        self.remove_spent();
     }
 
-    /// Handles the due slots of `entry`: `first` up to now.
-    fn due(&mut self, entry: &Entry, first: DateTime<Utc>, now: DateTime<Utc>) {
+    /// Handles the due slots of `entry`, `first` up to now: records what
+    /// is not run, and gives back the slot to run, if any.
+    fn due(&mut self, entry: &Entry, first: DateTime<Utc>, now: DateTime<Utc>) -> Option<Launch> {
         let newest = entry
             .schedule
             .last_at_or_before(now)
@@ -390,7 +445,7 @@ impl Engine {
             .expect("state for every entry");
         state.last_slot = Some(newest);
         if !entry.enabled {
-            return;
+            return None;
         }
         let late = now - newest > ON_TIME;
         // Every slot but the newest was missed; the newest too if late.
@@ -428,7 +483,15 @@ impl Engine {
             ));
         }
         if late && !catch_up {
-            return;
+            if entry.is_one_shot() {
+                tracing::warn!(
+                    entry = %entry.id, slot = %newest,
+                    "a one-shot entry's time passed without it running (missed = {}): recorded missed and removed from crons.toml",
+                    entry.missed.as_str()
+                );
+                self.spent.push(entry.id.clone());
+            }
+            return None;
         }
         let by = if catch_up { By::CatchUp } else { By::Schedule };
         if entry.is_quiet(newest) {
@@ -438,16 +501,41 @@ impl Engine {
                 Status::Quiet,
                 Some("inside the entry's quiet hours".into()),
             ));
-            return;
+            if entry.is_one_shot() {
+                self.spent.push(entry.id.clone());
+            }
+            return None;
         }
-        if self.running.contains(&entry.id) {
+        // A daemon that is down is retried within the slot's grace: its
+        // missed_within, but never into the next slot.
+        let grace = entry.missed_within(newest).as_chrono();
+        let grace = entry
+            .schedule
+            .period_after(newest)
+            .map_or(grace, |period| grace.min(period));
+        let retry_until = newest + grace;
+        if let Some(reached) = self.running.get(&entry.id) {
+            if !reached.load(Ordering::SeqCst) {
+                // The previous run is only waiting for the daemon, and its
+                // window ends where this slot begins: this one goes next.
+                self.deferred.insert(
+                    entry.id.clone(),
+                    Deferred {
+                        entry: entry.clone(),
+                        slot: newest,
+                        by: if catch_up { By::CatchUp } else { By::Schedule },
+                        retry_until,
+                    },
+                );
+                return None;
+            }
             self.append(&RunRecord::skipped(
                 &entry.id,
                 newest,
                 Status::Overlap,
                 Some("the previous run of this entry was still going".into()),
             ));
-            return;
+            return None;
         }
         let delay = if catch_up {
             let start = self.catch_up_free_at.max(now);
@@ -457,37 +545,47 @@ impl Engine {
         } else {
             Duration::ZERO
         };
-        // A daemon that is down is retried within the slot's grace: its
-        // missed_within, but never into the next slot.
-        let grace = entry.missed_within(newest).as_chrono();
-        let grace = entry
-            .schedule
-            .period_after(newest)
-            .map_or(grace, |period| grace.min(period));
-        let retry_until = newest + grace;
-        self.launch(entry.clone(), newest, by, retry_until, delay, None);
+        Some(Launch {
+            entry: entry.clone(),
+            slot: newest,
+            by,
+            retry_until,
+            delay,
+            waiter: None,
+        })
     }
 
-    /// Claims `slot` on disk, then fires it.
-    fn launch(
-        &mut self,
-        entry: Entry,
-        slot: DateTime<Utc>,
-        by: By,
-        retry_until: DateTime<Utc>,
-        delay: Duration,
-        waiter: Option<oneshot::Sender<RunRecord>>,
-    ) {
+    /// Claims every slot of `launches` in the state (and whatever else
+    /// changed), writes it once, and only then fires them.
+    fn claim_and_fire(&mut self, launches: Vec<Launch>) {
         let now = self.clock.now();
-        if let Some(state) = self.state.entries.get_mut(&entry.id) {
-            state.running = Some(Claim {
-                slot,
-                started: now,
-                by: by.as_str().to_owned(),
-            });
+        for launch in &launches {
+            if let Some(state) = self.state.entries.get_mut(&launch.entry.id) {
+                state.running = Some(Claim {
+                    slot: launch.slot,
+                    started: now,
+                    by: launch.by.as_str().to_owned(),
+                });
+            }
         }
         self.save_state();
-        self.running.insert(entry.id.clone());
+        for launch in launches {
+            self.fire(launch);
+        }
+    }
+
+    /// Fires a claimed slot.
+    fn fire(&mut self, launch: Launch) {
+        let Launch {
+            entry,
+            slot,
+            by,
+            retry_until,
+            delay,
+            waiter,
+        } = launch;
+        let reached = Arc::new(AtomicBool::new(false));
+        self.running.insert(entry.id.clone(), reached.clone());
         tracing::debug!(entry = %entry.id, %slot, by = by.as_str(), "firing");
         let firer = self.firer.clone();
         let clock = self.clock.clone();
@@ -503,6 +601,7 @@ impl Engine {
                     slot,
                     by,
                     retry_until,
+                    reached,
                 })
                 .await;
             let _ = finished.send(Finished {
@@ -513,6 +612,24 @@ impl Engine {
                 waiter,
             });
         });
+    }
+
+    /// Removes the one-shot entries whose slot was decided without a run.
+    fn remove_spent(&mut self) {
+        if self.spent.is_empty() {
+            return;
+        }
+        let spent = std::mem::take(&mut self.spent);
+        for id in &spent {
+            if let Err(err) = self
+                .files
+                .crons
+                .edit(self.machine_zone, &Change::Remove { id: id.clone() })
+            {
+                tracing::error!(entry = %id, "cannot remove the spent one-shot entry: {err}");
+            }
+        }
+        self.reload();
     }
 
     fn command(&mut self, command: Command) {
@@ -528,7 +645,7 @@ impl Engine {
                     let _ = started.send(Err(format!("no entry `{id}`; cron_list shows the ids")));
                     return;
                 };
-                if self.running.contains(&id) {
+                if self.running.contains_key(&id) {
                     let _ = started.send(Err(format!(
                         "`{id}` is running already; try again when it has finished"
                     )));
@@ -536,21 +653,90 @@ impl Engine {
                 }
                 let now = self.clock.now();
                 let retry_until = now + chrono::Duration::seconds(30);
-                self.launch(
+                self.claim_and_fire(vec![Launch {
                     entry,
-                    now,
-                    By::Manual,
+                    slot: now,
+                    by: By::Manual,
                     retry_until,
-                    Duration::ZERO,
-                    finished,
-                );
+                    delay: Duration::ZERO,
+                    waiter: finished,
+                }]);
                 let _ = started.send(Ok(now));
             }
         }
     }
 
-    /// Records a run that ended.
-    fn finish(&mut self, finished: Finished) {
+    /// Records runs that ended, with one write of the state; starts the
+    /// slots that waited for them.
+    fn finish(&mut self, ended: Vec<Finished>) {
+        let mut removals = Vec::new();
+        let mut waiters = Vec::new();
+        let mut next = Vec::new();
+        for finished in ended {
+            let (id, one_shot_done, waiter, record) = self.record_end(finished);
+            if one_shot_done {
+                removals.push(id.clone());
+            }
+            if let Some(waiter) = waiter {
+                waiters.push((waiter, record));
+            }
+            if let Some(deferred) = self.deferred.remove(&id) {
+                next.extend(self.after_wait(deferred));
+            }
+        }
+        self.claim_and_fire(next);
+        for id in removals {
+            match self
+                .files
+                .crons
+                .edit(self.machine_zone, &Change::Remove { id: id.clone() })
+            {
+                Ok(_) => {
+                    tracing::info!(entry = %id, "one-shot entry done: removed from crons.toml");
+                    self.reload();
+                }
+                Err(err) => {
+                    tracing::error!(entry = %id, "cannot remove the finished one-shot entry: {err}")
+                }
+            }
+        }
+        for (waiter, record) in waiters {
+            let _ = waiter.send(record);
+        }
+    }
+
+    /// A slot that waited for its entry's previous run: started now if its
+    /// window is still open, else recorded.
+    fn after_wait(&mut self, deferred: Deferred) -> Option<Launch> {
+        let now = self.clock.now();
+        if now >= deferred.retry_until {
+            self.append(&RunRecord::skipped(
+                &deferred.entry.id,
+                deferred.slot,
+                Status::Missed,
+                Some(
+                    "the previous run waited for the daemon until this slot's window had closed"
+                        .into(),
+                ),
+            ));
+            return None;
+        }
+        Some(Launch {
+            entry: deferred.entry,
+            slot: deferred.slot,
+            by: deferred.by,
+            retry_until: deferred.retry_until,
+            delay: Duration::ZERO,
+            waiter: None,
+        })
+    }
+
+    /// Records one run that ended in the run log and the state (not yet
+    /// written); whether it was a one-shot done by its schedule.
+    fn record_end(
+        &mut self,
+        finished: Finished,
+    ) -> (String, bool, Option<oneshot::Sender<RunRecord>>, RunRecord) {
         let Finished {
             id,
             slot,
@@ -585,7 +771,6 @@ impl Engine {
             }
         }
         self.append(&record);
-        let mut remove = false;
         if let Some(state) = self.state.entries.get_mut(&id) {
             if state
                 .running
@@ -608,28 +793,8 @@ impl Engine {
             }
         }
         let one_shot = self.entries.iter().any(|e| e.id == id && e.is_one_shot());
-        if one_shot && by != By::Manual && outcome.status == Status::Ok {
-            remove = true;
-        }
-        self.save_state();
-        if remove {
-            match self
-                .files
-                .crons
-                .edit(self.machine_zone, &Change::Remove { id: id.clone() })
-            {
-                Ok(_) => {
-                    tracing::info!(entry = %id, "one-shot entry done: removed from crons.toml");
-                    self.reload();
-                }
-                Err(err) => {
-                    tracing::error!(entry = %id, "cannot remove the finished one-shot entry: {err}")
-                }
-            }
-        }
-        if let Some(waiter) = waiter {
-            let _ = waiter.send(record);
-        }
+        let done = one_shot && by != By::Manual && outcome.status == Status::Ok;
+        (id, done, waiter, record)
     }
 
     fn append(&self, record: &RunRecord) {
@@ -653,6 +818,22 @@ fn text_hash(text: &str) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut hasher);
     hasher.finish()
+}
+
+/// When an entry (or a new schedule of it) counts as first seen: now,
+/// except for an `at` already past, which is seen just before its time so
+/// that its slot is decided (a catch-up, or missed) rather than never.
+fn first_seen(entry: &Entry, now: DateTime<Utc>) -> DateTime<Utc> {
+    match entry.schedule.timing() {
+        Timing::At(at) if *at <= now => {
+            tracing::warn!(
+                entry = %entry.id, at = %at,
+                "the entry's `at` time had already passed when it was added"
+            );
+            *at - chrono::Duration::seconds(1)
+        }
+        _ => now,
+    }
 }
 
 /// What identifies an entry's schedule: a change of it starts the entry

@@ -319,7 +319,11 @@ fn missed_within_defaults_to_half_the_period_within_two_minutes_and_two_hours_an
                 [[cron]]\nid = \"set\"\nevery = \"10m\"\nmissed_within = \"7m\"\ntimeout = \"30s\"\nmessage = \"s\"\n";
     let (_dir, file) = file_with(text);
     let entries = file.load(Zone::UTC).unwrap();
-    let slot = chrono::Utc::now();
+    // A slot of every entry (a slot's period is to the next slot: from any
+    // other instant, @daily's would depend on the time of day).
+    let slot = chrono::DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
     let within = |i: usize| entries[i].missed_within(slot).as_secs();
     // Half of a minute is below the floor: 2 minutes.
     assert_eq!(within(0), 120);

@@ -36,6 +36,8 @@ struct Shared(Arc<Recorder>);
 impl Firer for Shared {
     fn fire(&self, job: Job) -> BoxFuture<'static, Outcome> {
         let me = self.0.clone();
+        // The daemon is up: a run reaches it at once.
+        job.reached_daemon();
         Box::pin(async move {
             me.jobs
                 .lock()
@@ -62,6 +64,8 @@ struct Rig {
     clock: Arc<ManualClock>,
     recorder: Arc<Recorder>,
     handle: Option<EngineHandle>,
+    /// The state file handle the engine writes through (it counts).
+    state: Option<StateFile>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -81,6 +85,7 @@ impl Rig {
             clock: Arc::new(ManualClock::new(utc(now))),
             recorder: Arc::new(recorder),
             handle: None,
+            state: None,
             stop: None,
             task: None,
         }
@@ -100,10 +105,17 @@ impl Rig {
     }
 
     async fn start(&mut self) {
+        self.start_with(Arc::new(Shared(self.recorder.clone())))
+            .await;
+    }
+
+    async fn start_with(&mut self, firer: Arc<dyn Firer>) {
+        let files = self.files();
+        self.state = Some(files.state.clone());
         let (engine, handle) = Engine::new(
             self.clock.clone(),
-            Arc::new(Shared(self.recorder.clone())),
-            self.files(),
+            firer,
+            files,
             Zone::UTC,
             WatchMode::NotifyAndPoll,
         );
@@ -478,4 +490,178 @@ async fn manual_runs_go_through_the_engine_and_wait_for_their_record() {
         .unwrap_err();
     assert!(err.contains("no entry `nope`"), "{err}");
     rig.stop().await;
+}
+
+#[tokio::test]
+async fn fifty_slots_due_at_once_are_claimed_in_one_write_before_any_fires() {
+    // 50 entries due at 10:00 among 250; the runs hold until released, so
+    // every write counted below is a claim.
+    let mut crons = String::new();
+    for n in 0..200 {
+        crons.push_str(&format!(
+            "[[cron]]\nid = \"later-{n}\"\ncron = \"0 3 29 2 *\"\ntz = \"UTC\"\nmessage = \"m\"\n\n"
+        ));
+    }
+    for n in 0..50 {
+        crons.push_str(&format!(
+            "[[cron]]\nid = \"due-{n}\"\ncron = \"0 10 * * *\"\ntz = \"UTC\"\nmessage = \"m\"\n\n"
+        ));
+    }
+    let gate = Arc::new(Semaphore::new(0));
+    let mut rig = Rig::with_recorder(
+        &crons,
+        "2026-06-01T09:59:30Z",
+        Recorder {
+            gate: Some(gate.clone()),
+            ..Recorder::default()
+        },
+    );
+    rig.start().await;
+    let state = rig.state.clone().unwrap();
+    let before = state.writes();
+    rig.set("2026-06-01T10:00:00Z").await;
+    eventually("all 50 to start", || rig.jobs().len() == 50).await;
+    assert_eq!(
+        state.writes() - before,
+        1,
+        "the 50 claims went to disk in one write"
+    );
+    let on_disk = StateFile::of(&rig.home()).load_quietly();
+    assert_eq!(
+        on_disk
+            .entries
+            .values()
+            .filter(|e| e.running.is_some())
+            .count(),
+        50
+    );
+    gate.add_permits(50);
+    rig.runs_where("the 50 runs", 50, |r| r.status == Status::Ok)
+        .await;
+    eventually("every claim cleared", || {
+        StateFile::of(&rig.home())
+            .load_quietly()
+            .entries
+            .values()
+            .all(|e| e.running.is_none())
+    })
+    .await;
+    rig.stop().await;
+}
+
+/// A daemon that is down until `up_at`: a run waits for it until its
+/// retry window has passed (strictly, as a timer that fires a hair late
+/// does), then fails; once it is up, runs reach it and succeed.
+struct DownUntil {
+    clock: Arc<ManualClock>,
+    up_at: DateTime<Utc>,
+    jobs: Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>,
+}
+
+struct Down(Arc<DownUntil>);
+
+impl Firer for Down {
+    fn fire(&self, job: Job) -> BoxFuture<'static, Outcome> {
+        let me = self.0.clone();
+        Box::pin(async move {
+            me.jobs.lock().unwrap().push((job.slot, job.retry_until));
+            loop {
+                let now = me.clock.now();
+                let outcome = |status, error: Option<&str>| Outcome {
+                    status,
+                    started: job.slot,
+                    finished: now,
+                    error: error.map(str::to_owned),
+                    reply: None,
+                    delivery: None,
+                };
+                if now > job.retry_until {
+                    return outcome(Status::Error, Some("the daemon did not answer"));
+                }
+                if now >= me.up_at {
+                    job.reached_daemon();
+                    return outcome(Status::Ok, None);
+                }
+                me.clock.sleep(std::time::Duration::from_secs(1)).await;
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_slot_whose_previous_run_waits_for_the_daemon_runs_after_it() {
+    // Every minute; the daemon is down from before 10:00 until 10:01:02.
+    // The 10:00 slot waits for it until 10:01:00 — where the 10:01 slot
+    // begins. The 10:01 slot is not an overlap: it starts once the 10:00
+    // one gives up, and reaches the daemon at 10:01:02.
+    let crons = "[[cron]]\nid = \"minutely\"\nevery = \"1m\"\nmessage = \"m\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T09:59:30Z");
+    let daemon = Arc::new(DownUntil {
+        clock: rig.clock.clone(),
+        up_at: utc("2026-06-01T10:01:02Z"),
+        jobs: Mutex::new(Vec::new()),
+    });
+    rig.start_with(Arc::new(Down(daemon.clone()))).await;
+    rig.set("2026-06-01T10:00:00Z").await;
+    eventually("the 10:00 run to wait", || {
+        daemon.jobs.lock().unwrap().len() == 1
+    })
+    .await;
+    assert_eq!(
+        daemon.jobs.lock().unwrap()[0],
+        (utc("2026-06-01T10:00:00Z"), utc("2026-06-01T10:01:00Z"))
+    );
+    // The boundary: the 10:00 run has not given up yet; the 10:01 slot is due.
+    rig.set("2026-06-01T10:01:00Z").await;
+    rig.set("2026-06-01T10:01:01Z").await;
+    rig.runs_where("the 10:00 failure", 1, |r| r.status == Status::Error)
+        .await;
+    rig.set("2026-06-01T10:01:02Z").await;
+    let ok = rig
+        .runs_where("the 10:01 run", 1, |r| r.status == Status::Ok)
+        .await;
+    assert_eq!(ok[0].scheduled, utc("2026-06-01T10:01:00Z"));
+    rig.stop().await;
+    assert!(
+        rig.runs().iter().all(|r| r.status != Status::Overlap),
+        "{:?}",
+        rig.runs()
+    );
+}
+
+#[tokio::test]
+async fn a_past_at_written_by_hand_is_caught_up_or_recorded_and_removed() {
+    // Written into the file while the service ran, both already past:
+    // one within its missed_within with missed = "once", one not.
+    let crons = "[[cron]]\nid = \"keep\"\nevery = \"1d\"\nmessage = \"m\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T10:00:00Z");
+    rig.start().await;
+    let path = rig.home().component_config_dir().join("crons.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "{crons}\n[[cron]]\nid = \"recent\"\nat = \"2026-06-01T09:50:00Z\"\nmessage = \"m\"\nmissed = \"once\"\nmissed_within = \"1h\"\n\n[[cron]]\nid = \"stale\"\nat = \"2026-05-01T09:00:00Z\"\nmessage = \"m\"\n"
+        ),
+    )
+    .unwrap();
+    rig.handle.as_ref().unwrap().reload().await;
+    let caught = rig
+        .runs_where("the catch-up", 1, |r| r.status == Status::Ok)
+        .await;
+    assert_eq!(caught[0].entry, "recent");
+    assert_eq!(caught[0].by, "catch-up");
+    let missed = rig
+        .runs_where("the stale one recorded", 1, |r| r.status == Status::Missed)
+        .await;
+    assert_eq!(
+        (missed[0].entry.as_str(), missed[0].scheduled),
+        ("stale", utc("2026-05-01T09:00:00Z"))
+    );
+    eventually("both removed from crons.toml", || {
+        let text = std::fs::read_to_string(&path).unwrap();
+        !text.contains("recent") && !text.contains("stale") && text.contains("keep")
+    })
+    .await;
+    rig.stop().await;
+    assert_eq!(rig.jobs().len(), 1);
 }
