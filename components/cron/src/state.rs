@@ -1,8 +1,11 @@
 //! `cron/state.json`: what the engine has decided about each entry's
 //! slots, written atomically (compact JSON) before slots are fired (their
-//! claims, all of one tick in one write) and after they finish. A slot at or before `last_slot` is never fired again, so a
-//! restart cannot fire anything twice; a claim still `running` at start
-//! was cut short by a crash and is recorded `unknown`.
+//! claims, all of one tick in one write) and after they finish. A slot at
+//! or before `last_slot` is never fired again, so a restart cannot fire
+//! anything twice; a claim still `running` at start was cut short by a
+//! crash and is recorded `unknown`. A slot `held` back behind a run that
+//! only waited for the daemon is on disk too, so a crash cannot lose it:
+//! at start it runs if its window is still open, else it is recorded.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,6 +27,19 @@ pub struct Claim {
     pub by: String,
 }
 
+/// A slot held back because the entry's previous run was still waiting
+/// for the daemon (RFC 0052): it starts when that run gives up, or at the
+/// next start of the service if a crash came first, as long as its window
+/// is open; otherwise it is recorded `missed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    pub slot: DateTime<Utc>,
+    /// Where its window ends: it may still start before then.
+    pub until: DateTime<Utc>,
+    /// `schedule` or `catch-up`.
+    pub by: String,
+}
+
 /// One entry's state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EntryState {
@@ -39,6 +55,9 @@ pub struct EntryState {
     pub last_slot: Option<DateTime<Utc>>,
     #[serde(default)]
     pub running: Option<Claim>,
+    /// A slot waiting for `running` to give up on the daemon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<Held>,
     /// Failed runs in a row.
     #[serde(default)]
     pub failures: u32,
@@ -60,6 +79,7 @@ impl EntryState {
             schedule,
             last_slot: None,
             running: None,
+            held: None,
             failures: 0,
             last_status: None,
             last_error: None,

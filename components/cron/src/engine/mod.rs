@@ -16,8 +16,9 @@
 //! 2. a slot in the entry's quiet hours is recorded `quiet`;
 //! 3. a slot whose entry still runs its previous slot is recorded
 //!    `overlap` — unless that run is only waiting for the daemon (its
-//!    retry window ends where this slot begins): then this slot waits for
-//!    it to give up and starts right after, within its own window;
+//!    retry window ends where this slot begins): then this slot is
+//!    **held** — kept in `cron/state.json` — until that run gives up, and
+//!    starts right after, within its own window;
 //! 4. otherwise it is **claimed** — written to `cron/state.json` as the
 //!    entry's newest slot, running — and only then fired. A restart never
 //!    fires a slot at or before an entry's newest slot, and a claim still
@@ -29,6 +30,12 @@
 //! together are recorded with one write too. So fifty entries due in the
 //! same second cost one write of the state before they start, whatever
 //! the number of entries (RFC 0052).
+//!
+//! A held slot is on disk, so a crash while it waits cannot lose it: at
+//! the next start, its entry's run is `unknown` (as any claim left by a
+//! crash) and the held slot starts if its window is still open, or is
+//! recorded `missed` saying why. A stopping service leaves held slots
+//! for its next start rather than starting turns on its way out.
 //!
 //! An `at` entry whose time had already passed when the engine first saw
 //! it (written into `crons.toml` by hand) is handled as a slot missed
@@ -56,7 +63,7 @@ use crate::config::{Change, CronsFile, Entry, FileWatch, Missed, WatchMode};
 use crate::fire::{By, Firer, Job, Outcome};
 use crate::runlog::{RunLog, RunRecord, Status, preview};
 use crate::schedule::{Timing, Zone};
-use crate::state::{Claim, EntryState, State, StateFile};
+use crate::state::{Claim, EntryState, Held, State, StateFile};
 
 /// The longest the engine sleeps without looking at the wall clock.
 pub const MAX_SLEEP: Duration = Duration::from_secs(30);
@@ -100,13 +107,13 @@ struct Launch {
     waiter: Option<oneshot::Sender<RunRecord>>,
 }
 
-/// A slot that waits for its entry's previous run, which is only waiting
-/// for the daemon.
-struct Deferred {
-    entry: Entry,
-    slot: DateTime<Utc>,
-    by: By,
-    retry_until: DateTime<Utc>,
+/// When a held slot is let go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Release {
+    /// The run it waited for gave up.
+    AfterRun,
+    /// The service started again after stopping while it waited.
+    AtStart,
 }
 
 /// A run that ended.
@@ -137,8 +144,9 @@ pub struct Engine {
     /// Entries with a run in flight, and whether that run has reached the
     /// daemon (a run still waiting for it is not a turn that runs).
     running: HashMap<String, Arc<AtomicBool>>,
-    /// Slots waiting for their entry's run to give up on the daemon.
-    deferred: HashMap<String, Deferred>,
+    /// Set while the service stops: runs that end then release no held
+    /// slot (those wait on disk for the next start).
+    stopping: bool,
     /// One-shot entries whose slot was decided without running it: to be
     /// removed from `crons.toml`.
     spent: Vec<String>,
@@ -174,7 +182,7 @@ impl Engine {
             state: State::default(),
             next: HashMap::new(),
             running: HashMap::new(),
-            deferred: HashMap::new(),
+            stopping: false,
             spent: Vec::new(),
             catch_up_free_at: now,
             release_at: None,
@@ -236,6 +244,7 @@ impl Engine {
 
     /// Lets runs in flight finish (and be recorded) for up to [`DRAIN`].
     async fn drain(&mut self) {
+        self.stopping = true;
         let deadline = tokio::time::Instant::now() + DRAIN;
         while !self.running.is_empty() {
             match tokio::time::timeout_at(deadline, self.finished_rx.recv()).await {
@@ -248,12 +257,15 @@ impl Engine {
         }
     }
 
-    /// Start-up: the state, claims left by a crash, the entries.
+    /// Start-up: the state, claims left by a crash, the entries, the
+    /// slots that were held back when the service stopped.
     fn start(&mut self) {
         self.state = self.files.state.load();
         let now = self.clock.now();
         let mut lost = Vec::new();
         for (id, entry) in &mut self.state.entries {
+            // A held slot stays in the state (a crash in between keeps
+            // it) until the entries are read and it is decided below.
             if let Some(claim) = entry.running.take() {
                 lost.push(RunRecord {
                     started: Some(claim.started),
@@ -269,7 +281,28 @@ impl Engine {
         }
         self.save_state();
         self.reconcile();
+        self.release_held_at_start();
         tracing::info!(entries = self.entries.len(), at = %now, "scheduler started");
+    }
+
+    /// The slots held back when the service stopped: the runs they waited
+    /// for are gone, so each starts now if its window is still open, else
+    /// it is recorded `missed`. One write of the state for all of them.
+    fn release_held_at_start(&mut self) {
+        let held: Vec<(String, Held)> = self
+            .state
+            .entries
+            .iter_mut()
+            .filter_map(|(id, entry)| Some((id.clone(), entry.held.take()?)))
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        let launches = held
+            .into_iter()
+            .filter_map(|(id, held)| self.release(&id, held, Release::AtStart))
+            .collect();
+        self.claim_and_fire(launches);
     }
 
     /// Re-reads `crons.toml` and computes every enabled entry's next slot:
@@ -326,9 +359,9 @@ impl Engine {
         let now = self.clock.now();
         let ids: HashSet<&str> = entries.iter().map(|e| e.id.as_str()).collect();
         let before = self.state.entries.len();
-        self.state
-            .entries
-            .retain(|id, entry| ids.contains(id.as_str()) || entry.running.is_some());
+        self.state.entries.retain(|id, entry| {
+            ids.contains(id.as_str()) || entry.running.is_some() || entry.held.is_some()
+        });
         // Only a change of what the state records is written: an edit of a
         // message or an agent leaves every slot decision as it was.
         let mut changed = self.state.entries.len() != before;
@@ -345,6 +378,7 @@ impl Engine {
                     // A new schedule starts now: its past slots were never due.
                     let mut fresh = EntryState::new(first_seen(entry, now), key.clone());
                     fresh.running = state.running.take();
+                    fresh.held = state.held.take();
                     *state = fresh;
                     changed = true;
                     rescheduled.insert(&entry.id);
@@ -518,13 +552,12 @@ impl Engine {
             if !reached.load(Ordering::SeqCst) {
                 // The previous run is only waiting for the daemon, and its
                 // window ends where this slot begins: this one goes next.
-                self.deferred.insert(
-                    entry.id.clone(),
-                    Deferred {
-                        entry: entry.clone(),
+                self.hold(
+                    &entry.id,
+                    Held {
                         slot: newest,
-                        by: if catch_up { By::CatchUp } else { By::Schedule },
-                        retry_until,
+                        until: retry_until,
+                        by: by.as_str().to_owned(),
                     },
                 );
                 return None;
@@ -680,8 +713,17 @@ impl Engine {
             if let Some(waiter) = waiter {
                 waiters.push((waiter, record));
             }
-            if let Some(deferred) = self.deferred.remove(&id) {
-                next.extend(self.after_wait(deferred));
+            if self.stopping {
+                // A held slot waits on disk for the next start.
+                continue;
+            }
+            let held = self
+                .state
+                .entries
+                .get_mut(&id)
+                .and_then(|state| state.held.take());
+            if let Some(held) = held {
+                next.extend(self.release(&id, held, Release::AfterRun));
             }
         }
         self.claim_and_fire(next);
@@ -705,27 +747,67 @@ impl Engine {
         }
     }
 
-    /// A slot that waited for its entry's previous run: started now if its
-    /// window is still open, else recorded.
-    fn after_wait(&mut self, deferred: Deferred) -> Option<Launch> {
-        let now = self.clock.now();
-        if now >= deferred.retry_until {
-            self.append(&RunRecord::skipped(
-                &deferred.entry.id,
-                deferred.slot,
+    /// Holds `held` back behind the entry's run that waits for the
+    /// daemon. It is saved with the rest of the tick's state. A slot held
+    /// before it (possible only when that run's window is longer than the
+    /// entry's period, as a manual run's can be) is recorded `missed`.
+    fn hold(&mut self, id: &str, held: Held) {
+        let state = self
+            .state
+            .entries
+            .get_mut(id)
+            .expect("state for every entry");
+        let Some(older) = state.held.replace(held) else {
+            return;
+        };
+        self.append(&RunRecord {
+            by: older.by,
+            ..RunRecord::skipped(
+                id,
+                older.slot,
                 Status::Missed,
-                Some(
+                Some("a newer slot of the entry came while this one waited for the entry's previous run".into()),
+            )
+        });
+    }
+
+    /// A held slot let go: started if its entry is still scheduled and its
+    /// window open, else recorded `missed` with why.
+    fn release(&mut self, id: &str, held: Held, when: Release) -> Option<Launch> {
+        let now = self.clock.now();
+        let entry = self.entries.iter().find(|e| e.id == id);
+        let why = match entry {
+            None => Some("the entry was removed while this slot waited for its previous run"),
+            Some(entry) if !entry.enabled => {
+                Some("the entry was disabled while this slot waited for its previous run")
+            }
+            Some(_) if now < held.until => None,
+            Some(_) => Some(match when {
+                Release::AfterRun => {
                     "the previous run waited for the daemon until this slot's window had closed"
-                        .into(),
-                ),
-            ));
+                }
+                Release::AtStart => {
+                    "crabtalk-cron stopped while this slot waited for the entry's previous run, and its window had closed when it started again"
+                }
+            }),
+        };
+        if let Some(why) = why {
+            tracing::warn!(entry = %id, slot = %held.slot, "a held slot was not run: {why}");
+            self.append(&RunRecord {
+                by: held.by,
+                ..RunRecord::skipped(id, held.slot, Status::Missed, Some(why.to_owned()))
+            });
             return None;
         }
+        let entry = entry.expect("checked above").clone();
+        if when == Release::AtStart {
+            tracing::info!(entry = %id, slot = %held.slot, "a slot held back when the service stopped runs now, within its window");
+        }
         Some(Launch {
-            entry: deferred.entry,
-            slot: deferred.slot,
-            by: deferred.by,
-            retry_until: deferred.retry_until,
+            entry,
+            slot: held.slot,
+            by: By::from_name(&held.by).unwrap_or(By::Schedule),
+            retry_until: held.until,
             delay: Duration::ZERO,
             waiter: None,
         })

@@ -29,6 +29,13 @@ impl By {
             Self::Manual => "manual",
         }
     }
+
+    /// The reason [`By::as_str`] names, as the state file keeps it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Schedule, Self::CatchUp, Self::Manual]
+            .into_iter()
+            .find(|by| by.as_str() == name)
+    }
 }
 
 /// One slot to run.

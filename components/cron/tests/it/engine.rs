@@ -1,6 +1,7 @@
 //! The engine with an injected clock and a firer that records what it is
 //! asked to run: weekday schedules, quiet hours, downtime (`once` and
-//! `skip`), claims left by a crash, overlap, one-shots.
+//! `skip`), claims left by a crash, overlap, slots held back behind a run
+//! that waits for the daemon (and a crash while they wait), one-shots.
 
 use std::sync::{Arc, Mutex};
 
@@ -146,6 +147,17 @@ impl Rig {
         }
         if let Some(task) = self.task.take() {
             task.await.unwrap();
+        }
+    }
+
+    /// What `kill -9` leaves: the engine stops at once, between two of
+    /// its steps, writing nothing more; runs in flight are abandoned (their
+    /// tasks may go on in the test's runtime, but nothing hears them).
+    async fn crash(&mut self) {
+        self.stop = None;
+        if let Some(task) = self.task.take() {
+            task.abort();
+            assert!(task.await.unwrap_err().is_cancelled());
         }
     }
 
@@ -664,4 +676,167 @@ async fn a_past_at_written_by_hand_is_caught_up_or_recorded_and_removed() {
     .await;
     rig.stop().await;
     assert_eq!(rig.jobs().len(), 1);
+}
+
+/// Every minute, the daemon down until `up_at`: the 10:00 run waits for it
+/// until 10:01:00, so the 10:01 slot is held back behind it — and then
+/// the engine dies, as under `kill -9`, before that run gives up.
+async fn crash_while_a_slot_is_held(up_at: &str) -> (Rig, Arc<DownUntil>) {
+    let crons = "[[cron]]\nid = \"minutely\"\nevery = \"1m\"\nmessage = \"m\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T09:59:30Z");
+    let daemon = Arc::new(DownUntil {
+        clock: rig.clock.clone(),
+        up_at: utc(up_at),
+        jobs: Mutex::new(Vec::new()),
+    });
+    rig.start_with(Arc::new(Down(daemon.clone()))).await;
+    rig.set("2026-06-01T10:00:00Z").await;
+    eventually("the 10:00 run to wait", || {
+        daemon.jobs.lock().unwrap().len() == 1
+    })
+    .await;
+    rig.set("2026-06-01T10:01:00Z").await;
+    // On disk: the 10:01 slot decided, the 10:00 run still claimed.
+    let home = rig.home();
+    eventually("the 10:01 slot to be held back", || {
+        let state = StateFile::of(&home).load_quietly();
+        let entry = &state.entries["minutely"];
+        entry.last_slot == Some(utc("2026-06-01T10:01:00Z"))
+            && entry.running.as_ref().map(|c| c.slot) == Some(utc("2026-06-01T10:00:00Z"))
+    })
+    .await;
+    rig.crash().await;
+    (rig, daemon)
+}
+
+#[tokio::test]
+async fn a_slot_held_back_when_the_service_crashed_runs_after_restart_within_its_window() {
+    let (mut rig, daemon) = crash_while_a_slot_is_held("2026-06-01T10:01:30Z").await;
+    // Back at 10:01:40 with the daemon up: the 10:01 slot's window (until
+    // 10:02) is still open.
+    rig.clock.set(utc("2026-06-01T10:01:40Z"));
+    rig.start_with(Arc::new(Down(daemon.clone()))).await;
+    let unknown = rig
+        .runs_where("the 10:00 run recorded unknown", 1, |r| {
+            r.status == Status::Unknown
+        })
+        .await;
+    assert_eq!(unknown[0].scheduled, utc("2026-06-01T10:00:00Z"));
+    let ok = rig
+        .runs_where("the held 10:01 slot to run", 1, |r| r.status == Status::Ok)
+        .await;
+    assert_eq!(
+        (ok[0].scheduled, ok[0].by.as_str()),
+        (utc("2026-06-01T10:01:00Z"), "schedule")
+    );
+    assert_eq!(
+        daemon.jobs.lock().unwrap()[1],
+        (utc("2026-06-01T10:01:00Z"), utc("2026-06-01T10:02:00Z")),
+        "fired within the slot's own window"
+    );
+    rig.stop().await;
+    let state = StateFile::of(&rig.home()).load();
+    assert!(state.entries["minutely"].held.is_none(), "{state:?}");
+    // Nothing ran twice.
+    let slots: Vec<DateTime<Utc>> = daemon.jobs.lock().unwrap().iter().map(|j| j.0).collect();
+    assert_eq!(
+        slots,
+        [utc("2026-06-01T10:00:00Z"), utc("2026-06-01T10:01:00Z")]
+    );
+}
+
+#[tokio::test]
+async fn a_slot_held_back_when_the_service_crashed_is_recorded_missed_if_its_window_closed() {
+    let (mut rig, daemon) = crash_while_a_slot_is_held("2026-06-01T10:01:30Z").await;
+    // Back at 10:05:30: the 10:01 slot's window closed at 10:02.
+    rig.clock.set(utc("2026-06-01T10:05:30Z"));
+    rig.start_with(Arc::new(Down(daemon.clone()))).await;
+    let held = rig
+        .runs_where("the held 10:01 slot recorded", 1, |r| {
+            r.scheduled == utc("2026-06-01T10:01:00Z")
+        })
+        .await;
+    assert_eq!(held[0].status, Status::Missed, "{held:?}");
+    assert!(
+        held[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("crabtalk-cron stopped while this slot waited for the entry's previous run"),
+        "{held:?}"
+    );
+    // The slots of the downtime are missed as usual; 10:05 runs.
+    rig.runs_where("the 10:05 run", 1, |r| r.status == Status::Ok)
+        .await;
+    rig.stop().await;
+    assert!(
+        daemon
+            .jobs
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|j| j.0 != utc("2026-06-01T10:01:00Z")),
+        "the held slot was never fired"
+    );
+    let scheduled: Vec<DateTime<Utc>> = rig.runs().iter().map(|r| r.scheduled).collect();
+    for slot in ["10:00", "10:01", "10:02", "10:03", "10:04", "10:05"] {
+        let slot = utc(&format!("2026-06-01T{slot}:00Z"));
+        assert_eq!(
+            scheduled.iter().filter(|s| **s == slot).count(),
+            1,
+            "every slot recorded once: {:?}",
+            rig.runs()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_held_slot_replaced_by_a_newer_one_is_recorded_missed() {
+    // A manual run waits for the daemon for 30 s, longer than the entry's
+    // period: two scheduled slots come while it waits. Only the newest is
+    // kept to run after it; the older one is recorded, not dropped.
+    let crons = "[[cron]]\nid = \"often\"\nevery = \"15s\"\nmessage = \"m\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T09:59:45Z");
+    let daemon = Arc::new(DownUntil {
+        clock: rig.clock.clone(),
+        up_at: utc("2026-06-01T10:00:21Z"),
+        jobs: Mutex::new(Vec::new()),
+    });
+    rig.start_with(Arc::new(Down(daemon.clone()))).await;
+    rig.set("2026-06-01T09:59:50Z").await;
+    rig.handle.as_ref().unwrap().run_now("often").await.unwrap();
+    eventually("the manual run to wait", || {
+        daemon.jobs.lock().unwrap().len() == 1
+    })
+    .await;
+    rig.set("2026-06-01T10:00:00Z").await;
+    let home = rig.home();
+    eventually("the 10:00:00 slot to be held", || {
+        StateFile::of(&home).load_quietly().entries["often"].last_slot
+            == Some(utc("2026-06-01T10:00:00Z"))
+    })
+    .await;
+    rig.set("2026-06-01T10:00:15Z").await;
+    let replaced = rig
+        .runs_where("the replaced slot recorded", 1, |r| {
+            r.status == Status::Missed
+        })
+        .await;
+    assert_eq!(replaced[0].scheduled, utc("2026-06-01T10:00:00Z"));
+    assert!(
+        replaced[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("a newer slot of the entry came"),
+        "{replaced:?}"
+    );
+    // The manual run gives up after 10:00:20; the daemon is back at
+    // 10:00:21 and the 10:00:15 slot, still within its window, runs.
+    rig.set("2026-06-01T10:00:21Z").await;
+    let ok = rig
+        .runs_where("the held slot to run", 1, |r| r.status == Status::Ok)
+        .await;
+    assert_eq!(ok[0].scheduled, utc("2026-06-01T10:00:15Z"));
+    rig.stop().await;
 }
