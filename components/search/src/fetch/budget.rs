@@ -23,6 +23,7 @@ pub enum Stopped {
 /// A deadline and a cancellation flag, shared by the caller and the work.
 #[derive(Debug, Clone)]
 pub struct Budget {
+    started: Instant,
     deadline: Instant,
     allowed: Duration,
     cancelled: Arc<AtomicBool>,
@@ -31,8 +32,10 @@ pub struct Budget {
 impl Budget {
     /// `allowed` from now.
     pub fn new(allowed: Duration) -> Self {
+        let started = Instant::now();
         Self {
-            deadline: Instant::now() + allowed,
+            started,
+            deadline: started + allowed,
             allowed,
             cancelled: Arc::new(AtomicBool::new(false)),
         }
@@ -61,6 +64,11 @@ impl Budget {
 
     pub fn allowed(&self) -> Duration {
         self.allowed
+    }
+
+    /// How long since the budget was given.
+    pub fn spent(&self) -> Duration {
+        self.started.elapsed()
     }
 
     /// A guard that cancels the budget when dropped: held by the caller,

@@ -101,7 +101,7 @@ pub enum FetchError {
     )]
     TooSlow { url: String, ms: u128 },
     #[error(
-        "{url}: {limit} fetches were already running and none ended within {ms} ms ([fetch] max_concurrent in search.toml); try again shortly"
+        "{url}: no fetch slot came free within {ms} ms ({limit} at once, [fetch] max_concurrent in search.toml); try again shortly"
     )]
     Busy { url: String, limit: usize, ms: u128 },
     #[error(
@@ -418,7 +418,23 @@ impl Body {
             let budget = budget.clone();
             tokio::task::spawn_blocking(move || {
                 let _permit = permit;
-                self.process(format, &budget)
+                let url = self.final_url.clone();
+                tracing::debug!(%url, bytes = self.bytes.len(), "making the page readable");
+                let processed = self.process(format, &budget);
+                if let Err(ProcessError::Stopped(why)) = &processed {
+                    let spent = budget.spent().as_millis();
+                    match why {
+                        Stopped::Cancelled => tracing::info!(
+                            %url, spent_ms = spent,
+                            "stopped making the page readable: nobody waits for it any more (the call was cancelled or its client left)"
+                        ),
+                        Stopped::Deadline => tracing::info!(
+                            %url, spent_ms = spent,
+                            "stopped making the page readable: past [fetch] process_ms"
+                        ),
+                    }
+                }
+                processed
             })
         };
         let outcome = tokio::time::timeout(allowed, work).await;
@@ -434,7 +450,7 @@ impl Body {
                     message: format!("reading the page failed: {err}"),
                 });
             }
-            Ok(Ok(Err(ProcessError::Stopped))) => return Err(too_slow()),
+            Ok(Ok(Err(ProcessError::Stopped(_)))) => return Err(too_slow()),
             Ok(Ok(Err(ProcessError::Refused(err)))) => return Err(err),
             Ok(Ok(Ok(page))) => page,
         };
@@ -523,13 +539,13 @@ impl Body {
 /// Why processing a body gave no page.
 enum ProcessError {
     /// Out of time, or nobody waits.
-    Stopped,
+    Stopped(Stopped),
     Refused(FetchError),
 }
 
 impl From<Stopped> for ProcessError {
-    fn from(_: Stopped) -> Self {
-        Self::Stopped
+    fn from(why: Stopped) -> Self {
+        Self::Stopped(why)
     }
 }
 
