@@ -552,7 +552,12 @@ pub fn slot_views(schedule: &Schedule, after: DateTime<Utc>, count: usize) -> Ve
 fn view(entry: &Entry, state: &State, now: DateTime<Utc>) -> EntryView {
     let entry_state = state.entries.get(&entry.id);
     let after = entry_state.map_or(now, |s| s.cursor().max(now));
+    let past_at = matches!(entry.schedule.timing(), crate::schedule::Timing::At(at) if *at <= now)
+        && entry_state.and_then(|s| s.last_slot).is_none();
     let health = match entry_state {
+        // Its time passed before the engine decided it: the service
+        // catches it up or records it missed, and removes it.
+        _ if past_at => "past".to_owned(),
         Some(s) if s.is_failing() => "failing".to_owned(),
         Some(s) => s.last_status.map_or("new", Status::as_str).to_owned(),
         None => "new".to_owned(),

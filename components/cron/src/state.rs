@@ -1,11 +1,16 @@
 //! `cron/state.json`: what the engine has decided about each entry's
-//! slots, written atomically before a slot is fired (the claim) and after
-//! it finishes. A slot at or before `last_slot` is never fired again, so a
-//! restart cannot fire anything twice; a claim still `running` at start
-//! was cut short by a crash and is recorded `unknown`.
+//! slots, written atomically (compact JSON) before slots are fired (their
+//! claims, all of one tick in one write) and after they finish. A slot at
+//! or before `last_slot` is never fired again, so a restart cannot fire
+//! anything twice; a claim still `running` at start was cut short by a
+//! crash and is recorded `unknown`. A slot `held` back behind a run that
+//! only waited for the daemon is on disk too, so a crash cannot lose it:
+//! at start it runs if its window is still open, else it is recorded.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, Utc};
 use crabtalk_home::{Home, write_atomic_private};
@@ -19,6 +24,19 @@ pub struct Claim {
     pub slot: DateTime<Utc>,
     pub started: DateTime<Utc>,
     /// `schedule`, `catch-up` or `manual`.
+    pub by: String,
+}
+
+/// A slot held back because the entry's previous run was still waiting
+/// for the daemon (RFC 0052): it starts when that run gives up, or at the
+/// next start of the service if a crash came first, as long as its window
+/// is open; otherwise it is recorded `missed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    pub slot: DateTime<Utc>,
+    /// Where its window ends: it may still start before then.
+    pub until: DateTime<Utc>,
+    /// `schedule` or `catch-up`.
     pub by: String,
 }
 
@@ -37,6 +55,9 @@ pub struct EntryState {
     pub last_slot: Option<DateTime<Utc>>,
     #[serde(default)]
     pub running: Option<Claim>,
+    /// A slot waiting for `running` to give up on the daemon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<Held>,
     /// Failed runs in a row.
     #[serde(default)]
     pub failures: u32,
@@ -58,6 +79,7 @@ impl EntryState {
             schedule,
             last_slot: None,
             running: None,
+            held: None,
             failures: 0,
             last_status: None,
             last_error: None,
@@ -85,13 +107,23 @@ pub struct State {
 #[derive(Debug, Clone)]
 pub struct StateFile {
     path: PathBuf,
+    /// Writes through this handle and its clones (what the engine's tests
+    /// and the busy-minute example count).
+    writes: Arc<AtomicUsize>,
 }
 
 impl StateFile {
     pub fn of(home: &Home) -> Self {
         Self {
             path: crate::data_dir(home).join("state.json"),
+            writes: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// How many times the file was written through this handle or a
+    /// clone of it.
+    pub fn writes(&self) -> usize {
+        self.writes.load(Ordering::Relaxed)
     }
 
     /// The saved state; none yet is an empty one. A file that does not
@@ -138,7 +170,11 @@ impl StateFile {
         if let Some(dir) = self.path.parent() {
             crate::create_private_dir(dir)?;
         }
-        let text = serde_json::to_vec_pretty(state).map_err(std::io::Error::other)?;
-        write_atomic_private(&self.path, &text)
+        // Compact: at 10,000 entries the pretty form is twice the bytes to
+        // write before a slot may fire.
+        let text = serde_json::to_vec(state).map_err(std::io::Error::other)?;
+        write_atomic_private(&self.path, &text)?;
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 }

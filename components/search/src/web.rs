@@ -113,7 +113,7 @@ pub fn answer(page: &Page, max_chars: usize, max_bytes: usize, cached: bool) -> 
     } else {
         page.content.clone()
     };
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = page.note.iter().cloned().collect();
     if truncated {
         notes.push(format!(
             "cut at {max_chars} of {total_chars} characters; call web_fetch again with a larger max_chars (up to {MAX_CHARS_LIMIT}) for more"
@@ -156,6 +156,7 @@ mod tests {
             content: content.into(),
             body_cut: false,
             bytes_read: content.len(),
+            note: None,
         }
     }
 

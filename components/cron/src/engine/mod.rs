@@ -15,12 +15,33 @@
 //!    recorded `missed`;
 //! 2. a slot in the entry's quiet hours is recorded `quiet`;
 //! 3. a slot whose entry still runs its previous slot is recorded
-//!    `overlap`;
+//!    `overlap` — unless that run is only waiting for the daemon (its
+//!    retry window ends where this slot begins): then this slot is
+//!    **held** — kept in `cron/state.json` — until that run gives up, and
+//!    starts right after, within its own window;
 //! 4. otherwise it is **claimed** — written to `cron/state.json` as the
 //!    entry's newest slot, running — and only then fired. A restart never
 //!    fires a slot at or before an entry's newest slot, and a claim still
 //!    running at start is recorded `unknown` (it may or may not have run;
 //!    it is not run again).
+//!
+//! The claims of every slot due in one tick are written together, in one
+//! write of the state file, before any of them fires; the runs that end
+//! together are recorded with one write too. So fifty entries due in the
+//! same second cost one write of the state before they start, whatever
+//! the number of entries (RFC 0052).
+//!
+//! A held slot is on disk, so a crash while it waits cannot lose it: at
+//! the next start, its entry's run is `unknown` (as any claim left by a
+//! crash) and the held slot starts if its window is still open, or is
+//! recorded `missed` saying why. A stopping service leaves held slots
+//! for its next start rather than starting turns on its way out.
+//!
+//! An `at` entry whose time had already passed when the engine first saw
+//! it (written into `crons.toml` by hand) is handled as a slot missed
+//! while the service was down: a catch-up with `missed = "once"` within
+//! `missed_within`, else recorded `missed`; a one-shot whose slot was
+//! missed is then removed from the file, as a done one is.
 
 mod clock;
 mod handle;
@@ -28,6 +49,7 @@ mod handle;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -40,8 +62,8 @@ pub use handle::EngineHandle;
 use crate::config::{Change, CronsFile, Entry, FileWatch, Missed, WatchMode};
 use crate::fire::{By, Firer, Job, Outcome};
 use crate::runlog::{RunLog, RunRecord, Status, preview};
-use crate::schedule::Zone;
-use crate::state::{Claim, EntryState, State, StateFile};
+use crate::schedule::{Timing, Zone};
+use crate::state::{Claim, EntryState, Held, State, StateFile};
 
 /// The longest the engine sleeps without looking at the wall clock.
 pub const MAX_SLEEP: Duration = Duration::from_secs(30);
@@ -75,6 +97,25 @@ pub struct Files {
     pub state: StateFile,
 }
 
+/// A slot about to be claimed and fired.
+struct Launch {
+    entry: Entry,
+    slot: DateTime<Utc>,
+    by: By,
+    retry_until: DateTime<Utc>,
+    delay: Duration,
+    waiter: Option<oneshot::Sender<RunRecord>>,
+}
+
+/// When a held slot is let go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Release {
+    /// The run it waited for gave up.
+    AfterRun,
+    /// The service started again after stopping while it waited.
+    AtStart,
+}
+
 /// A run that ended.
 struct Finished {
     id: String,
@@ -100,7 +141,15 @@ pub struct Engine {
     state: State,
     /// Each enabled entry's next slot after its cursor.
     next: HashMap<String, Option<DateTime<Utc>>>,
-    running: HashSet<String>,
+    /// Entries with a run in flight, and whether that run has reached the
+    /// daemon (a run still waiting for it is not a turn that runs).
+    running: HashMap<String, Arc<AtomicBool>>,
+    /// Set while the service stops: runs that end then release no held
+    /// slot (those wait on disk for the next start).
+    stopping: bool,
+    /// One-shot entries whose slot was decided without running it: to be
+    /// removed from `crons.toml`.
+    spent: Vec<String>,
     /// When the next catch-up may start.
     catch_up_free_at: DateTime<Utc>,
     /// When freed memory is to be given back (set by a load).
@@ -132,7 +181,9 @@ impl Engine {
             refused_text: None,
             state: State::default(),
             next: HashMap::new(),
-            running: HashSet::new(),
+            running: HashMap::new(),
+            stopping: false,
+            spent: Vec::new(),
             catch_up_free_at: now,
             release_at: None,
             commands,
@@ -175,7 +226,14 @@ impl Engine {
                 () = sleep => {}
                 () = watch.changed() => self.reconcile(),
                 Some(command) = self.commands.recv() => self.command(command),
-                Some(finished) = self.finished_rx.recv() => self.finish(finished),
+                Some(finished) = self.finished_rx.recv() => {
+                    // Every run that has ended by now, recorded in one write.
+                    let mut ended = vec![finished];
+                    while let Ok(more) = self.finished_rx.try_recv() {
+                        ended.push(more);
+                    }
+                    self.finish(ended);
+                }
                 () = release => {
                     self.release_at = None;
                     release_memory();
@@ -186,24 +244,28 @@ impl Engine {
 
     /// Lets runs in flight finish (and be recorded) for up to [`DRAIN`].
     async fn drain(&mut self) {
+        self.stopping = true;
         let deadline = tokio::time::Instant::now() + DRAIN;
         while !self.running.is_empty() {
             match tokio::time::timeout_at(deadline, self.finished_rx.recv()).await {
-                Ok(Some(finished)) => self.finish(finished),
+                Ok(Some(finished)) => self.finish(vec![finished]),
                 _ => {
-                    tracing::warn!(running = ?self.running, "stopping with runs in flight: they will be recorded unknown");
+                    tracing::warn!(running = ?self.running.keys().collect::<Vec<_>>(), "stopping with runs in flight: they will be recorded unknown");
                     return;
                 }
             }
         }
     }
 
-    /// Start-up: the state, claims left by a crash, the entries.
+    /// Start-up: the state, claims left by a crash, the entries, the
+    /// slots that were held back when the service stopped.
     fn start(&mut self) {
         self.state = self.files.state.load();
         let now = self.clock.now();
         let mut lost = Vec::new();
         for (id, entry) in &mut self.state.entries {
+            // A held slot stays in the state (a crash in between keeps
+            // it) until the entries are read and it is decided below.
             if let Some(claim) = entry.running.take() {
                 lost.push(RunRecord {
                     started: Some(claim.started),
@@ -219,7 +281,28 @@ impl Engine {
         }
         self.save_state();
         self.reconcile();
+        self.release_held_at_start();
         tracing::info!(entries = self.entries.len(), at = %now, "scheduler started");
+    }
+
+    /// The slots held back when the service stopped: the runs they waited
+    /// for are gone, so each starts now if its window is still open, else
+    /// it is recorded `missed`. One write of the state for all of them.
+    fn release_held_at_start(&mut self) {
+        let held: Vec<(String, Held)> = self
+            .state
+            .entries
+            .iter_mut()
+            .filter_map(|(id, entry)| Some((id.clone(), entry.held.take()?)))
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        let launches = held
+            .into_iter()
+            .filter_map(|(id, held)| self.release(&id, held, Release::AtStart))
+            .collect();
+        self.claim_and_fire(launches);
     }
 
     /// Re-reads `crons.toml` and computes every enabled entry's next slot:
@@ -276,9 +359,9 @@ impl Engine {
         let now = self.clock.now();
         let ids: HashSet<&str> = entries.iter().map(|e| e.id.as_str()).collect();
         let before = self.state.entries.len();
-        self.state
-            .entries
-            .retain(|id, entry| ids.contains(id.as_str()) || entry.running.is_some());
+        self.state.entries.retain(|id, entry| {
+            ids.contains(id.as_str()) || entry.running.is_some() || entry.held.is_some()
+        });
         // Only a change of what the state records is written: an edit of a
         // message or an agent leaves every slot decision as it was.
         let mut changed = self.state.entries.len() != before;
@@ -293,16 +376,18 @@ impl Engine {
                 Some(state) if state.schedule == key => {}
                 Some(state) => {
                     // A new schedule starts now: its past slots were never due.
-                    let mut fresh = EntryState::new(now, key.clone());
+                    let mut fresh = EntryState::new(first_seen(entry, now), key.clone());
                     fresh.running = state.running.take();
+                    fresh.held = state.held.take();
                     *state = fresh;
                     changed = true;
                     rescheduled.insert(&entry.id);
                 }
                 None => {
-                    self.state
-                        .entries
-                        .insert(entry.id.clone(), EntryState::new(now, key.clone()));
+                    self.state.entries.insert(
+                        entry.id.clone(),
+                        EntryState::new(first_seen(entry, now), key.clone()),
+                    );
                     changed = true;
                     rescheduled.insert(&entry.id);
                 }
@@ -352,6 +437,7 @@ impl Engine {
 
     fn tick(&mut self, now: DateTime<Utc>) {
         let mut changed = false;
+        let mut launches = Vec::new();
         for index in 0..self.entries.len() {
             let entry = &self.entries[index];
             let next = match self.next.get(&entry.id) {
@@ -367,17 +453,20 @@ impl Engine {
                 continue;
             }
             let entry = entry.clone();
-            self.due(&entry, first, now);
+            launches.extend(self.due(&entry, first, now));
             self.next.remove(&entry.id);
             changed = true;
         }
         if changed {
-            self.save_state();
+            // Every claim of this tick in one write, before any fires.
+            self.claim_and_fire(launches);
         }
+        self.remove_spent();
     }
 
-    /// Handles the due slots of `entry`: `first` up to now.
-    fn due(&mut self, entry: &Entry, first: DateTime<Utc>, now: DateTime<Utc>) {
+    /// Handles the due slots of `entry`, `first` up to now: records what
+    /// is not run, and gives back the slot to run, if any.
+    fn due(&mut self, entry: &Entry, first: DateTime<Utc>, now: DateTime<Utc>) -> Option<Launch> {
         let newest = entry
             .schedule
             .last_at_or_before(now)
@@ -390,7 +479,7 @@ impl Engine {
             .expect("state for every entry");
         state.last_slot = Some(newest);
         if !entry.enabled {
-            return;
+            return None;
         }
         let late = now - newest > ON_TIME;
         // Every slot but the newest was missed; the newest too if late.
@@ -428,7 +517,15 @@ impl Engine {
             ));
         }
         if late && !catch_up {
-            return;
+            if entry.is_one_shot() {
+                tracing::warn!(
+                    entry = %entry.id, slot = %newest,
+                    "a one-shot entry's time passed without it running (missed = {}): recorded missed and removed from crons.toml",
+                    entry.missed.as_str()
+                );
+                self.spent.push(entry.id.clone());
+            }
+            return None;
         }
         let by = if catch_up { By::CatchUp } else { By::Schedule };
         if entry.is_quiet(newest) {
@@ -438,16 +535,40 @@ impl Engine {
                 Status::Quiet,
                 Some("inside the entry's quiet hours".into()),
             ));
-            return;
+            if entry.is_one_shot() {
+                self.spent.push(entry.id.clone());
+            }
+            return None;
         }
-        if self.running.contains(&entry.id) {
+        // A daemon that is down is retried within the slot's grace: its
+        // missed_within, but never into the next slot.
+        let grace = entry.missed_within(newest).as_chrono();
+        let grace = entry
+            .schedule
+            .period_after(newest)
+            .map_or(grace, |period| grace.min(period));
+        let retry_until = newest + grace;
+        if let Some(reached) = self.running.get(&entry.id) {
+            if !reached.load(Ordering::SeqCst) {
+                // The previous run is only waiting for the daemon, and its
+                // window ends where this slot begins: this one goes next.
+                self.hold(
+                    &entry.id,
+                    Held {
+                        slot: newest,
+                        until: retry_until,
+                        by: by.as_str().to_owned(),
+                    },
+                );
+                return None;
+            }
             self.append(&RunRecord::skipped(
                 &entry.id,
                 newest,
                 Status::Overlap,
                 Some("the previous run of this entry was still going".into()),
             ));
-            return;
+            return None;
         }
         let delay = if catch_up {
             let start = self.catch_up_free_at.max(now);
@@ -457,37 +578,47 @@ impl Engine {
         } else {
             Duration::ZERO
         };
-        // A daemon that is down is retried within the slot's grace: its
-        // missed_within, but never into the next slot.
-        let grace = entry.missed_within(newest).as_chrono();
-        let grace = entry
-            .schedule
-            .period_after(newest)
-            .map_or(grace, |period| grace.min(period));
-        let retry_until = newest + grace;
-        self.launch(entry.clone(), newest, by, retry_until, delay, None);
+        Some(Launch {
+            entry: entry.clone(),
+            slot: newest,
+            by,
+            retry_until,
+            delay,
+            waiter: None,
+        })
     }
 
-    /// Claims `slot` on disk, then fires it.
-    fn launch(
-        &mut self,
-        entry: Entry,
-        slot: DateTime<Utc>,
-        by: By,
-        retry_until: DateTime<Utc>,
-        delay: Duration,
-        waiter: Option<oneshot::Sender<RunRecord>>,
-    ) {
+    /// Claims every slot of `launches` in the state (and whatever else
+    /// changed), writes it once, and only then fires them.
+    fn claim_and_fire(&mut self, launches: Vec<Launch>) {
         let now = self.clock.now();
-        if let Some(state) = self.state.entries.get_mut(&entry.id) {
-            state.running = Some(Claim {
-                slot,
-                started: now,
-                by: by.as_str().to_owned(),
-            });
+        for launch in &launches {
+            if let Some(state) = self.state.entries.get_mut(&launch.entry.id) {
+                state.running = Some(Claim {
+                    slot: launch.slot,
+                    started: now,
+                    by: launch.by.as_str().to_owned(),
+                });
+            }
         }
         self.save_state();
-        self.running.insert(entry.id.clone());
+        for launch in launches {
+            self.fire(launch);
+        }
+    }
+
+    /// Fires a claimed slot.
+    fn fire(&mut self, launch: Launch) {
+        let Launch {
+            entry,
+            slot,
+            by,
+            retry_until,
+            delay,
+            waiter,
+        } = launch;
+        let reached = Arc::new(AtomicBool::new(false));
+        self.running.insert(entry.id.clone(), reached.clone());
         tracing::debug!(entry = %entry.id, %slot, by = by.as_str(), "firing");
         let firer = self.firer.clone();
         let clock = self.clock.clone();
@@ -503,6 +634,7 @@ impl Engine {
                     slot,
                     by,
                     retry_until,
+                    reached,
                 })
                 .await;
             let _ = finished.send(Finished {
@@ -513,6 +645,24 @@ impl Engine {
                 waiter,
             });
         });
+    }
+
+    /// Removes the one-shot entries whose slot was decided without a run.
+    fn remove_spent(&mut self) {
+        if self.spent.is_empty() {
+            return;
+        }
+        let spent = std::mem::take(&mut self.spent);
+        for id in &spent {
+            if let Err(err) = self
+                .files
+                .crons
+                .edit(self.machine_zone, &Change::Remove { id: id.clone() })
+            {
+                tracing::error!(entry = %id, "cannot remove the spent one-shot entry: {err}");
+            }
+        }
+        self.reload();
     }
 
     fn command(&mut self, command: Command) {
@@ -528,7 +678,7 @@ impl Engine {
                     let _ = started.send(Err(format!("no entry `{id}`; cron_list shows the ids")));
                     return;
                 };
-                if self.running.contains(&id) {
+                if self.running.contains_key(&id) {
                     let _ = started.send(Err(format!(
                         "`{id}` is running already; try again when it has finished"
                     )));
@@ -536,21 +686,139 @@ impl Engine {
                 }
                 let now = self.clock.now();
                 let retry_until = now + chrono::Duration::seconds(30);
-                self.launch(
+                self.claim_and_fire(vec![Launch {
                     entry,
-                    now,
-                    By::Manual,
+                    slot: now,
+                    by: By::Manual,
                     retry_until,
-                    Duration::ZERO,
-                    finished,
-                );
+                    delay: Duration::ZERO,
+                    waiter: finished,
+                }]);
                 let _ = started.send(Ok(now));
             }
         }
     }
 
-    /// Records a run that ended.
-    fn finish(&mut self, finished: Finished) {
+    /// Records runs that ended, with one write of the state; starts the
+    /// slots that waited for them.
+    fn finish(&mut self, ended: Vec<Finished>) {
+        let mut removals = Vec::new();
+        let mut waiters = Vec::new();
+        let mut next = Vec::new();
+        for finished in ended {
+            let (id, one_shot_done, waiter, record) = self.record_end(finished);
+            if one_shot_done {
+                removals.push(id.clone());
+            }
+            if let Some(waiter) = waiter {
+                waiters.push((waiter, record));
+            }
+            if self.stopping {
+                // A held slot waits on disk for the next start.
+                continue;
+            }
+            let held = self
+                .state
+                .entries
+                .get_mut(&id)
+                .and_then(|state| state.held.take());
+            if let Some(held) = held {
+                next.extend(self.release(&id, held, Release::AfterRun));
+            }
+        }
+        self.claim_and_fire(next);
+        for id in removals {
+            match self
+                .files
+                .crons
+                .edit(self.machine_zone, &Change::Remove { id: id.clone() })
+            {
+                Ok(_) => {
+                    tracing::info!(entry = %id, "one-shot entry done: removed from crons.toml");
+                    self.reload();
+                }
+                Err(err) => {
+                    tracing::error!(entry = %id, "cannot remove the finished one-shot entry: {err}")
+                }
+            }
+        }
+        for (waiter, record) in waiters {
+            let _ = waiter.send(record);
+        }
+    }
+
+    /// Holds `held` back behind the entry's run that waits for the
+    /// daemon. It is saved with the rest of the tick's state. A slot held
+    /// before it (possible only when that run's window is longer than the
+    /// entry's period, as a manual run's can be) is recorded `missed`.
+    fn hold(&mut self, id: &str, held: Held) {
+        let state = self
+            .state
+            .entries
+            .get_mut(id)
+            .expect("state for every entry");
+        let Some(older) = state.held.replace(held) else {
+            return;
+        };
+        self.append(&RunRecord {
+            by: older.by,
+            ..RunRecord::skipped(
+                id,
+                older.slot,
+                Status::Missed,
+                Some("a newer slot of the entry came while this one waited for the entry's previous run".into()),
+            )
+        });
+    }
+
+    /// A held slot let go: started if its entry is still scheduled and its
+    /// window open, else recorded `missed` with why.
+    fn release(&mut self, id: &str, held: Held, when: Release) -> Option<Launch> {
+        let now = self.clock.now();
+        let entry = self.entries.iter().find(|e| e.id == id);
+        let why = match entry {
+            None => Some("the entry was removed while this slot waited for its previous run"),
+            Some(entry) if !entry.enabled => {
+                Some("the entry was disabled while this slot waited for its previous run")
+            }
+            Some(_) if now < held.until => None,
+            Some(_) => Some(match when {
+                Release::AfterRun => {
+                    "the previous run waited for the daemon until this slot's window had closed"
+                }
+                Release::AtStart => {
+                    "crabtalk-cron stopped while this slot waited for the entry's previous run, and its window had closed when it started again"
+                }
+            }),
+        };
+        if let Some(why) = why {
+            tracing::warn!(entry = %id, slot = %held.slot, "a held slot was not run: {why}");
+            self.append(&RunRecord {
+                by: held.by,
+                ..RunRecord::skipped(id, held.slot, Status::Missed, Some(why.to_owned()))
+            });
+            return None;
+        }
+        let entry = entry.expect("checked above").clone();
+        if when == Release::AtStart {
+            tracing::info!(entry = %id, slot = %held.slot, "a slot held back when the service stopped runs now, within its window");
+        }
+        Some(Launch {
+            entry,
+            slot: held.slot,
+            by: By::from_name(&held.by).unwrap_or(By::Schedule),
+            retry_until: held.until,
+            delay: Duration::ZERO,
+            waiter: None,
+        })
+    }
+
+    /// Records one run that ended in the run log and the state (not yet
+    /// written); whether it was a one-shot done by its schedule.
+    fn record_end(
+        &mut self,
+        finished: Finished,
+    ) -> (String, bool, Option<oneshot::Sender<RunRecord>>, RunRecord) {
         let Finished {
             id,
             slot,
@@ -585,7 +853,6 @@ impl Engine {
             }
         }
         self.append(&record);
-        let mut remove = false;
         if let Some(state) = self.state.entries.get_mut(&id) {
             if state
                 .running
@@ -608,28 +875,8 @@ impl Engine {
             }
         }
         let one_shot = self.entries.iter().any(|e| e.id == id && e.is_one_shot());
-        if one_shot && by != By::Manual && outcome.status == Status::Ok {
-            remove = true;
-        }
-        self.save_state();
-        if remove {
-            match self
-                .files
-                .crons
-                .edit(self.machine_zone, &Change::Remove { id: id.clone() })
-            {
-                Ok(_) => {
-                    tracing::info!(entry = %id, "one-shot entry done: removed from crons.toml");
-                    self.reload();
-                }
-                Err(err) => {
-                    tracing::error!(entry = %id, "cannot remove the finished one-shot entry: {err}")
-                }
-            }
-        }
-        if let Some(waiter) = waiter {
-            let _ = waiter.send(record);
-        }
+        let done = one_shot && by != By::Manual && outcome.status == Status::Ok;
+        (id, done, waiter, record)
     }
 
     fn append(&self, record: &RunRecord) {
@@ -653,6 +900,22 @@ fn text_hash(text: &str) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut hasher);
     hasher.finish()
+}
+
+/// When an entry (or a new schedule of it) counts as first seen: now,
+/// except for an `at` already past, which is seen just before its time so
+/// that its slot is decided (a catch-up, or missed) rather than never.
+fn first_seen(entry: &Entry, now: DateTime<Utc>) -> DateTime<Utc> {
+    match entry.schedule.timing() {
+        Timing::At(at) if *at <= now => {
+            tracing::warn!(
+                entry = %entry.id, at = %at,
+                "the entry's `at` time had already passed when it was added"
+            );
+            *at - chrono::Duration::seconds(1)
+        }
+        _ => now,
+    }
 }
 
 /// What identifies an entry's schedule: a change of it starts the entry

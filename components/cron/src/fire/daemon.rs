@@ -69,6 +69,7 @@ impl DaemonFirer {
             Ok(client) => client,
             Err(err) => return outcome(Status::Error, Some(err), None, None),
         };
+        job.reached_daemon();
         let (reply, run_id) =
             match tokio::time::timeout(job.entry.timeout.as_std(), turn(&client, &job.entry)).await
             {

@@ -4,6 +4,9 @@
 pub mod daemon;
 pub mod telegram;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 
@@ -26,6 +29,13 @@ impl By {
             Self::Manual => "manual",
         }
     }
+
+    /// The reason [`By::as_str`] names, as the state file keeps it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Schedule, Self::CatchUp, Self::Manual]
+            .into_iter()
+            .find(|by| by.as_str() == name)
+    }
 }
 
 /// One slot to run.
@@ -36,6 +46,18 @@ pub struct Job {
     pub by: By,
     /// A daemon that is down is retried until then.
     pub retry_until: DateTime<Utc>,
+    /// Set once the daemon was reached (see [`Job::reached_daemon`]).
+    pub reached: Arc<AtomicBool>,
+}
+
+impl Job {
+    /// Tells the engine the run is past waiting for the daemon: from now
+    /// on it is a turn that runs, and the entry's next slot, if it comes
+    /// meanwhile, overlaps it. Until then a slot that comes waits for this
+    /// run to give up and starts right after.
+    pub fn reached_daemon(&self) {
+        self.reached.store(true, Ordering::SeqCst);
+    }
 }
 
 /// How a run went.

@@ -16,10 +16,14 @@ use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 
 use super::field::{Field, FieldError, FieldKind};
 
-/// How far ahead a wall-clock match is looked for. Every valid expression
-/// matches within 28 years (the calendar repeats), most within a day;
-/// an expression with no match in this horizon never fires.
-const HORIZON_DAYS: i64 = 366 * 28 + 7;
+/// How far ahead a wall-clock match is looked for: the Gregorian
+/// calendar repeats every 400 years (146,097 days, a whole number of
+/// weeks), so an expression with no match in that span never matches.
+/// The 28-year cycle is not enough: `0 0 29 2 */7` (29 February on a
+/// Sunday) has no match from 2096 to 2128, because 2100 is no leap year.
+/// Months that do not match are skipped whole, so even a search through
+/// the full span costs a few thousand steps for a rare date.
+pub(super) const HORIZON_DAYS: i64 = 146_097 + 7;
 
 /// Why an expression was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -96,10 +100,11 @@ impl CronExpr {
 
     /// Whether slots follow real elapsed time rather than a wall-clock
     /// time: the expression fires at least hourly, because its second or
-    /// minute field starts with `*` or its hour field is `*`. Such a
-    /// schedule fires in both passes of a repeated hour and skips wall
-    /// times that do not exist; every other schedule is a fixed time of
-    /// day (see [`Schedule`](super::Schedule)).
+    /// minute field starts with `*`, or its hour field names every hour —
+    /// however it is written (`*`, `*/1`, `0-23`): the meaning decides, not
+    /// the spelling. Such a schedule fires in both passes of a repeated
+    /// hour and skips wall times that do not exist; every other schedule
+    /// is a fixed time of day (see [`Schedule`](super::Schedule)).
     pub fn follows_elapsed_time(&self) -> bool {
         self.second.is_star() || self.minute.is_star() || self.hour.len() == 24
     }
@@ -317,6 +322,12 @@ mod tests {
             next("0 12 31 * *", "2026-04-01 00:00:00"),
             "2026-05-31 12:00:00 Sun"
         );
+        // 29 February on a Sunday: none between 2096 and 2128 (2100 is no
+        // leap year), past the 28-year cycle.
+        assert_eq!(
+            next("0 0 29 2 */7", "2089-01-01 00:00:00"),
+            "2128-02-29 00:00:00 Sun"
+        );
     }
 
     #[test]
@@ -345,6 +356,9 @@ mod tests {
             "* 3 * * *",
             "*/10 30 2 * * *",
             "0 0-23 * * *",
+            "0 */1 * * *",
+            "0 0-23/1 * * *",
+            "0 0-11,12-23 * * *",
         ] {
             assert!(
                 CronExpr::parse(expr).unwrap().follows_elapsed_time(),

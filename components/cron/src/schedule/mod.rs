@@ -11,9 +11,9 @@
 //!   such times merge into that one slot), and one whose wall time happens
 //!   twice on a fall-back day fires once, at the first;
 //! - a schedule that fires at least hourly (its second or minute field
-//!   starts with `*`, or its hour field is `*`) follows real elapsed time:
-//!   it fires in both passes of a repeated hour and simply has no slots in
-//!   a skipped one;
+//!   starts with `*`, or its hour field names every hour: `*`, `*/1`,
+//!   `0-23`) follows real elapsed time: it fires in both passes of a
+//!   repeated hour and simply has no slots in a skipped one;
 //! - `every` slots are whole multiples of the period since the Unix epoch,
 //!   so they are the same before and after any restart; `at` is one slot.
 //!
@@ -248,7 +248,7 @@ impl Schedule {
     fn next_elapsed(&self, expr: &CronExpr, after: DateTime<Utc>) -> Option<Slot> {
         let zone = self.zone;
         let mut cursor = after + Duration::seconds(1);
-        let limit = after + Duration::days(366 * 29);
+        let limit = after + Duration::days(expr::HORIZON_DAYS);
         while cursor < limit {
             let day_later = cursor + Duration::days(1);
             let window_end = zone.change_within(cursor, day_later).unwrap_or(day_later);
@@ -264,7 +264,14 @@ impl Schedule {
                 };
                 return Some(Slot { at, dst });
             }
-            cursor = window_end;
+            // Nothing in this window. Offsets lie within ±14 h, so no
+            // instant from here on has a wall clock earlier than 28 h before
+            // this window's end, and a match at wall time `w` is an instant
+            // no earlier than `w` − 14 h: skip to there (a rare date years
+            // away is then found in a few steps, not one per day).
+            let floor = expr.next_at_or_after(zone.wall(window_end) - Duration::hours(28))?;
+            let earliest = (floor - Duration::hours(14)).and_utc();
+            cursor = window_end.max(earliest);
         }
         None
     }

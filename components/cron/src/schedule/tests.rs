@@ -12,6 +12,51 @@ use super::*;
 /// its offset and, when DST touched it, `moved`, `merged`, `once` or
 /// `again`.
 const TABLE: &[(&str, &str, &str, &[&str])] = &[
+    // An hour field that names every hour follows elapsed time however it
+    // is written: 01:30 in both passes of New York's repeated hour.
+    (
+        "America/New_York",
+        "30 0-23 * * *",
+        "2026-11-01T00:45:00-04:00",
+        &[
+            "2026-11-01 01:30:00-04:00",
+            "2026-11-01 01:30:00-05:00 again",
+            "2026-11-01 02:30:00-05:00",
+        ],
+    ),
+    (
+        "America/New_York",
+        "30 */1 * * *",
+        "2026-11-01T00:45:00-04:00",
+        &[
+            "2026-11-01 01:30:00-04:00",
+            "2026-11-01 01:30:00-05:00 again",
+        ],
+    ),
+    // A fixed hour list that misses one hour is a time of day: once.
+    (
+        "America/New_York",
+        "30 0-22 * * *",
+        "2026-11-01T00:45:00-04:00",
+        &[
+            "2026-11-01 01:30:00-04:00 once",
+            "2026-11-01 02:30:00-05:00",
+        ],
+    ),
+    // 29 February on a Sunday: 2128, past the 28-year cycle (2100 is no
+    // leap year), for a time of day and for an elapsed-time schedule.
+    (
+        "UTC",
+        "0 0 29 2 */7",
+        "2089-01-01T00:00:00Z",
+        &["2128-02-29 00:00:00+00:00"],
+    ),
+    (
+        "Europe/Berlin",
+        "*/30 * 29 2 */7",
+        "2089-01-01T00:00:00Z",
+        &["2128-02-29 00:00:00+01:00", "2128-02-29 00:30:00+01:00"],
+    ),
     // New York, 2026-03-08: 02:00 EST becomes 03:00 EDT.
     (
         "America/New_York",

@@ -319,9 +319,9 @@ fn missed_within_defaults_to_half_the_period_within_two_minutes_and_two_hours_an
                 [[cron]]\nid = \"set\"\nevery = \"10m\"\nmissed_within = \"7m\"\ntimeout = \"30s\"\nmessage = \"s\"\n";
     let (_dir, file) = file_with(text);
     let entries = file.load(Zone::UTC).unwrap();
-    // A slot of every entry (midnight), not the time the test runs: the
-    // period after any other instant is cut short by the next midnight.
-    let slot = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+    // A slot of every entry (a slot's period is to the next slot: from any
+    // other instant, @daily's would depend on the time of day).
+    let slot = chrono::DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
         .unwrap()
         .with_timezone(&chrono::Utc);
     let within = |i: usize| entries[i].missed_within(slot).as_secs();

@@ -1,6 +1,7 @@
 //! The engine with an injected clock and a firer that records what it is
 //! asked to run: weekday schedules, quiet hours, downtime (`once` and
-//! `skip`), claims left by a crash, overlap, one-shots.
+//! `skip`), claims left by a crash, overlap, slots held back behind a run
+//! that waits for the daemon (and a crash while they wait), one-shots.
 
 use std::sync::{Arc, Mutex};
 
@@ -36,6 +37,8 @@ struct Shared(Arc<Recorder>);
 impl Firer for Shared {
     fn fire(&self, job: Job) -> BoxFuture<'static, Outcome> {
         let me = self.0.clone();
+        // The daemon is up: a run reaches it at once.
+        job.reached_daemon();
         Box::pin(async move {
             me.jobs
                 .lock()
@@ -62,6 +65,8 @@ struct Rig {
     clock: Arc<ManualClock>,
     recorder: Arc<Recorder>,
     handle: Option<EngineHandle>,
+    /// The state file handle the engine writes through (it counts).
+    state: Option<StateFile>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -81,6 +86,7 @@ impl Rig {
             clock: Arc::new(ManualClock::new(utc(now))),
             recorder: Arc::new(recorder),
             handle: None,
+            state: None,
             stop: None,
             task: None,
         }
@@ -100,10 +106,17 @@ impl Rig {
     }
 
     async fn start(&mut self) {
+        self.start_with(Arc::new(Shared(self.recorder.clone())))
+            .await;
+    }
+
+    async fn start_with(&mut self, firer: Arc<dyn Firer>) {
+        let files = self.files();
+        self.state = Some(files.state.clone());
         let (engine, handle) = Engine::new(
             self.clock.clone(),
-            Arc::new(Shared(self.recorder.clone())),
-            self.files(),
+            firer,
+            files,
             Zone::UTC,
             WatchMode::NotifyAndPoll,
         );
@@ -134,6 +147,17 @@ impl Rig {
         }
         if let Some(task) = self.task.take() {
             task.await.unwrap();
+        }
+    }
+
+    /// What `kill -9` leaves: the engine stops at once, between two of
+    /// its steps, writing nothing more; runs in flight are abandoned (their
+    /// tasks may go on in the test's runtime, but nothing hears them).
+    async fn crash(&mut self) {
+        self.stop = None;
+        if let Some(task) = self.task.take() {
+            task.abort();
+            assert!(task.await.unwrap_err().is_cancelled());
         }
     }
 
@@ -477,5 +501,342 @@ async fn manual_runs_go_through_the_engine_and_wait_for_their_record() {
         .await
         .unwrap_err();
     assert!(err.contains("no entry `nope`"), "{err}");
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn fifty_slots_due_at_once_are_claimed_in_one_write_before_any_fires() {
+    // 50 entries due at 10:00 among 250; the runs hold until released, so
+    // every write counted below is a claim.
+    let mut crons = String::new();
+    for n in 0..200 {
+        crons.push_str(&format!(
+            "[[cron]]\nid = \"later-{n}\"\ncron = \"0 3 29 2 *\"\ntz = \"UTC\"\nmessage = \"m\"\n\n"
+        ));
+    }
+    for n in 0..50 {
+        crons.push_str(&format!(
+            "[[cron]]\nid = \"due-{n}\"\ncron = \"0 10 * * *\"\ntz = \"UTC\"\nmessage = \"m\"\n\n"
+        ));
+    }
+    let gate = Arc::new(Semaphore::new(0));
+    let mut rig = Rig::with_recorder(
+        &crons,
+        "2026-06-01T09:59:30Z",
+        Recorder {
+            gate: Some(gate.clone()),
+            ..Recorder::default()
+        },
+    );
+    rig.start().await;
+    let state = rig.state.clone().unwrap();
+    let before = state.writes();
+    rig.set("2026-06-01T10:00:00Z").await;
+    eventually("all 50 to start", || rig.jobs().len() == 50).await;
+    assert_eq!(
+        state.writes() - before,
+        1,
+        "the 50 claims went to disk in one write"
+    );
+    let on_disk = StateFile::of(&rig.home()).load_quietly();
+    assert_eq!(
+        on_disk
+            .entries
+            .values()
+            .filter(|e| e.running.is_some())
+            .count(),
+        50
+    );
+    gate.add_permits(50);
+    rig.runs_where("the 50 runs", 50, |r| r.status == Status::Ok)
+        .await;
+    eventually("every claim cleared", || {
+        StateFile::of(&rig.home())
+            .load_quietly()
+            .entries
+            .values()
+            .all(|e| e.running.is_none())
+    })
+    .await;
+    rig.stop().await;
+}
+
+/// A daemon that is down until `up_at`: a run waits for it until its
+/// retry window has passed (strictly, as a timer that fires a hair late
+/// does), then fails; once it is up, runs reach it and succeed.
+struct DownUntil {
+    clock: Arc<ManualClock>,
+    up_at: DateTime<Utc>,
+    jobs: Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>,
+}
+
+struct Down(Arc<DownUntil>);
+
+impl Firer for Down {
+    fn fire(&self, job: Job) -> BoxFuture<'static, Outcome> {
+        let me = self.0.clone();
+        Box::pin(async move {
+            me.jobs.lock().unwrap().push((job.slot, job.retry_until));
+            loop {
+                let now = me.clock.now();
+                let outcome = |status, error: Option<&str>| Outcome {
+                    status,
+                    started: job.slot,
+                    finished: now,
+                    error: error.map(str::to_owned),
+                    reply: None,
+                    delivery: None,
+                };
+                if now > job.retry_until {
+                    return outcome(Status::Error, Some("the daemon did not answer"));
+                }
+                if now >= me.up_at {
+                    job.reached_daemon();
+                    return outcome(Status::Ok, None);
+                }
+                me.clock.sleep(std::time::Duration::from_secs(1)).await;
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_slot_whose_previous_run_waits_for_the_daemon_runs_after_it() {
+    // Every minute; the daemon is down from before 10:00 until 10:01:02.
+    // The 10:00 slot waits for it until 10:01:00 — where the 10:01 slot
+    // begins. The 10:01 slot is not an overlap: it starts once the 10:00
+    // one gives up, and reaches the daemon at 10:01:02.
+    let crons = "[[cron]]\nid = \"minutely\"\nevery = \"1m\"\nmessage = \"m\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T09:59:30Z");
+    let daemon = Arc::new(DownUntil {
+        clock: rig.clock.clone(),
+        up_at: utc("2026-06-01T10:01:02Z"),
+        jobs: Mutex::new(Vec::new()),
+    });
+    rig.start_with(Arc::new(Down(daemon.clone()))).await;
+    rig.set("2026-06-01T10:00:00Z").await;
+    eventually("the 10:00 run to wait", || {
+        daemon.jobs.lock().unwrap().len() == 1
+    })
+    .await;
+    assert_eq!(
+        daemon.jobs.lock().unwrap()[0],
+        (utc("2026-06-01T10:00:00Z"), utc("2026-06-01T10:01:00Z"))
+    );
+    // The boundary: the 10:00 run has not given up yet; the 10:01 slot is due.
+    rig.set("2026-06-01T10:01:00Z").await;
+    rig.set("2026-06-01T10:01:01Z").await;
+    rig.runs_where("the 10:00 failure", 1, |r| r.status == Status::Error)
+        .await;
+    rig.set("2026-06-01T10:01:02Z").await;
+    let ok = rig
+        .runs_where("the 10:01 run", 1, |r| r.status == Status::Ok)
+        .await;
+    assert_eq!(ok[0].scheduled, utc("2026-06-01T10:01:00Z"));
+    rig.stop().await;
+    assert!(
+        rig.runs().iter().all(|r| r.status != Status::Overlap),
+        "{:?}",
+        rig.runs()
+    );
+}
+
+#[tokio::test]
+async fn a_past_at_written_by_hand_is_caught_up_or_recorded_and_removed() {
+    // Written into the file while the service ran, both already past:
+    // one within its missed_within with missed = "once", one not.
+    let crons = "[[cron]]\nid = \"keep\"\nevery = \"1d\"\nmessage = \"m\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T10:00:00Z");
+    rig.start().await;
+    let path = rig.home().component_config_dir().join("crons.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "{crons}\n[[cron]]\nid = \"recent\"\nat = \"2026-06-01T09:50:00Z\"\nmessage = \"m\"\nmissed = \"once\"\nmissed_within = \"1h\"\n\n[[cron]]\nid = \"stale\"\nat = \"2026-05-01T09:00:00Z\"\nmessage = \"m\"\n"
+        ),
+    )
+    .unwrap();
+    rig.handle.as_ref().unwrap().reload().await;
+    let caught = rig
+        .runs_where("the catch-up", 1, |r| r.status == Status::Ok)
+        .await;
+    assert_eq!(caught[0].entry, "recent");
+    assert_eq!(caught[0].by, "catch-up");
+    let missed = rig
+        .runs_where("the stale one recorded", 1, |r| r.status == Status::Missed)
+        .await;
+    assert_eq!(
+        (missed[0].entry.as_str(), missed[0].scheduled),
+        ("stale", utc("2026-05-01T09:00:00Z"))
+    );
+    eventually("both removed from crons.toml", || {
+        let text = std::fs::read_to_string(&path).unwrap();
+        !text.contains("recent") && !text.contains("stale") && text.contains("keep")
+    })
+    .await;
+    rig.stop().await;
+    assert_eq!(rig.jobs().len(), 1);
+}
+
+/// Every minute, the daemon down until `up_at`: the 10:00 run waits for it
+/// until 10:01:00, so the 10:01 slot is held back behind it — and then
+/// the engine dies, as under `kill -9`, before that run gives up.
+async fn crash_while_a_slot_is_held(up_at: &str) -> (Rig, Arc<DownUntil>) {
+    let crons = "[[cron]]\nid = \"minutely\"\nevery = \"1m\"\nmessage = \"m\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T09:59:30Z");
+    let daemon = Arc::new(DownUntil {
+        clock: rig.clock.clone(),
+        up_at: utc(up_at),
+        jobs: Mutex::new(Vec::new()),
+    });
+    rig.start_with(Arc::new(Down(daemon.clone()))).await;
+    rig.set("2026-06-01T10:00:00Z").await;
+    eventually("the 10:00 run to wait", || {
+        daemon.jobs.lock().unwrap().len() == 1
+    })
+    .await;
+    rig.set("2026-06-01T10:01:00Z").await;
+    // On disk: the 10:01 slot decided, the 10:00 run still claimed.
+    let home = rig.home();
+    eventually("the 10:01 slot to be held back", || {
+        let state = StateFile::of(&home).load_quietly();
+        let entry = &state.entries["minutely"];
+        entry.last_slot == Some(utc("2026-06-01T10:01:00Z"))
+            && entry.running.as_ref().map(|c| c.slot) == Some(utc("2026-06-01T10:00:00Z"))
+    })
+    .await;
+    rig.crash().await;
+    (rig, daemon)
+}
+
+#[tokio::test]
+async fn a_slot_held_back_when_the_service_crashed_runs_after_restart_within_its_window() {
+    let (mut rig, daemon) = crash_while_a_slot_is_held("2026-06-01T10:01:30Z").await;
+    // Back at 10:01:40 with the daemon up: the 10:01 slot's window (until
+    // 10:02) is still open.
+    rig.clock.set(utc("2026-06-01T10:01:40Z"));
+    rig.start_with(Arc::new(Down(daemon.clone()))).await;
+    let unknown = rig
+        .runs_where("the 10:00 run recorded unknown", 1, |r| {
+            r.status == Status::Unknown
+        })
+        .await;
+    assert_eq!(unknown[0].scheduled, utc("2026-06-01T10:00:00Z"));
+    let ok = rig
+        .runs_where("the held 10:01 slot to run", 1, |r| r.status == Status::Ok)
+        .await;
+    assert_eq!(
+        (ok[0].scheduled, ok[0].by.as_str()),
+        (utc("2026-06-01T10:01:00Z"), "schedule")
+    );
+    assert_eq!(
+        daemon.jobs.lock().unwrap()[1],
+        (utc("2026-06-01T10:01:00Z"), utc("2026-06-01T10:02:00Z")),
+        "fired within the slot's own window"
+    );
+    rig.stop().await;
+    let state = StateFile::of(&rig.home()).load();
+    assert!(state.entries["minutely"].held.is_none(), "{state:?}");
+    // Nothing ran twice.
+    let slots: Vec<DateTime<Utc>> = daemon.jobs.lock().unwrap().iter().map(|j| j.0).collect();
+    assert_eq!(
+        slots,
+        [utc("2026-06-01T10:00:00Z"), utc("2026-06-01T10:01:00Z")]
+    );
+}
+
+#[tokio::test]
+async fn a_slot_held_back_when_the_service_crashed_is_recorded_missed_if_its_window_closed() {
+    let (mut rig, daemon) = crash_while_a_slot_is_held("2026-06-01T10:01:30Z").await;
+    // Back at 10:05:30: the 10:01 slot's window closed at 10:02.
+    rig.clock.set(utc("2026-06-01T10:05:30Z"));
+    rig.start_with(Arc::new(Down(daemon.clone()))).await;
+    let held = rig
+        .runs_where("the held 10:01 slot recorded", 1, |r| {
+            r.scheduled == utc("2026-06-01T10:01:00Z")
+        })
+        .await;
+    assert_eq!(held[0].status, Status::Missed, "{held:?}");
+    assert!(
+        held[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("crabtalk-cron stopped while this slot waited for the entry's previous run"),
+        "{held:?}"
+    );
+    // The slots of the downtime are missed as usual; 10:05 runs.
+    rig.runs_where("the 10:05 run", 1, |r| r.status == Status::Ok)
+        .await;
+    rig.stop().await;
+    assert!(
+        daemon
+            .jobs
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|j| j.0 != utc("2026-06-01T10:01:00Z")),
+        "the held slot was never fired"
+    );
+    let scheduled: Vec<DateTime<Utc>> = rig.runs().iter().map(|r| r.scheduled).collect();
+    for slot in ["10:00", "10:01", "10:02", "10:03", "10:04", "10:05"] {
+        let slot = utc(&format!("2026-06-01T{slot}:00Z"));
+        assert_eq!(
+            scheduled.iter().filter(|s| **s == slot).count(),
+            1,
+            "every slot recorded once: {:?}",
+            rig.runs()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_held_slot_replaced_by_a_newer_one_is_recorded_missed() {
+    // A manual run waits for the daemon for 30 s, longer than the entry's
+    // period: two scheduled slots come while it waits. Only the newest is
+    // kept to run after it; the older one is recorded, not dropped.
+    let crons = "[[cron]]\nid = \"often\"\nevery = \"15s\"\nmessage = \"m\"\n";
+    let mut rig = Rig::new(crons, "2026-06-01T09:59:45Z");
+    let daemon = Arc::new(DownUntil {
+        clock: rig.clock.clone(),
+        up_at: utc("2026-06-01T10:00:21Z"),
+        jobs: Mutex::new(Vec::new()),
+    });
+    rig.start_with(Arc::new(Down(daemon.clone()))).await;
+    rig.set("2026-06-01T09:59:50Z").await;
+    rig.handle.as_ref().unwrap().run_now("often").await.unwrap();
+    eventually("the manual run to wait", || {
+        daemon.jobs.lock().unwrap().len() == 1
+    })
+    .await;
+    rig.set("2026-06-01T10:00:00Z").await;
+    let home = rig.home();
+    eventually("the 10:00:00 slot to be held", || {
+        StateFile::of(&home).load_quietly().entries["often"].last_slot
+            == Some(utc("2026-06-01T10:00:00Z"))
+    })
+    .await;
+    rig.set("2026-06-01T10:00:15Z").await;
+    let replaced = rig
+        .runs_where("the replaced slot recorded", 1, |r| {
+            r.status == Status::Missed
+        })
+        .await;
+    assert_eq!(replaced[0].scheduled, utc("2026-06-01T10:00:00Z"));
+    assert!(
+        replaced[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("a newer slot of the entry came"),
+        "{replaced:?}"
+    );
+    // The manual run gives up after 10:00:20; the daemon is back at
+    // 10:00:21 and the 10:00:15 slot, still within its window, runs.
+    rig.set("2026-06-01T10:00:21Z").await;
+    let ok = rig
+        .runs_where("the held slot to run", 1, |r| r.status == Status::Ok)
+        .await;
+    assert_eq!(ok[0].scheduled, utc("2026-06-01T10:00:15Z"));
     rig.stop().await;
 }

@@ -118,6 +118,13 @@ pub(super) fn check(file: &ConfigFile, config: &SearchConfig) -> Result<(), Conf
         ));
     }
     ms(file, &["fetch", "timeout_ms"], fetch.timeout_ms)?;
+    ms(file, &["fetch", "process_ms"], fetch.process_ms)?;
+    if !(1..=256).contains(&fetch.max_concurrent) {
+        return Err(file.error_at_key(
+            &["fetch", "max_concurrent"],
+            format!("must be from 1 to 256 (got {})", fetch.max_concurrent),
+        ));
+    }
     not_empty(file, &["fetch", "user_agent"], &fetch.user_agent)?;
     Ok(())
 }

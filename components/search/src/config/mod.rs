@@ -131,6 +131,10 @@ pub struct FetchConfig {
     pub max_chars: usize,
     /// The whole fetch, redirects and body included.
     pub timeout_ms: u64,
+    /// Making a fetched page readable, after the fetch.
+    pub process_ms: u64,
+    /// Fetches at once; more wait for a free one, up to `timeout_ms`.
+    pub max_concurrent: usize,
     pub user_agent: String,
 }
 
@@ -141,6 +145,8 @@ impl Default for FetchConfig {
             max_bytes: 5 * 1024 * 1024,
             max_chars: 50_000,
             timeout_ms: 20_000,
+            process_ms: 5_000,
+            max_concurrent: 8,
             user_agent: DEFAULT_USER_AGENT.to_owned(),
         }
     }

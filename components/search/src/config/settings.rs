@@ -31,6 +31,10 @@ pub struct FetchSettings {
     pub max_bytes: usize,
     pub max_chars: usize,
     pub timeout: Duration,
+    /// Making one page readable.
+    pub process_time: Duration,
+    /// Fetches at once.
+    pub max_concurrent: usize,
     pub user_agent: String,
 }
 
@@ -130,6 +134,8 @@ impl Settings {
                 max_bytes: config.fetch.max_bytes,
                 max_chars: config.fetch.max_chars,
                 timeout: Duration::from_millis(config.fetch.timeout_ms),
+                process_time: Duration::from_millis(config.fetch.process_ms),
+                max_concurrent: config.fetch.max_concurrent,
                 user_agent: config.fetch.user_agent.clone(),
             },
         }

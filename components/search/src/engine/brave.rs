@@ -67,7 +67,7 @@ impl Engine for Brave {
 
     fn parse(&self, _query: &Query, body: &str) -> Result<Vec<Hit>, Failure> {
         let answer: Answer = serde_json::from_str(body)
-            .map_err(|err| Failure::Blocked(format!("not a Brave Search answer ({err})")))?;
+            .map_err(|err| Failure::Error(format!("not a Brave Search answer ({err})")))?;
         match (answer.kind.as_deref(), answer.web) {
             (_, Some(web)) => Ok(web
                 .results
@@ -80,7 +80,7 @@ impl Engine for Brave {
                 .collect()),
             // A search answer without a `web` part found nothing.
             (Some("search"), None) => Ok(Vec::new()),
-            _ => Err(Failure::Blocked(
+            _ => Err(Failure::Error(
                 "the answer is not a web search answer".into(),
             )),
         }

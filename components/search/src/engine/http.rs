@@ -83,6 +83,11 @@ impl EngineHttp {
             }
             body.extend_from_slice(&chunk);
         }
+        // An empty answer is a broken one (a proxy, a cut connection), not a
+        // page telling us to go away.
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Err(Failure::Error(format!("HTTP {status} with an empty body")));
+        }
         engine.parse(query, &String::from_utf8_lossy(&body))
     }
 }

@@ -11,7 +11,10 @@
 //! HTML pages are read with `scraper` (html5ever and CSS selectors); JSON
 //! with `serde_json`. A page without its results container is never "no
 //! results": unless the engine's own "nothing found" marker is there, it
-//! is a block (a consent, CAPTCHA or changed page).
+//! is a block (a consent, CAPTCHA or changed page). An answer that is
+//! empty, or JSON that does not parse (cut short, an HTML page from a
+//! proxy), is an error: nothing says the engine refused us, so it is not
+//! suspended.
 
 mod bing;
 mod brave;

@@ -53,7 +53,7 @@ impl Engine for Searxng {
 
     fn parse(&self, _query: &Query, body: &str) -> Result<Vec<Hit>, Failure> {
         let answer: Answer = serde_json::from_str(body)
-            .map_err(|err| Failure::Blocked(format!("not a SearXNG JSON answer ({err})")))?;
+            .map_err(|err| Failure::Error(format!("not a SearXNG JSON answer ({err})")))?;
         Ok(answer
             .results
             .into_iter()

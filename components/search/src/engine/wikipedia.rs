@@ -81,7 +81,7 @@ impl Engine for Wikipedia {
 
     fn parse(&self, query: &Query, body: &str) -> Result<Vec<Hit>, Failure> {
         let answer: Answer = serde_json::from_str(body)
-            .map_err(|err| Failure::Blocked(format!("not a MediaWiki API answer ({err})")))?;
+            .map_err(|err| Failure::Error(format!("not a MediaWiki API answer ({err})")))?;
         if let Some(error) = answer.error {
             let detail = format!("API error {}: {}", error.code, error.info);
             return Err(match error.code.as_str() {
@@ -90,9 +90,7 @@ impl Engine for Wikipedia {
             });
         }
         let Some(found) = answer.query else {
-            return Err(Failure::Blocked(
-                "the answer has no query.search list".into(),
-            ));
+            return Err(Failure::Error("the answer has no query.search list".into()));
         };
         // Result pages live next to the API, in the same language.
         let base = self.base_for(query);

@@ -6,6 +6,14 @@
 //! byte-order mark, else (HTML) a `<meta charset>` or `http-equiv` in the
 //! first 1024 bytes, read with the HTML parser; else UTF-8 — or
 //! windows-1252 for HTML that is not valid UTF-8, as browsers do.
+//!
+//! Whatever the label says, a body that is an image, an archive or other
+//! binary data ([`binary`]) is refused: a PNG served as `text/html` is
+//! not text. A body compressed with gzip or deflate although nothing asked
+//! for it is decoded, up to the byte cap ([`Compression`]); other
+//! encodings are refused by name.
+
+use std::io::Read;
 
 use encoding_rs::Encoding;
 use scraper::Html;
@@ -60,6 +68,124 @@ pub fn sniff(bytes: &[u8]) -> Option<Kind> {
         return None;
     }
     Some(Kind::Text)
+}
+
+/// What binary data `bytes` start with, if they are binary: a known
+/// signature, or control bytes no text has. `charset` is the declared one
+/// (UTF-16 text has zero bytes).
+pub fn binary(bytes: &[u8], charset: Option<&str>) -> Option<&'static str> {
+    const SIGNATURES: &[(&[u8], &str)] = &[
+        (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+        (b"\xff\xd8\xff", "a JPEG image"),
+        (b"GIF87a", "a GIF image"),
+        (b"GIF89a", "a GIF image"),
+        (b"%PDF-", "a PDF document"),
+        (b"PK\x03\x04", "a ZIP archive"),
+        (b"\x1f\x8b", "gzip-compressed data"),
+        (b"\x28\xb5\x2f\xfd", "zstd-compressed data"),
+        (b"BZh", "bzip2-compressed data"),
+        (b"\xfd7zXZ\x00", "xz-compressed data"),
+        (b"7z\xbc\xaf\x27\x1c", "a 7z archive"),
+        (b"\x7fELF", "an executable"),
+        (b"\x00asm", "WebAssembly"),
+        (b"wOFF", "a web font"),
+        (b"wOF2", "a web font"),
+        (b"OggS", "Ogg audio or video"),
+        (b"ID3", "MP3 audio"),
+        (b"\x00\x00\x01\x00", "an icon"),
+    ];
+    for (magic, what) in SIGNATURES {
+        if bytes.starts_with(magic) {
+            return Some(what);
+        }
+    }
+    if bytes.len() >= 12 && &bytes[0..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        return Some("a WebP image");
+    }
+    if bytes.len() >= 12 && &bytes[4..8] == b"ftyp" {
+        return Some("an MP4 video");
+    }
+    let utf16 = charset.is_some_and(|c| c.starts_with("utf-16"))
+        || Encoding::for_bom(bytes).is_some_and(|(e, _)| e != encoding_rs::UTF_8);
+    if utf16 {
+        return None;
+    }
+    // Text has no NUL and few other control bytes (tab, newlines, form
+    // feed and escape aside).
+    let head = &bytes[..bytes.len().min(4096)];
+    let control = head
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b))
+        .count();
+    (head.contains(&0) || control * 20 > head.len().max(1)).then_some("binary data")
+}
+
+/// A `Content-Encoding` the body arrived in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    Gzip,
+    Deflate,
+}
+
+impl Compression {
+    /// The encoding `header` names: `Ok(None)` for none (or `identity`),
+    /// `Err` with the name for one that is not read.
+    pub fn of(header: Option<&str>) -> Result<Option<Self>, String> {
+        let Some(header) = header else {
+            return Ok(None);
+        };
+        let mut found = None;
+        for part in header.split(',').map(|p| p.trim().to_ascii_lowercase()) {
+            match part.as_str() {
+                "" | "identity" => {}
+                "gzip" | "x-gzip" if found.is_none() => found = Some(Self::Gzip),
+                "deflate" if found.is_none() => found = Some(Self::Deflate),
+                _ => return Err(part),
+            }
+        }
+        Ok(found)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Gzip => "gzip",
+            Self::Deflate => "deflate",
+        }
+    }
+
+    /// `raw` decoded, at most `max` bytes of it; whether more was there.
+    /// A stream cut short (the raw body was over the cap) gives what it
+    /// had; one that is not this encoding at all is an error.
+    pub fn decode(self, raw: &[u8], max: usize) -> Result<(Vec<u8>, bool), String> {
+        let mut out = Vec::new();
+        let limit = max as u64 + 1;
+        let read = match self {
+            Self::Gzip => flate2::read::MultiGzDecoder::new(raw)
+                .take(limit)
+                .read_to_end(&mut out),
+            Self::Deflate => {
+                // HTTP's deflate is zlib-wrapped; some servers send it raw.
+                let wrapped = flate2::read::ZlibDecoder::new(raw)
+                    .take(limit)
+                    .read_to_end(&mut out);
+                if wrapped.is_err() && out.is_empty() {
+                    flate2::read::DeflateDecoder::new(raw)
+                        .take(limit)
+                        .read_to_end(&mut out)
+                } else {
+                    wrapped
+                }
+            }
+        };
+        if let Err(err) = read
+            && out.is_empty()
+        {
+            return Err(format!("the body is not {} data ({err})", self.name()));
+        }
+        let cut = out.len() > max;
+        out.truncate(max);
+        Ok((out, cut))
+    }
 }
 
 /// `bytes` as text, in the charset the headers or the document declare.
@@ -159,6 +285,58 @@ mod tests {
         assert!(decode(equiv, None, Kind::Html).contains("café"));
         // Not UTF-8 and nothing declared: windows-1252 for HTML.
         assert!(decode(b"<p>caf\xe9</p>", None, Kind::Html).contains("café"));
+    }
+
+    #[test]
+    fn binary_bodies_are_told_from_text_whatever_their_label() {
+        assert_eq!(
+            binary(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", None),
+            Some("a PNG image")
+        );
+        assert_eq!(
+            binary(b"\x1f\x8b\x08\0\0", None),
+            Some("gzip-compressed data")
+        );
+        assert_eq!(binary(b"%PDF-1.7\n", None), Some("a PDF document"));
+        assert_eq!(binary(b"abc\0def", None), Some("binary data"));
+        assert_eq!(binary(b"<p>caf\xe9</p>\n\t", None), None);
+        assert_eq!(binary("héllo, wörld".as_bytes(), None), None);
+        // UTF-16 text has zero bytes.
+        assert_eq!(binary(b"\xff\xfeh\0i\0", None), None);
+        assert_eq!(binary(b"h\0i\0", Some("utf-16le")), None);
+    }
+
+    #[test]
+    fn compressed_bodies_are_decoded_up_to_the_cap() {
+        use std::io::Write;
+        let text = "crab ".repeat(10_000);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(text.as_bytes()).unwrap();
+        let gz = gz.finish().unwrap();
+        assert_eq!(
+            Compression::Gzip.decode(&gz, 1 << 20).unwrap(),
+            (text.clone().into_bytes(), false)
+        );
+        let (cut, more) = Compression::Gzip.decode(&gz, 1000).unwrap();
+        assert!(more && cut.len() == 1000);
+        // A stream cut short gives what it had.
+        let (start, _) = Compression::Gzip
+            .decode(&gz[..gz.len() / 2], 1 << 20)
+            .unwrap();
+        assert!(!start.is_empty() && text.starts_with(std::str::from_utf8(&start).unwrap()));
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        zlib.write_all(b"deflated").unwrap();
+        assert_eq!(
+            Compression::Deflate
+                .decode(&zlib.finish().unwrap(), 100)
+                .unwrap()
+                .0,
+            b"deflated"
+        );
+        assert!(Compression::Gzip.decode(b"plain text", 100).is_err());
+        assert_eq!(Compression::of(Some("gzip")), Ok(Some(Compression::Gzip)));
+        assert_eq!(Compression::of(Some("identity")), Ok(None));
+        assert_eq!(Compression::of(Some("br")), Err("br".to_owned()));
     }
 
     #[test]

@@ -14,22 +14,35 @@
 //! - The body is streamed: at most `max_bytes` are read (the rest is left
 //!   unread and the page marked cut), and the whole fetch, redirects
 //!   included, ends after `timeout`.
-//! - HTML becomes readable Markdown or text ([`readable`]), off the async
-//!   thread; other accepted types are returned as their text.
+//! - A body compressed with gzip or deflate is decoded up to the same
+//!   cap; another encoding, or a body that is binary whatever its label,
+//!   is refused naming what it is ([`body`]).
+//! - HTML becomes readable Markdown or text ([`readable`]) on a blocking
+//!   thread, under a [`Budget`] of its own (`[fetch] process_ms`) that
+//!   also stops it when the caller goes away; at most [`processing_slots`]
+//!   pages are made readable at once. Other accepted types are returned as
+//!   their text.
+//! - At most `[fetch] max_concurrent` fetches run at once; more wait for
+//!   a free one, up to the fetch's timeout, and are then refused.
 
 pub mod body;
+pub mod budget;
+pub mod links;
 pub mod readable;
 pub mod resolver;
+pub mod shape;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use reqwest::header::{CONTENT_TYPE, LOCATION};
+use reqwest::header::{CONTENT_ENCODING, CONTENT_TYPE, LOCATION};
+use tokio::sync::Semaphore;
 
 use crate::address::AddressPolicy;
 use crate::config::FetchSettings;
 
 pub use self::body::Kind;
+pub use self::budget::{Budget, Stopped};
 pub use self::readable::Format;
 pub use self::resolver::{Lookup, ResolveRefused, SafeResolver, SystemLookup};
 
@@ -49,6 +62,9 @@ pub struct Page {
     /// Whether the body was longer than `max_bytes`.
     pub body_cut: bool,
     pub bytes_read: usize,
+    /// How the content was made, when the reader should know (a page
+    /// given as plain text because of its shape).
+    pub note: Option<String>,
 }
 
 /// Why a fetch gave nothing.
@@ -80,6 +96,32 @@ pub enum FetchError {
     ContentType { url: String, content_type: String },
     #[error("{url}: gave up after {ms} ms ({bytes} bytes of the body had arrived)")]
     Timeout { url: String, ms: u128, bytes: usize },
+    #[error(
+        "{url}: making the page readable took longer than {ms} ms and was stopped ([fetch] process_ms in search.toml)"
+    )]
+    TooSlow { url: String, ms: u128 },
+    #[error(
+        "{url}: no fetch slot came free within {ms} ms ({limit} at once, [fetch] max_concurrent in search.toml); try again shortly"
+    )]
+    Busy { url: String, limit: usize, ms: u128 },
+    #[error(
+        "{url}: the body is {what}, although it is labelled {content_type}; web_fetch reads text"
+    )]
+    Binary {
+        url: String,
+        content_type: String,
+        what: String,
+    },
+    #[error(
+        "{url}: the body is encoded as {encoding}, which web_fetch does not read (gzip and deflate are read)"
+    )]
+    Encoding { url: String, encoding: String },
+    #[error("{url}: Content-Encoding {encoding}: {why}")]
+    BadEncoding {
+        url: String,
+        encoding: String,
+        why: String,
+    },
     #[error("{url}: {message}")]
     Network { url: String, message: String },
 }
@@ -89,6 +131,19 @@ pub struct Fetcher {
     settings: FetchSettings,
     resolver: SafeResolver,
     client: OnceLock<reqwest::Client>,
+    /// Fetches at once (`max_concurrent`).
+    slots: Arc<Semaphore>,
+    /// Pages being made readable at once.
+    processing: Arc<Semaphore>,
+}
+
+/// How many pages are made readable at once: the machine's cores, at
+/// least one and at most four (each heavy page holds tens of MiB while it
+/// is processed).
+pub fn processing_slots() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 4)
 }
 
 impl Fetcher {
@@ -101,6 +156,8 @@ impl Fetcher {
     /// A fetcher resolving names through `resolver` (tests).
     pub fn with_resolver(settings: FetchSettings, resolver: SafeResolver) -> Self {
         Self {
+            slots: Arc::new(Semaphore::new(settings.max_concurrent)),
+            processing: Arc::new(Semaphore::new(processing_slots())),
             settings,
             resolver,
             client: OnceLock::new(),
@@ -139,10 +196,19 @@ impl Fetcher {
 
     /// Fetches `url` as `format`. The time limit covers the network —
     /// every hop and the whole body; making the page readable comes after,
-    /// bounded by the byte cap.
+    /// under its own limit.
     pub async fn fetch(&self, url: &str, format: Format) -> Result<Page, FetchError> {
-        let deadline = Instant::now() + self.settings.timeout;
         let mut current = self.check_url(url)?;
+        let _slot = tokio::time::timeout(self.settings.timeout, self.slots.acquire())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .ok_or_else(|| FetchError::Busy {
+                url: url.to_owned(),
+                limit: self.settings.max_concurrent,
+                ms: self.settings.timeout.as_millis(),
+            })?;
+        let deadline = Instant::now() + self.settings.timeout;
         let mut bytes_so_far = 0;
         let mut redirects = 0;
         let fetched = tokio::time::timeout_at(deadline.into(), async {
@@ -182,7 +248,17 @@ impl Fetcher {
                 });
             }
         };
-        body.into_page(url, format).await
+        let permit =
+            self.processing
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|_| FetchError::Network {
+                    url: url.to_owned(),
+                    message: "the service is stopping".into(),
+                })?;
+        body.into_page(url, format, self.settings.process_time, permit)
+            .await
     }
 
     /// `url` parsed, http(s), and — if its host is an IP address — allowed.
@@ -257,6 +333,16 @@ impl Fetcher {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let (media, charset) = header.as_deref().map(body::media_type).unwrap_or_default();
+        let encoding = response
+            .headers()
+            .get(CONTENT_ENCODING)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let compression = body::Compression::of(encoding.as_deref()).map_err(|encoding| {
+            FetchError::Encoding {
+                url: url.to_string(),
+                encoding,
+            }
+        })?;
         let declared = match header {
             Some(_) => Some(
                 body::kind_of(&media).ok_or_else(|| FetchError::ContentType {
@@ -285,23 +371,14 @@ impl Fetcher {
         *bytes = buffer.len();
         // Dropping the response closes a connection with unread bytes.
         drop(response);
-        let kind = match declared {
-            Some(kind) => kind,
-            None => body::sniff(&buffer).ok_or_else(|| FetchError::ContentType {
-                url: url.to_string(),
-                content_type: "not given, and the body is not text".into(),
-            })?,
-        };
         Ok(Body {
             final_url: url.to_string(),
             status: status.as_u16(),
-            content_type: if media.is_empty() {
-                "unknown (sniffed)".to_owned()
-            } else {
-                media
-            },
+            content_type: media,
             charset,
-            kind,
+            declared,
+            compression,
+            max_bytes: max,
             bytes: buffer,
             cut,
         })
@@ -314,49 +391,167 @@ struct Body {
     status: u16,
     content_type: String,
     charset: Option<String>,
-    kind: Kind,
+    /// The kind the `Content-Type` names, if there was one.
+    declared: Option<Kind>,
+    compression: Option<body::Compression>,
+    max_bytes: usize,
     bytes: Vec<u8>,
     cut: bool,
 }
 
 impl Body {
-    /// Decoded and, for HTML, made readable (off the async thread).
-    async fn into_page(self, asked: &str, format: Format) -> Result<Page, FetchError> {
+    /// Decoded and, for HTML, made readable: on a blocking thread holding
+    /// `permit`, within `allowed`, stopped if this call is dropped.
+    async fn into_page(
+        self,
+        asked: &str,
+        format: Format,
+        allowed: std::time::Duration,
+        permit: tokio::sync::OwnedSemaphorePermit,
+    ) -> Result<Page, FetchError> {
+        let final_url = self.final_url.clone();
+        let budget = Budget::new(allowed);
+        // Dropped when this call ends, finished or given up: the work
+        // stops at its next look at the budget.
+        let _stop = budget.cancel_on_drop();
+        let work = {
+            let budget = budget.clone();
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                let url = self.final_url.clone();
+                tracing::debug!(%url, bytes = self.bytes.len(), "making the page readable");
+                let processed = self.process(format, &budget);
+                if let Err(ProcessError::Stopped(why)) = &processed {
+                    let spent = budget.spent().as_millis();
+                    match why {
+                        Stopped::Cancelled => tracing::info!(
+                            %url, spent_ms = spent,
+                            "stopped making the page readable: nobody waits for it any more (the call was cancelled or its client left)"
+                        ),
+                        Stopped::Deadline => tracing::info!(
+                            %url, spent_ms = spent,
+                            "stopped making the page readable: past [fetch] process_ms"
+                        ),
+                    }
+                }
+                processed
+            })
+        };
+        let outcome = tokio::time::timeout(allowed, work).await;
+        let too_slow = || FetchError::TooSlow {
+            url: final_url.clone(),
+            ms: allowed.as_millis(),
+        };
+        let page = match outcome {
+            Err(_) => return Err(too_slow()),
+            Ok(Err(err)) => {
+                return Err(FetchError::Network {
+                    url: final_url.clone(),
+                    message: format!("reading the page failed: {err}"),
+                });
+            }
+            Ok(Ok(Err(ProcessError::Stopped(_)))) => return Err(too_slow()),
+            Ok(Ok(Err(ProcessError::Refused(err)))) => return Err(err),
+            Ok(Ok(Ok(page))) => page,
+        };
+        Ok(Page {
+            url: asked.to_owned(),
+            ..page
+        })
+    }
+
+    /// Decompressed, checked for binary data, decoded and made readable.
+    fn process(self, format: Format, budget: &Budget) -> Result<Page, ProcessError> {
         let Body {
             final_url,
             status,
             content_type,
             charset,
-            kind,
+            declared,
+            compression,
+            max_bytes,
             bytes,
-            cut,
+            mut cut,
         } = self;
         let bytes_read = bytes.len();
-        let page_url = final_url.clone();
-        let (title, content) = tokio::task::spawn_blocking(move || {
-            let text = body::decode(&bytes, charset.as_deref(), kind);
-            drop(bytes);
-            match kind {
-                Kind::Html => readable::readable(&text, &page_url, format),
-                _ => (None, text),
+        let bytes = match compression {
+            None => bytes,
+            Some(compression) => {
+                let (decoded, more) = compression.decode(&bytes, max_bytes).map_err(|why| {
+                    FetchError::BadEncoding {
+                        url: final_url.clone(),
+                        encoding: compression.name().to_owned(),
+                        why,
+                    }
+                })?;
+                cut |= more;
+                decoded
             }
-        })
-        .await
-        .map_err(|err| FetchError::Network {
-            url: final_url.clone(),
-            message: format!("reading the page failed: {err}"),
-        })?;
+        };
+        budget.check()?;
+        if let Some(what) = body::binary(&bytes, charset.as_deref()) {
+            return Err(FetchError::Binary {
+                url: final_url,
+                content_type: if content_type.is_empty() {
+                    "nothing".into()
+                } else {
+                    content_type
+                },
+                what: what.to_owned(),
+            }
+            .into());
+        }
+        let kind = match declared {
+            Some(kind) => kind,
+            None => body::sniff(&bytes).ok_or_else(|| FetchError::ContentType {
+                url: final_url.clone(),
+                content_type: "not given, and the body is not text".into(),
+            })?,
+        };
+        let text = body::decode(&bytes, charset.as_deref(), kind);
+        drop(bytes);
+        let (title, content, note) = match kind {
+            Kind::Html => {
+                let page = readable::readable(&text, &final_url, format, budget)?;
+                (page.title, page.content, page.note)
+            }
+            _ => (None, text, None),
+        };
         Ok(Page {
-            url: asked.to_owned(),
+            url: String::new(),
             final_url,
             status,
-            content_type,
+            content_type: if content_type.is_empty() {
+                "unknown (sniffed)".to_owned()
+            } else {
+                content_type
+            },
             title,
             format,
             content,
             body_cut: cut,
             bytes_read,
+            note,
         })
+    }
+}
+
+/// Why processing a body gave no page.
+enum ProcessError {
+    /// Out of time, or nobody waits.
+    Stopped(Stopped),
+    Refused(FetchError),
+}
+
+impl From<Stopped> for ProcessError {
+    fn from(why: Stopped) -> Self {
+        Self::Stopped(why)
+    }
+}
+
+impl From<FetchError> for ProcessError {
+    fn from(err: FetchError) -> Self {
+        Self::Refused(err)
     }
 }
 

@@ -9,8 +9,11 @@
 //! score(r) = Σ_{(e, rank) ∈ places(r)}  weight(e) × |places(r)| / rank
 //! ```
 //!
-//! Places are matched by [`normalize`]d URL. A merged result keeps the
-//! longest title and snippet and prefers an https URL. The order is by
+//! Places are matched by [`normalize`]d URL. An engine that lists one page
+//! twice (two spellings of its URL) has one place for it, its best rank:
+//! the multiplier counts engines that agree, not an engine repeating
+//! itself. A merged result keeps the longest title and snippet and prefers
+//! an https URL. The order is by
 //! score, highest first, then by key, so the same lists always give the
 //! same order.
 
@@ -66,8 +69,11 @@ pub fn fuse(lists: &[EngineList]) -> Vec<Fused> {
             match by_key.get(&key) {
                 Some(&at) => {
                     let merged = &mut fused[at];
-                    merged.places.push(place);
-                    weights[at].push(list.weight);
+                    // The engine's first listing is its best rank.
+                    if !merged.places.iter().any(|p| p.engine == list.engine) {
+                        merged.places.push(place);
+                        weights[at].push(list.weight);
+                    }
                     if longer(&hit.title, &merged.title) {
                         merged.title = hit.title.clone();
                     }
@@ -226,6 +232,45 @@ mod tests {
         assert_eq!(only.title, "A much longer title");
         assert_eq!(only.snippet, "A longer snippet here");
         assert!((only.score - 4.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn an_engine_listing_a_page_twice_counts_once() {
+        // Bing lists one page at ranks 1 and 3 (two spellings); DuckDuckGo
+        // at rank 2. Two engines, two places: 1×2/1 + 1×2/2 = 3.
+        let lists = [
+            list(
+                EngineId::Bing,
+                1.0,
+                &[
+                    "https://example.org/enc/a",
+                    "https://other.org/",
+                    "https://example.org/enc/%61?UTM_SOURCE=x",
+                ],
+            ),
+            list(
+                EngineId::DuckDuckGo,
+                1.0,
+                &["https://third.org/", "https://example.org/enc/a/"],
+            ),
+        ];
+        let fused = fuse(&lists);
+        let page = fused.iter().find(|f| f.key == "example.org/enc/a").unwrap();
+        assert_eq!(
+            page.places,
+            [
+                Place {
+                    engine: EngineId::Bing,
+                    rank: 1
+                },
+                Place {
+                    engine: EngineId::DuckDuckGo,
+                    rank: 2
+                },
+            ]
+        );
+        assert!((page.score - 3.0).abs() < 1e-12, "{}", page.score);
+        assert_eq!(fused.len(), 3);
     }
 
     #[test]

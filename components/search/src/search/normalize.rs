@@ -3,9 +3,11 @@
 //! `http://www.Example.org/a/?utm_source=x#top` and `https://example.org/a`
 //! are the same page: the key drops the scheme, a leading `www.`, the
 //! default port, a trailing slash, the fragment and the tracking
-//! parameters (`utm_*`, `fbclid`, `gclid`); the host is lowercase (the URL
-//! parser does that). Other query parameters keep their order: they may
-//! choose the page.
+//! parameters (`utm_*`, `fbclid`, `gclid`, in any case); the host is
+//! lowercase (the URL parser does that), and a percent-encoded unreserved
+//! character in the path is the character itself (`/enc/%61` is `/enc/a`,
+//! RFC 3986 §6.2.2.2) while other escapes get upper-case hex. Other query
+//! parameters keep their order: they may choose the page.
 
 /// The de-duplication key of `url`, or `None` for anything that is not an
 /// http(s) URL.
@@ -25,7 +27,7 @@ pub fn normalize(url: &str) -> Option<String> {
             key.push_str(&port.to_string());
         }
     }
-    key.push_str(parsed.path().trim_end_matches('/'));
+    key.push_str(path_key(parsed.path()).trim_end_matches('/'));
     let kept: Vec<(String, String)> = parsed
         .query_pairs()
         .filter(|(name, _)| !is_tracking(name))
@@ -42,7 +44,36 @@ pub fn normalize(url: &str) -> Option<String> {
 }
 
 fn is_tracking(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
     name.starts_with("utm_") || name == "fbclid" || name == "gclid"
+}
+
+/// `path` with escapes of unreserved characters decoded and the hex of
+/// every other escape in upper case: one spelling per path.
+fn path_key(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = String::with_capacity(path.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%'
+            && let Some(byte) = bytes
+                .get(at + 1..at + 3)
+                .and_then(|hex| std::str::from_utf8(hex).ok())
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+        {
+            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+                out.push(byte as char);
+            } else {
+                out.push_str(&format!("%{byte:02X}"));
+            }
+            at += 3;
+            continue;
+        }
+        // The URL parser leaves only ASCII in a path.
+        out.push(bytes[at] as char);
+        at += 1;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -74,6 +105,15 @@ mod tests {
             ("http://example.org:80/a", "example.org/a"),
             ("https://example.org:8443/a", "example.org:8443/a"),
             ("https://example.org/A/B", "example.org/A/B"),
+            ("https://example.org/enc/%61", "example.org/enc/a"),
+            ("https://example.org/enc/%7e%2D", "example.org/enc/~-"),
+            ("https://example.org/a%2fb", "example.org/a%2Fb"),
+            ("https://example.org/a%2Fb", "example.org/a%2Fb"),
+            ("https://example.org/caf%c3%a9", "example.org/caf%C3%A9"),
+            (
+                "https://example.org/a?UTM_SOURCE=x&Fbclid=y&id=1",
+                "example.org/a?id=1",
+            ),
             ("https://sub.www.example.org/", "sub.www.example.org"),
             (
                 "https://example.org/search?q=a%20b",

@@ -7,6 +7,13 @@
 //! the model must not take a silent web for an empty one. `web_fetch`'s
 //! text block is the page (title, final URL, content, what was cut);
 //! its structured content has the same as fields.
+//!
+//! A call its client cancels (`notifications/cancelled`, or the client's
+//! session closed) is dropped at once: rmcp only signals the request's
+//! cancellation token and would otherwise let the handler run to its end,
+//! so `call_tool` races the call against that token. Dropping a fetch
+//! stops the page being made readable at its next look at its budget
+//! (RFC 0063).
 
 pub mod args;
 
@@ -164,9 +171,17 @@ impl ServerHandler for SearchTools {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let arguments = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        Ok(self.call(&request.name, arguments).await.into())
+        tokio::select! {
+            result = self.call(&request.name, arguments) => Ok(result.into()),
+            () = context.ct.cancelled() => {
+                tracing::debug!(tool = %request.name, id = %context.id, "the call was cancelled by its client: its work is dropped");
+                // rmcp sends nothing for a cancelled request; this is for
+                // the record only.
+                Err(McpError::internal_error("the call was cancelled", None))
+            }
+        }
     }
 }

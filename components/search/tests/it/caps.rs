@@ -58,7 +58,7 @@ async fn misbehaving_servers_end_within_the_limits() {
     let home = TestHome::new("");
     let config = crabtalk_search::config::parse(
         Path::new("search.toml"),
-        "[fetch]\nallow_private = [\"127.0.0.1/32\"]\ntimeout_ms = 3000\n[cache]\nttl_secs = 0\n",
+        "[fetch]\nallow_private = [\"127.0.0.1/32\"]\ntimeout_ms = 3000\n# a debug build tokenizes 5 MiB slowly\nprocess_ms = 120000\n[cache]\nttl_secs = 0\n",
     )
     .unwrap();
     let web = Web::new(&home.home(), Settings::resolve(&config, |_| None));

@@ -387,6 +387,105 @@ async fn searxng_without_json_is_blocked_with_the_fix() {
 }
 
 #[tokio::test]
+async fn an_answer_that_does_not_parse_is_an_error_and_suspends_nothing() {
+    // What a broken proxy or a cut connection gives: truncated JSON, an
+    // empty 200, an HTML page where JSON was asked for. Nothing in them
+    // says the engine refused us (the guide's health table: `error`).
+    let engines = Engines::start().await;
+    engines.searxng.route(
+        "/search",
+        Reply::html("<html><body><h1>502 Bad Gateway</h1><p>nginx</p></body></html>"),
+    );
+    engines.brave.route(
+        "/res/v1/web/search",
+        Reply::json(r#"{"type":"search","web":{"resu"#),
+    );
+    engines.wikipedia.route("/w/api.php", Reply::json(""));
+    engines.bing.route("/search", Reply::html("   \n"));
+    let home = TestHome::new("");
+    let web = web(&home, &engines.config("[cache]\nttl_secs = 0\n"));
+    let first = web.search(&all()).await;
+    for engine in ["searxng", "brave", "wikipedia", "bing"] {
+        let report = first.engines.iter().find(|e| e.engine == engine).unwrap();
+        assert_eq!(report.status, Status::Error, "{report:?}");
+        assert_eq!(report.suspended_until, None, "{report:?}");
+    }
+    let detail = |engine: &str| {
+        first
+            .engines
+            .iter()
+            .find(|e| e.engine == engine)
+            .unwrap()
+            .detail
+            .clone()
+            .unwrap_or_default()
+    };
+    assert!(
+        detail("searxng").contains("not a SearXNG JSON answer"),
+        "{first:?}"
+    );
+    assert!(detail("wikipedia").contains("empty body"), "{first:?}");
+    // Not suspended: the next search asks them again.
+    let asked = engines.searxng.hits();
+    let again = web.search(&all()).await;
+    assert_eq!(status_of(&again, "searxng"), Status::Error);
+    assert_eq!(engines.searxng.hits(), asked + 1);
+    assert!(
+        web.engines()
+            .iter()
+            .all(|view| view.suspended_until.is_none()),
+        "{:?}",
+        web.engines()
+    );
+}
+
+#[tokio::test]
+async fn an_engine_listing_one_page_twice_gets_one_place_for_it() {
+    // SearXNG lists the top page twice (the second time with `%61` for `a`
+    // in its path and an upper-case tracking parameter).
+    let engines = Engines::start().await;
+    let doubled = r#"{"results":[
+        {"url":"https://doc.rust-lang.org/book/ch04-01-what-is-ownership.html","title":"What is Ownership?","content":"x"},
+        {"url":"https://doc.rust-lang.org/book/ch04-01-wh%61t-is-ownership.html?UTM_SOURCE=searx","title":"What is Ownership?","content":"x"}
+    ]}"#;
+    engines.searxng.route("/search", Reply::json(doubled));
+    let home = TestHome::new("");
+    let web = web(&home, &engines.config(""));
+    let answer = web.search(&all()).await;
+    let top = &answer.results[0];
+    assert_eq!(
+        top.url,
+        "https://doc.rust-lang.org/book/ch04-01-what-is-ownership.html"
+    );
+    let found: Vec<(&str, usize)> = top
+        .engines
+        .iter()
+        .map(|f| (f.engine.as_str(), f.rank))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("duckduckgo", 1),
+            ("bing", 1),
+            ("mojeek", 2),
+            ("brave", 1),
+            ("searxng", 1)
+        ]
+    );
+    // The same 22.5 as when SearXNG lists it once.
+    assert!((top.score - 22.5).abs() < 1e-6, "{top:?}");
+    assert_eq!(
+        answer
+            .results
+            .iter()
+            .filter(|r| r.url.contains("ownership.html") || r.url.contains("wh%61t"))
+            .count(),
+        1,
+        "{answer:?}"
+    );
+}
+
+#[tokio::test]
 async fn nothing_found_is_no_results_not_a_refusal() {
     let engines = Engines::start().await;
     engines

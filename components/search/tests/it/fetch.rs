@@ -398,3 +398,184 @@ async fn max_chars_cuts_and_says_so_and_pages_are_cached() {
     server.route("/flaky", Reply::html(PAGE));
     assert!(web.fetch(&flaky, Format::Markdown, None).await.is_ok());
 }
+
+/// A `Web` reading pages on 127.0.0.1, with `extra` in `[fetch]`.
+fn loopback_web(home: &TestHome, extra: &str) -> Web {
+    web(
+        home,
+        &format!("[fetch]\nallow_private = [\"127.0.0.1/32\"]\n{extra}\n[cache]\nttl_secs = 0\n"),
+    )
+}
+
+#[tokio::test]
+async fn links_keep_their_query_strings_and_compressed_or_binary_bodies_are_handled() {
+    use std::io::Write;
+    let server = Fixture::start().await;
+    let linked = "<html><head><title>Links</title></head><body><h1>Links</h1><p>Read <a href=\"https://d.example/p?a=1&amp;b=2\">one</a> or <a href=\"/two?x=1&amp;y=2\">two</a>.</p></body></html>";
+    server.route("/links", Reply::html(linked));
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(PAGE.as_bytes()).unwrap();
+    let gz = gz.finish().unwrap();
+    server.route(
+        "/gzip",
+        Reply::Encoded {
+            content_type: "text/html; charset=utf-8".into(),
+            encoding: "gzip".into(),
+            body: gz.into(),
+        },
+    );
+    server.route(
+        "/brotli",
+        Reply::Encoded {
+            content_type: "text/html".into(),
+            encoding: "br".into(),
+            body: vec![0x1b, 0x03, 0x00].into(),
+        },
+    );
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+    png.extend(std::iter::repeat_n(0x42, 2_000));
+    server.route(
+        "/png",
+        Reply::bytes(200, Some("text/html; charset=utf-8"), png),
+    );
+    let home = TestHome::new("");
+    let web = loopback_web(&home, "");
+    let base = server.base_url();
+
+    let page = web
+        .fetch(&format!("{base}/links"), Format::Markdown, None)
+        .await
+        .unwrap();
+    assert!(
+        page.content.contains("[one](https://d.example/p?a=1&b=2)"),
+        "{}",
+        page.content
+    );
+    assert!(
+        page.content.contains(&format!("[two]({base}/two?x=1&y=2)")),
+        "{}",
+        page.content
+    );
+    assert!(!page.content.contains("&amp;"), "{}", page.content);
+
+    let page = web
+        .fetch(&format!("{base}/gzip"), Format::Markdown, None)
+        .await
+        .unwrap();
+    assert_eq!(page.title.as_deref(), Some("Crab facts"));
+    assert!(page.content.contains("## Shells"), "{}", page.content);
+
+    let err = web
+        .fetch(&format!("{base}/brotli"), Format::Markdown, None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::Encoding { .. }), "{err}");
+    assert!(err.to_string().contains("encoded as br"), "{err}");
+
+    let err = web
+        .fetch(&format!("{base}/png"), Format::Markdown, None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::Binary { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("the body is a PNG image, although it is labelled text/html"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_gzip_bomb_is_read_only_up_to_the_byte_cap() {
+    use std::io::Write;
+    let server = Fixture::start().await;
+    // 64 MiB of spaces and a word: ~64 KiB compressed.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let block = vec![b' '; 1 << 20];
+    gz.write_all(b"bomb").unwrap();
+    for _ in 0..64 {
+        gz.write_all(&block).unwrap();
+    }
+    let gz = gz.finish().unwrap();
+    assert!(gz.len() < 1 << 20);
+    server.route(
+        "/bomb",
+        Reply::Encoded {
+            content_type: "text/plain".into(),
+            encoding: "gzip".into(),
+            body: gz.into(),
+        },
+    );
+    let home = TestHome::new("");
+    let web = loopback_web(&home, "max_bytes = 1048576");
+    let page = web
+        .fetch(&format!("{}/bomb", server.base_url()), Format::Text, None)
+        .await
+        .unwrap();
+    assert!(page.body_cut, "{:?}", page.note);
+    assert_eq!(page.total_chars, 1 << 20);
+    assert!(page.content.starts_with("bomb"));
+}
+
+#[tokio::test]
+async fn page_processing_has_its_own_deadline() {
+    // Within the shape limits, but more than 100 ms of work even in an
+    // optimised build: 90,000 elements, 3 MB.
+    let server = Fixture::start().await;
+    let items: String = (0..30_000)
+        .map(|i| format!("<div class=c{i}><p>item {i} <b>bold</b> <a href=\"/i{i}?a=1&amp;b=2\">link</a></p></div>"))
+        .collect();
+    server.route(
+        "/heavy",
+        Reply::html(format!("<html><body>{items}</body></html>")),
+    );
+    let home = TestHome::new("");
+    let web = loopback_web(&home, "process_ms = 100");
+    let err = web
+        .fetch(
+            &format!("{}/heavy", server.base_url()),
+            Format::Markdown,
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::TooSlow { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("took longer than 100 ms and was stopped ([fetch] process_ms"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn fetches_over_max_concurrent_wait_for_a_free_one() {
+    let slow = Fixture::start().await;
+    slow.route(
+        "/slow",
+        Reply::Trickle {
+            content_type: "text/html".into(),
+        },
+    );
+    let fast = Fixture::start_on("127.0.0.1").await;
+    fast.route("/fast", Reply::html(PAGE));
+    let home = TestHome::new("");
+    let web = std::sync::Arc::new(loopback_web(&home, "max_concurrent = 1\ntimeout_ms = 3000"));
+    let first = {
+        let web = web.clone();
+        let url = format!("{}/slow", slow.base_url());
+        tokio::spawn(async move { web.fetch(&url, Format::Markdown, None).await })
+    };
+    crabtalk_testkit::eventually("the slow page asked for", || slow.hits() == 1).await;
+    let second = {
+        let web = web.clone();
+        let url = format!("{}/fast", fast.base_url());
+        tokio::spawn(async move { web.fetch(&url, Format::Markdown, None).await })
+    };
+    let err = first.await.unwrap().unwrap_err();
+    assert!(matches!(err, FetchError::Timeout { .. }), "{err}");
+    // One test thread: the waiting fetch has not run since the slot came
+    // free, so whatever reached the fast server came while the slow one
+    // held the only slot.
+    assert_eq!(fast.hits(), 0, "the second fetch waited for the slot");
+    let page = second.await.unwrap().unwrap();
+    assert_eq!(page.title.as_deref(), Some("Crab facts"));
+}

@@ -5,96 +5,15 @@
 
 use crate::support;
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crabtalk_home::{Home, PortFile};
 use crabtalk_testkit::{
-    Reply as LlmReply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, eventually, within,
+    Reply as LlmReply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, within,
 };
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
-use support::{BIN, Engines, Fixture, Reply, TestHome, fixture, text};
-
-/// The service running in a home, killed when dropped.
-struct Service {
-    child: Child,
-    home: Home,
-}
-
-impl Service {
-    async fn start(home: &Home) -> Self {
-        let log = std::fs::File::create(home.root().join("search-test.log")).unwrap();
-        let child = Command::new(BIN)
-            .args(["-v", "run"])
-            .env("CRABTALK_HOME", home.root())
-            .env("BRAVE_TEST_KEY", "test-key")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let port_file = home.port_file("search").unwrap();
-        eventually("search's port file", || {
-            PortFile::read(&port_file).is_ok_and(|f| f.pid == Some(pid))
-        })
-        .await;
-        Self {
-            child,
-            home: home.clone(),
-        }
-    }
-
-    fn port(&self) -> u16 {
-        PortFile::read(&self.home.port_file("search").unwrap())
-            .unwrap()
-            .port
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port())
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.home.root().join("search-test.log")).unwrap_or_default()
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
-
-async fn client(service: &Service) -> Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let config = crabtalk_kit::mcp::owner_client_config(&service.home, service.port()).unwrap();
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .unwrap()
-}
-
-async fn call(client: &Client, name: &'static str, args: Value) -> CallToolResult {
-    let params =
-        CallToolRequestParams::new(name).with_arguments(args.as_object().cloned().unwrap());
-    within(name, client.call_tool(params)).await.unwrap()
-}
-
-fn error_text(result: &CallToolResult) -> String {
-    assert_eq!(result.is_error, Some(true), "{result:?}");
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+use support::{
+    Engines, Fixture, Reply, Service, TestHome, call, client, error_text, fixture, text,
+};
 
 const PAGE: &str = "<!doctype html><html><head><title>Crab facts</title></head><body><nav>Home</nav><article><h1>Crab facts</h1><p>Crabs walk sideways because of the way their legs bend. Most crabs live in the sea, but some live in fresh water and on land, and a few even climb trees.</p><h2>Shells</h2><p>A crab's shell does not grow, so crabs moult: they shed the old shell and grow a larger one, hiding while the new one hardens.</p></article></body></html>";
 
@@ -232,6 +151,74 @@ async fn an_rmcp_client_calls_both_tools() {
         "{bad}"
     );
     let _ = client.cancel().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_nested_thousands_deep_neither_crash_the_service_nor_the_cli() {
+    // What overflowed the stack of the HTML-to-Markdown writer and of
+    // Readability: ~20 KB pages served as HTML.
+    let pages = Fixture::start().await;
+    let hostile = [
+        ("bold", "<b>".repeat(3_000) + "x" + &"</b>".repeat(3_000)),
+        ("quotes", "<blockquote>".repeat(3_000) + "x"),
+        ("unclosed", "<a><b><i>".repeat(2_000) + "x"),
+        ("divs", "<div>".repeat(50_000) + "x"),
+    ];
+    for (path, html) in &hostile {
+        pages.route(&format!("/{path}"), Reply::html(html.clone()));
+    }
+    pages.route("/crabs", Reply::html(PAGE));
+    let home = TestHome::new("[fetch]\nallow_private = [\"127.0.0.1/32\"]\n");
+    let service = Service::start(&home.home()).await;
+    let client = client(&service).await;
+    for (path, _) in &hostile {
+        let page = call(
+            &client,
+            "web_fetch",
+            json!({"url": format!("{}/{path}", pages.base_url())}),
+        )
+        .await;
+        assert_eq!(page.is_error, Some(false), "{path}: {page:?}");
+        let structured = page.structured_content.clone().unwrap();
+        assert_eq!(structured["content"], "x", "{path}: {structured}");
+        assert!(
+            structured["note"]
+                .as_str()
+                .unwrap()
+                .contains("plain text, without links or layout"),
+            "{path}: {structured}"
+        );
+    }
+    // Still serving, and ordinary pages are read as before.
+    let page = call(
+        &client,
+        "web_fetch",
+        json!({"url": format!("{}/crabs", pages.base_url())}),
+    )
+    .await;
+    assert!(
+        page.content[0]
+            .as_text()
+            .unwrap()
+            .text
+            .starts_with("# Crab facts"),
+        "{page:?}"
+    );
+    let _ = client.cancel().await;
+    assert!(
+        !service.log().contains("overflowed its stack"),
+        "{}",
+        service.log()
+    );
+    // The CLI runs the same code in its own process.
+    let out = support::cli_async(
+        home.path(),
+        &["fetch", &format!("{}/bold", pages.base_url()), "--json"],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["content"], "x", "{answer}");
 }
 
 /// A JSON-RPC POST to the service's `/mcp`, answered as JSON or one SSE event.
@@ -467,9 +454,131 @@ async fn a_turn_in_the_daemon_calls_web_search_and_gets_fused_results() {
 async fn the_idle_service_sleeps() {
     let home = TestHome::new("");
     let service = Service::start(&home.home()).await;
-    let idle = crabtalk_testkit::usage::measure_idle(service.child.id(), Duration::from_secs(5))
+    let idle = crabtalk_testkit::usage::measure_idle(service.pid(), Duration::from_secs(5))
         .await
         .unwrap();
     eprintln!("idle: {idle}");
     assert!(idle.core_share() <= 0.01, "{idle}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_web_fetch_that_waits_past_timeout_ms_for_a_slot_is_refused_naming_the_key() {
+    // Pages that send a byte a second: each holds its fetch slot until the
+    // fetch gives up at timeout_ms.
+    let pages = Fixture::start().await;
+    for path in ["/first", "/second", "/third"] {
+        pages.route(
+            path,
+            Reply::Trickle {
+                content_type: "text/html".into(),
+            },
+        );
+    }
+    let home = TestHome::new(
+        "[fetch]\nallow_private = [\"127.0.0.1/32\"]\nmax_concurrent = 1\ntimeout_ms = 4000\n",
+    );
+    let service = Service::start(&home.home()).await;
+    let client = client(&service).await;
+    let fetch = |path: &str| {
+        let peer = client.peer().clone();
+        let args = json!({"url": format!("{}{path}", pages.base_url())});
+        tokio::spawn(async move { peer.call_tool(support::tool_call("web_fetch", args)).await })
+    };
+    let first = fetch("/first");
+    crabtalk_testkit::eventually("the first page asked for", || pages.hits() == 1).await;
+    // Two more queue for the one slot while the first holds it. The one
+    // that gets it next holds it for another 4 s; the other has waited
+    // 4 s by then and is refused without reaching the page.
+    let (second, third) = (fetch("/second"), fetch("/third"));
+    let first = within("the first fetch", first).await.unwrap().unwrap();
+    assert!(
+        error_text(&first).contains("gave up after 4000 ms"),
+        "{first:?}"
+    );
+    let mut answers = Vec::new();
+    for call in [second, third] {
+        answers.push(error_text(
+            &within("a queued fetch", call).await.unwrap().unwrap(),
+        ));
+    }
+    let (busy, ran): (Vec<&String>, Vec<&String>) = answers
+        .iter()
+        .partition(|text| text.contains("no fetch slot came free"));
+    assert_eq!(busy.len(), 1, "{answers:?}");
+    assert!(
+        busy[0].contains(
+            "no fetch slot came free within 4000 ms (1 at once, [fetch] max_concurrent in search.toml); try again shortly"
+        ),
+        "{busy:?}"
+    );
+    assert!(ran[0].contains("gave up after 4000 ms"), "{ran:?}");
+    // The refused fetch sent nothing.
+    assert_eq!(pages.hits(), 2, "{:?}", pages.seen());
+    let _ = client.cancel().await;
+}
+
+/// 93,000 elements no deeper than 4 (within the shape limits, so it is
+/// parsed and written whole): seconds of work in a debug build.
+fn heavy_page() -> String {
+    let items: String = (0..31_000)
+        .map(|i| format!("<div><p>item {i} <a href=\"/i{i}?a=1&amp;b=2\">link</a></p></div>"))
+        .collect();
+    format!("<html><body>{items}</body></html>")
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_web_fetch_its_client_gives_up_stops_being_processed() {
+    let pages = Fixture::start().await;
+    pages.route("/heavy", Reply::html(heavy_page()));
+    pages.route("/crabs", Reply::html(PAGE));
+    // No deadline that would stop the work: only the cancellation may.
+    let home = TestHome::new(
+        "[fetch]\nallow_private = [\"127.0.0.1/32\"]\nprocess_ms = 120000\n[cache]\nttl_secs = 0\n",
+    );
+    let service = Service::start(&home.home()).await;
+    let client = client(&service).await;
+    let heavy = format!("{}/heavy", pages.base_url());
+    let pending = {
+        let peer = client.peer().clone();
+        let args = json!({"url": heavy});
+        tokio::spawn(async move { peer.call_tool(support::tool_call("web_fetch", args)).await })
+    };
+    crabtalk_testkit::eventually("the page to be in the works", || {
+        service.log().contains("making the page readable")
+    })
+    .await;
+    // The caller gives up: dropping an rmcp call sends
+    // `notifications/cancelled`, as the daemon's calls do when their turn
+    // is stopped.
+    pending.abort();
+    assert!(pending.await.unwrap_err().is_cancelled());
+    crabtalk_testkit::eventually("the work to stop", || {
+        service
+            .log()
+            .contains("stopped making the page readable: nobody waits for it any more")
+    })
+    .await;
+    // And the process goes quiet rather than finishing the page unseen.
+    let pid = service.pid();
+    within("the service's CPU use to settle", async {
+        loop {
+            let used = crabtalk_testkit::cpu::measure_cpu(pid, Duration::from_millis(500))
+                .await
+                .unwrap();
+            if used.percent_of_a_core() < 10.0 {
+                return;
+            }
+        }
+    })
+    .await;
+    // The slots it held are free: the service reads the next page.
+    let page = call(
+        &client,
+        "web_fetch",
+        json!({"url": format!("{}/crabs", pages.base_url())}),
+    )
+    .await;
+    assert_eq!(page.is_error, Some(false), "{page:?}");
+    let _ = client.cancel().await;
 }

@@ -1,13 +1,15 @@
 //! Test support: scripted HTTP servers on loopback addresses standing in
 //! for the engines and for web pages, the fixtures, and the real
-//! `crabtalk-search` binary in a temp home.
+//! `crabtalk-search` binary in a temp home — run as a CLI, or as the
+//! service with an rmcp client ([`client`] is the one place an MCP client
+//! of the service is made).
 
 #![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,6 +17,12 @@ use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
+use crabtalk_home::{Home, PortFile};
+use crabtalk_testkit::{eventually, within};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::Value;
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_crabtalk-search");
 
@@ -45,6 +53,12 @@ pub(crate) enum Reply {
     Trickle { content_type: String },
     /// Waits, then answers.
     Delayed { delay: Duration, reply: Box<Reply> },
+    /// A body with a `Content-Encoding` header (the bytes as given).
+    Encoded {
+        content_type: String,
+        encoding: String,
+        body: Bytes,
+    },
 }
 
 impl Reply {
@@ -258,6 +272,16 @@ async fn respond(reply: Reply) -> Response {
             });
             Body::from_stream(stream)
         }
+        Reply::Encoded {
+            content_type,
+            encoding,
+            body,
+        } => {
+            builder = builder
+                .header(header::CONTENT_TYPE, content_type)
+                .header(header::CONTENT_ENCODING, encoding);
+            Body::from(body)
+        }
         Reply::Delayed { .. } => unreachable!(),
     };
     builder.body(body).unwrap_or_else(|_| {
@@ -397,4 +421,96 @@ pub(crate) fn text(output: &Output) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     )
+}
+
+/// The service running in a home (`-v`: its log has the debug lines),
+/// killed when dropped.
+pub(crate) struct Service {
+    pub child: Child,
+    pub home: Home,
+}
+
+impl Service {
+    pub(crate) async fn start(home: &Home) -> Self {
+        let log = std::fs::File::create(home.root().join("search-test.log")).unwrap();
+        let child = Command::new(BIN)
+            .args(["-v", "run"])
+            .env("CRABTALK_HOME", home.root())
+            .env("BRAVE_TEST_KEY", "test-key")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let port_file = home.port_file("search").unwrap();
+        eventually("search's port file", || {
+            PortFile::read(&port_file).is_ok_and(|f| f.pid == Some(pid))
+        })
+        .await;
+        Self {
+            child,
+            home: home.clone(),
+        }
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub(crate) fn port(&self) -> u16 {
+        PortFile::read(&self.home.port_file("search").unwrap())
+            .unwrap()
+            .port
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port())
+    }
+
+    pub(crate) fn log(&self) -> String {
+        std::fs::read_to_string(self.home.root().join("search-test.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub(crate) type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+
+/// An rmcp client of `service` over streamable HTTP: every MCP client a
+/// test opens is made here (what `/mcp` asks of a caller is added once).
+pub(crate) async fn client(service: &Service) -> Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = crabtalk_kit::mcp::owner_client_config(&service.home, service.port()).unwrap();
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
+}
+
+/// Calls tool `name` with `args` (an object), failing after the patience.
+pub(crate) async fn call(client: &Client, name: &'static str, args: Value) -> CallToolResult {
+    within(name, client.call_tool(tool_call(name, args)))
+        .await
+        .unwrap()
+}
+
+/// The parameters of a call of `name` with `args` (an object).
+pub(crate) fn tool_call(name: &'static str, args: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name).with_arguments(args.as_object().cloned().unwrap())
+}
+
+/// The text of an error result.
+pub(crate) fn error_text(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
