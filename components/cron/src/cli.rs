@@ -7,7 +7,8 @@
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use crabtalk_home::Service;
-use crabtalk_kit::cli::{ComponentCli, Verbosity};
+use crabtalk_kit::Component;
+use crabtalk_kit::cli::{ComponentCli, Mode, Verbosity};
 
 /// The executable's name.
 pub const BINARY: &str = "crabtalk-cron";
@@ -20,9 +21,9 @@ pub fn service() -> Service {
     Service::new("cron", BINARY, "crabtalk scheduler").expect("a valid service name")
 }
 
-/// The clap definition `main` parses with.
+/// The clap definition `main` parses with (with the kit's `check`).
 pub fn command() -> clap::Command {
-    Cli::command()
+    crabtalk_kit::cli::with_check(Cli::command())
 }
 
 #[derive(Debug, Parser)]
@@ -44,6 +45,17 @@ pub struct Cli {
 impl ComponentCli for Cli {
     fn verbosity(&self) -> Verbosity {
         self.verbosity
+    }
+
+    fn mode(&self) -> Mode {
+        match self.command {
+            Command::Run { id: None, .. } => Mode::Service,
+            _ => Mode::Command,
+        }
+    }
+
+    fn check(component: &Component) -> anyhow::Result<String> {
+        crate::check::check(component)
     }
 }
 

@@ -23,6 +23,7 @@
 //! ([`cli`]), the config type ([`config`]) and the token check
 //! ([`token`]): what crabup links for first-run setup.
 
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod token;

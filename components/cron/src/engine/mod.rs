@@ -35,7 +35,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use clock::{Clock, ManualClock, SystemClock};
 use handle::Command;
-pub use handle::EngineHandle;
+pub use handle::{EngineHandle, KeptSchedule};
 
 use crate::config::{Change, CronsFile, Entry, FileWatch, Missed, WatchMode};
 use crate::fire::{By, Firer, Job, Outcome};
@@ -97,6 +97,9 @@ pub struct Engine {
     loaded_text: Option<u64>,
     /// A hash of the last text refused (reported once, not at every event).
     refused_text: Option<u64>,
+    /// What the engine keeps while the file is refused (shared with the
+    /// handles, for `GET /health`).
+    kept: Arc<std::sync::Mutex<Option<KeptSchedule>>>,
     state: State,
     /// Each enabled entry's next slot after its cursor.
     next: HashMap<String, Option<DateTime<Utc>>>,
@@ -121,6 +124,7 @@ impl Engine {
         let (commands_tx, commands) = mpsc::channel(16);
         let (finished_tx, finished_rx) = mpsc::unbounded_channel();
         let now = clock.now();
+        let kept = Arc::new(std::sync::Mutex::new(None));
         let engine = Self {
             clock,
             firer,
@@ -130,6 +134,7 @@ impl Engine {
             entries: Vec::new(),
             loaded_text: None,
             refused_text: None,
+            kept: kept.clone(),
             state: State::default(),
             next: HashMap::new(),
             running: HashSet::new(),
@@ -143,6 +148,7 @@ impl Engine {
             engine,
             EngineHandle {
                 commands: commands_tx,
+                kept,
             },
         )
     }
@@ -257,17 +263,26 @@ impl Engine {
             Ok(entries) => {
                 self.loaded_text = Some(hash);
                 self.refused_text = None;
+                self.set_kept(None);
                 self.adopt(entries);
             }
             Err(err) => {
-                tracing::error!(
-                    "{err}; keeping the last good schedule ({} entries)",
-                    self.entries.len()
-                );
+                let kept = KeptSchedule {
+                    problem: err.to_string(),
+                    entries: self.entries.len(),
+                };
+                tracing::error!("{kept}");
+                self.set_kept(Some(kept));
                 // A fix back to the last good text is noticed too.
                 self.loaded_text = None;
                 self.refused_text = Some(hash);
             }
+        }
+    }
+
+    fn set_kept(&self, kept: Option<KeptSchedule>) {
+        if let Ok(mut slot) = self.kept.lock() {
+            *slot = kept;
         }
     }
 
