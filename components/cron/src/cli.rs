@@ -30,6 +30,7 @@ pub fn command() -> clap::Command {
 #[command(
     name = BINARY,
     bin_name = BINARY,
+    version,
     about = ABOUT,
     after_help = "Files: entries in $CRABTALK_HOME/config/crons.toml (CRABTALK_HOME defaults to ~/.crabtalk), \
                   runs in $CRABTALK_HOME/logs/cron-runs.jsonl, state in $CRABTALK_HOME/cron/. While the \

@@ -140,6 +140,7 @@ pub fn run_command(binary: &'static str, about: &'static str) -> clap::Command {
     with_check(RunCli::command())
         .name(binary)
         .bin_name(binary)
+        .version(env!("CARGO_PKG_VERSION"))
         .about(about)
         .after_help(FILES_HELP)
 }

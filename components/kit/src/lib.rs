@@ -26,6 +26,9 @@
 //!   to come up, reconnects after it restarts and re-subscribes what the
 //!   component follows.
 //!
+//! - [`tool_view`]: the answers of the web tools as people read them
+//!   (what the clients show instead of raw JSON).
+//!
 //! Without the default `service` feature the kit is only the command line,
 //! the config loader, logging, the shutdown signal and the daemon client:
 //! enough for `crabup` to read and write a component's config with the
@@ -71,6 +74,7 @@ mod string_arguments;
 pub mod tls;
 #[cfg(feature = "service")]
 pub mod tool_call;
+pub mod tool_view;
 
 pub use component::Component;
 #[cfg(feature = "service")]

@@ -30,6 +30,7 @@ pub fn command() -> clap::Command {
 #[command(
     name = BINARY,
     bin_name = BINARY,
+    version,
     about = ABOUT,
     after_help = "Files: settings in $CRABTALK_HOME/config/search.toml (optional; CRABTALK_HOME defaults to \
                   ~/.crabtalk), engine health in $CRABTALK_HOME/search/health.json. While the service runs \

@@ -26,6 +26,7 @@ pub fn command() -> clap::Command {
 #[command(
     name = BINARY,
     bin_name = BINARY,
+    version,
     about = ABOUT,
     after_help = "Files: its configuration in $CRABTALK_HOME/config/telegram.toml (CRABTALK_HOME defaults \
                   to ~/.crabtalk; token, allow, pairing, groups), its state in $CRABTALK_HOME/telegram/ \
