@@ -196,6 +196,16 @@ fn supervised(home: &Home) -> ProcessManager {
     })
 }
 
+/// Stops the service of a test when the test ends, passed or failed, so
+/// no supervisor outlives it.
+struct StopOnDrop<'a>(&'a ProcessManager, UnitSpec);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.stop(&self.1);
+    }
+}
+
 fn kill(pid: u32, signal: i32) {
     // SAFETY: kill(2) on a process this test started.
     unsafe { libc::kill(pid as i32, signal) };
@@ -216,6 +226,7 @@ fn a_supervised_service_killed_comes_back_within_its_backoff_and_stop_ends_both(
     let home = Home::new(dir.path());
     let manager = supervised(&home);
     let spec = echo_spec(&home, echo_binary());
+    let _stop = StopOnDrop(&manager, spec.clone());
     let Started::Started { pid: Some(pid) } = manager.start(&spec).unwrap() else {
         panic!("not started")
     };
@@ -264,6 +275,7 @@ fn a_supervised_service_that_ends_cleanly_or_refuses_its_config_is_not_restarted
     let home = Home::new(dir.path());
     let manager = supervised(&home);
     let spec = echo_spec(&home, echo_binary());
+    let _stop = StopOnDrop(&manager, spec.clone());
     let Started::Started { pid: Some(pid) } = manager.start(&spec).unwrap() else {
         panic!("not started")
     };
