@@ -17,5 +17,8 @@ mod first_run;
 mod logs;
 mod ps_health;
 mod quick_start;
+mod restart_rule;
 mod search_service;
+mod supervisor;
 mod support;
+mod where_binaries_are;
