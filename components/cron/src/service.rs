@@ -91,7 +91,7 @@ pub async fn run(component: &Component) -> anyhow::Result<()> {
         let admin = admin.clone();
         let handle = handle.clone();
         Arc::new(move || match handle.kept_schedule() {
-            Some(kept) => vec![format!("crons.toml: {kept}")],
+            Some(kept) => vec![kept.to_string()],
             None => admin.problems(),
         })
     };

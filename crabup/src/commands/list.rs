@@ -65,14 +65,43 @@ pub(super) fn run(ctx: &Context) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    println!(
-        "{:<10} {:<18} {:<22} {:<10} {:<9} WHERE",
-        "NAME", "CRATE", "VERSION", "SOURCE", "FEATURES"
-    );
-    for row in rows {
+    // Each column as wide as its widest cell; WHERE last, as long as it is.
+    let header = Row {
+        name: "NAME".into(),
+        crate_name: "CRATE".into(),
+        version: "VERSION".into(),
+        source: "SOURCE".into(),
+        features: "FEATURES".into(),
+        place: "WHERE".into(),
+    };
+    let width = |cell: fn(&Row) -> &str| {
+        rows.iter()
+            .chain([&header])
+            .map(|row| cell(row).chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths = [
+        width(|r| &r.name),
+        width(|r| &r.crate_name),
+        width(|r| &r.version),
+        width(|r| &r.source),
+        width(|r| &r.features),
+    ];
+    for row in [&header].into_iter().chain(&rows) {
         println!(
-            "{:<10} {:<18} {:<22} {:<10} {:<9} {}",
-            row.name, row.crate_name, row.version, row.source, row.features, row.place
+            "{:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {:<w4$}  {}",
+            row.name,
+            row.crate_name,
+            row.version,
+            row.source,
+            row.features,
+            row.place,
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+            w4 = widths[4],
         );
     }
     Ok(())

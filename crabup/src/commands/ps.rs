@@ -261,9 +261,6 @@ fn fix_for(name: &str, state: &str, health: &HealthView) -> Option<String> {
         "failed" | "stale" => Some(format!(
             "crabup {name} start   (why it stopped: crabup {name} logs)"
         )),
-        "restarting" => Some(format!(
-            "its supervisor starts it again; why it failed: crabup {name} logs"
-        )),
         "running" | "running (unmanaged)"
             if matches!(
                 health.status,
@@ -451,6 +448,9 @@ fn notes(row: &PsRow) -> Vec<String> {
         }
         if let Some(error) = &row.last_error {
             notes.push(format!("last error in its log: {error}"));
+        }
+        if row.state == "restarting" {
+            notes.push(format!("why it failed: crabup {} logs", row.name));
         }
     } else if let (Some(exit), Some(restarts @ 1..)) = (&row.last_exit, row.restarts) {
         notes.push(format!(

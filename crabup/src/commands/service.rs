@@ -9,7 +9,7 @@ use crabtalk_command::logs::{Follower, last_lines};
 use crabtalk_command::manager::{
     READY_TIMEOUT, Readiness, Restarted, Started, Stopped, wait_until_ready,
 };
-use crabtalk_command::{ManagerKind, Service, ServiceManager, UnitSpec};
+use crabtalk_command::{ManagerKind, Service, ServiceManager, ServiceState, UnitSpec};
 
 use crate::cli::ServiceAction;
 use crate::config_check::{self, ConfigVerdict};
@@ -62,6 +62,19 @@ fn start(ctx: &Context, service: &Service) -> anyhow::Result<()> {
         );
         return Ok(());
     }
+    if status.state == ServiceState::Restarting {
+        println!(
+            "{} failed and its supervisor starts it again{}; `crabup {} logs` says why it failed",
+            service.name(),
+            status
+                .detail
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default(),
+            service.name()
+        );
+        return Ok(());
+    }
     ready_to_start(ctx, service, &spec, Action::Start)?;
     match manager.start(&spec)? {
         Started::AlreadyRunning { pid } => {
@@ -74,21 +87,26 @@ fn start(ctx: &Context, service: &Service) -> anyhow::Result<()> {
 
 /// Before `service` is started or restarted: its configuration, read by
 /// its own `check`, and what it cannot run without (first-run setup).
-/// A service whose config file does not exist yet gets its first-run
-/// setup first (telegram's asks for the token and writes the file), then
-/// the check.
+/// When the service is not running and its file is refused because it is
+/// missing — or, on a terminal, for any reason first-run setup may fix
+/// (telegram's token) — the setup comes first, then the check again; a
+/// running service is never stopped for a file its check refuses.
 fn ready_to_start(
     ctx: &Context,
     service: &Service,
     spec: &UnitSpec,
     action: Action,
 ) -> anyhow::Result<()> {
-    let file_missing = names::lookup(service.name())
+    let config = names::lookup(service.name())
         .and_then(|known| known.config)
-        .and_then(|file| ctx.home.component_config(file).ok())
-        .is_some_and(|path| !path.exists());
+        .and_then(|file| ctx.home.component_config(file).ok());
+    let file_missing = config.as_ref().is_some_and(|path| !path.exists());
+    let setup_may_fix = file_missing
+        || (config.is_some()
+            && std::io::stdin().is_terminal()
+            && !ctx.manager()?.status(spec)?.is_running());
     match config_verdict(ctx, service, spec) {
-        ConfigVerdict::Refused(_) if file_missing => {
+        ConfigVerdict::Refused(_) if setup_may_fix => {
             first_run_setup(ctx, service)?;
             config_accepted(ctx, service, spec, action)
         }
@@ -184,19 +202,19 @@ fn refuse_on(
     } else {
         format!("{binary} check")
     };
-    let config = if service.is_daemon() {
-        "this configuration"
+    let (config, files) = if service.is_daemon() {
+        ("this configuration", "the files above")
     } else {
-        "its configuration"
+        ("its configuration", "the file above")
     };
     if action == Action::Start && running.is_running() {
         bail!(
-            "{problems}\n{who} is running{}, but {binary} would refuse {config} now: its next restart would not start. Nothing was changed; {state}. Fix the files above (`{check}` checks them again).",
+            "{problems}\n{who} is running{}, but {binary} would refuse {config} now: its next restart would not start. Nothing was changed; {state}. Fix {files} (`{check}` checks again).",
             pid_note(running.pid)
         )
     }
     bail!(
-        "{problems}\n{who} was not {verb}: {binary} would refuse {config}; {state}. Fix the files above (`{check}` checks them again), then run `crabup {name} {again}` again."
+        "{problems}\n{who} was not {verb}: {binary} would refuse {config}; {state}. Fix {files} (`{check}` checks again), then run `crabup {name} {again}` again."
     )
 }
 

@@ -396,8 +396,8 @@ impl McpHub {
         }
         let since = *self.gone.lock().get(server)?;
         Some(format!(
-            "crabtalk-{server} is not running (the {server} component stopped at {}), so \
-             {qualified} cannot be called; start it with `crabup {server} start`, then try again",
+            "crabtalk-{server} is not running; start it with `crabup {server} start`, then try \
+             again ({qualified} is one of its tools; the {server} component stopped at {})",
             since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         ))
     }
@@ -555,11 +555,10 @@ mod tests {
         hub.set_components(Vec::new());
         let message = hub.unavailable(&agent, None, "search__web_search").unwrap();
         assert!(
-            message.starts_with("crabtalk-search is not running (the search component stopped at ")
-                && message.ends_with(
-                    "so search__web_search cannot be called; start it with `crabup search \
-                     start`, then try again"
-                ),
+            message.starts_with(
+                "crabtalk-search is not running; start it with `crabup search start`, then try \
+                 again (search__web_search is one of its tools; the search component stopped at "
+            ),
             "{message}"
         );
         // Not for the chains it triggered, nor for names of no server.

@@ -216,7 +216,7 @@ impl Restarts {
 /// `10 min`, `1 min`, `30 s`.
 pub fn human(duration: Duration) -> String {
     let secs = duration.as_secs();
-    if secs >= 60 && secs % 60 == 0 {
+    if secs >= 60 && secs.is_multiple_of(60) {
         format!("{} min", secs / 60)
     } else {
         format!("{} s", duration.as_secs_f64().ceil() as u64)

@@ -207,3 +207,26 @@ async fn environment_proxies_are_not_used() {
     assert_eq!(proxy.hits(), 0, "nothing went through the proxy");
     assert_eq!(page.hits(), 1);
 }
+
+/// A command prints what it was asked and nothing of the service's log:
+/// the env file's key is loaded (the engines table says Brave is on) but
+/// no `INFO … loaded BRAVE_API_KEY` line comes with it.
+#[test]
+fn a_command_prints_its_answer_without_log_lines() {
+    let home = TestHome::new("[engines.searxng]\nenabled = false\n");
+    std::fs::write(home.path().join("env"), "BRAVE_API_KEY=from-the-env-file\n").unwrap();
+    let out = home.cli(&["engines"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown
+            .lines()
+            .any(|line| line.starts_with("brave") && line.contains(" on ")),
+        "{shown}"
+    );
+}

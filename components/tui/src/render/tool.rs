@@ -340,6 +340,7 @@ mod tests {
             ..record(answer, false)
         };
         expect![[r#"
+            ⚙ search__web_search  query: "rust"
               ⎿ 4 results for "rust" (duckduckgo, wikipedia)
                 1. Rust (programming language) · wikipedia, duckduckgo
                    https://en.wikipedia.org/wiki/Rust_(programming_language)
@@ -349,20 +350,26 @@ mod tests {
                    https://doc.rust-lang.org/book/
                 … 1 more · /expand 3
         "#]]
-        .assert_eq(&plain_lines(&search.result_lines(80)));
+        .assert_eq(&plain_lines(
+            &[vec![search.call_line(80)], search.result_lines(80)].concat(),
+        ));
         assert!(!plain_lines(&search.expanded(80)).contains("\"score\""));
         let page = ToolRecord {
             name: "search__web_fetch".into(),
+            arguments: r#"{"url":"https://doc.rust-lang.org/book/"}"#.into(),
             ..record(
                 "# The Rust Book\n<https://doc.rust-lang.org/book/> (text/html, HTTP 200)\n\nChapter one.\n",
                 false,
             )
         };
         expect![[r#"
+            ⚙ search__web_fetch  url: "https://doc.rust-lang.org/book/"
               ⎿ The Rust Book — https://doc.rust-lang.org/book/ (12 characters)
                 … /expand 3 for the page
         "#]]
-        .assert_eq(&plain_lines(&page.result_lines(80)));
+        .assert_eq(&plain_lines(
+            &[vec![page.call_line(80)], page.result_lines(80)].concat(),
+        ));
     }
 
     #[test]

@@ -187,30 +187,6 @@ fn clip(line: &str) -> String {
     format!("{head} … {tail}")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_long_line_keeps_its_end_where_the_fix_is() {
-        let path = "/home/someone/projects/crabtalk/sandbox/.crabtalk-home";
-        let line = format!(
-            "2026-01-01T00:00:00.000000Z  WARN crabtalkd::private: {path} has mode 755: other \
-             users can get at it, and it holds the daemon's conversations, memory and secrets; \
-             fix it with: chmod 700 {path}"
-        );
-        assert!(line.chars().count() > LINE_CHARS);
-        let shown = clip(&line);
-        assert!(shown.chars().count() <= LINE_CHARS + 3, "{shown}");
-        assert!(
-            shown.starts_with("2026-01-01T00:00:00.000000Z  WARN"),
-            "{shown}"
-        );
-        assert!(shown.ends_with(&format!("chmod 700 {path}")), "{shown}");
-        assert_eq!(clip("short"), "short");
-    }
-}
-
 /// `telegram.toml`, when the gateway is installed or the file exists:
 /// read and checked with the gateway's own config type.
 fn telegram_check(ctx: &Context, installed: bool, report: &mut Report) {
@@ -443,5 +419,29 @@ fn search_check(ctx: &Context, report: &mut Report) {
             "search",
             format!("{source}; engines' last health: {}", described.join(", ")),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_line_keeps_its_end_where_the_fix_is() {
+        let path = "/home/someone/projects/crabtalk/sandbox/.crabtalk-home";
+        let line = format!(
+            "2026-01-01T00:00:00.000000Z  WARN crabtalkd::private: {path} has mode 755: other \
+             users can get at it, and it holds the daemon's conversations, memory and secrets; \
+             fix it with: chmod 700 {path}"
+        );
+        assert!(line.chars().count() > LINE_CHARS);
+        let shown = clip(&line);
+        assert!(shown.chars().count() <= LINE_CHARS + 3, "{shown}");
+        assert!(
+            shown.starts_with("2026-01-01T00:00:00.000000Z  WARN"),
+            "{shown}"
+        );
+        assert!(shown.ends_with(&format!("chmod 700 {path}")), "{shown}");
+        assert_eq!(clip("short"), "short");
     }
 }
