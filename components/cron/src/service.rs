@@ -80,10 +80,12 @@ pub async fn run(component: &Component) -> anyhow::Result<()> {
     // A file the engine cannot read stops the start (exit 78, with where
     // and what): starting with no schedule at all would lose every entry
     // without a word. A running service keeps its last good schedule
-    // instead (the engine).
-    crate::check::entries(&CronsFile::of(home), zone)?;
+    // instead (the engine) — from the first moment: what was checked here
+    // is its first last-good schedule.
+    let (checked, text) = crate::check::entries(&CronsFile::of(home), zone)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let (engine, handle) = engine(home, clock.clone(), zone, component.daemon());
+    let (mut engine, handle) = engine(home, clock.clone(), zone, component.daemon());
+    engine.start_from(checked, &text);
     let admin = Arc::new(Admin::new(home, zone));
     // While crons.toml has a problem, health says so and that the last
     // good schedule keeps running (the engine's), not that nothing runs.

@@ -100,6 +100,9 @@ pub struct Engine {
     /// What the engine keeps while the file is refused (shared with the
     /// handles, for `GET /health`).
     kept: Arc<std::sync::Mutex<Option<KeptSchedule>>>,
+    /// The schedule the service checked before it started the engine,
+    /// taken at start as the last good one (see [`Engine::start_from`]).
+    checked: Option<(Vec<Entry>, u64)>,
     state: State,
     /// Each enabled entry's next slot after its cursor.
     next: HashMap<String, Option<DateTime<Utc>>>,
@@ -135,6 +138,7 @@ impl Engine {
             loaded_text: None,
             refused_text: None,
             kept: kept.clone(),
+            checked: None,
             state: State::default(),
             next: HashMap::new(),
             running: HashSet::new(),
@@ -204,6 +208,14 @@ impl Engine {
         }
     }
 
+    /// Starts from `entries`, read from `text` by the service's check
+    /// before the engine ran: the file is read again at start, and if it
+    /// changed in between into something that does not parse, these are
+    /// the last good schedule that keeps running (never none at all).
+    pub fn start_from(&mut self, entries: Vec<Entry>, text: &str) {
+        self.checked = Some((entries, text_hash(text)));
+    }
+
     /// Start-up: the state, claims left by a crash, the entries.
     fn start(&mut self) {
         self.state = self.files.state.load();
@@ -224,6 +236,10 @@ impl Engine {
             self.append(record);
         }
         self.save_state();
+        if let Some((entries, hash)) = self.checked.take() {
+            self.loaded_text = Some(hash);
+            self.adopt(entries);
+        }
         self.reconcile();
         tracing::info!(entries = self.entries.len(), at = %now, "scheduler started");
     }
