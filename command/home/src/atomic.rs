@@ -55,6 +55,89 @@ pub fn create_atomic_private(path: &Path, contents: &[u8]) -> io::Result<bool> {
     }
 }
 
+/// A file written in the background of its final name: the bytes go to a
+/// temp file beside `path` (the same `.<name>.<pid>.<n>.tmp` name the
+/// other writes use, so [`remove_stale_temp_files`] knows it), which
+/// [`Staged::commit`] fsyncs and renames over `path`, then fsyncs the
+/// folder. Until then `path` is untouched; dropped uncommitted, the temp
+/// file is removed. For what is too large to hold in memory (a program's
+/// binary), and for what must be looked at before it replaces anything:
+/// after [`Staged::finish_writing`] the temp file is closed and complete,
+/// so it can be read or run at [`Staged::temp_path`].
+pub struct Staged {
+    path: PathBuf,
+    temp: PathBuf,
+    file: Option<File>,
+    committed: bool,
+}
+
+impl Staged {
+    /// Starts writing `path` anew, its temp file created with exactly
+    /// `mode` (Unix; ignored elsewhere).
+    pub fn create(path: &Path, mode: u32) -> io::Result<Self> {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        fs::create_dir_all(dir)?;
+        let temp = temp_path(dir, path)?;
+        let file = open_temp(&temp, Some(mode))?;
+        Ok(Self {
+            path: path.to_owned(),
+            temp,
+            file: Some(file),
+            committed: false,
+        })
+    }
+
+    /// The file being written (`None` after [`Staged::finish_writing`]).
+    pub fn file(&mut self) -> Option<&mut File> {
+        self.file.as_mut()
+    }
+
+    /// Where the bytes are until [`Staged::commit`].
+    pub fn temp_path(&self) -> &Path {
+        &self.temp
+    }
+
+    /// Flushes the bytes to disk and closes the temp file (a program
+    /// cannot be run while a writer holds it open).
+    pub fn finish_writing(&mut self) -> io::Result<()> {
+        if let Some(file) = self.file.take() {
+            file.sync_all()?;
+        }
+        Ok(())
+    }
+
+    /// Puts the temp file in place of `path`: a reader sees the old file or
+    /// the new one, never a mix. A process that has the old file open (or
+    /// runs it) keeps the old one.
+    pub fn commit(mut self) -> io::Result<()> {
+        self.finish_writing()?;
+        fs::rename(&self.temp, &self.path).map_err(|err| {
+            io::Error::new(
+                err.kind(),
+                format!("putting {} in place: {err}", self.path.display()),
+            )
+        })?;
+        self.committed = true;
+        let dir = match self.path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        sync_dir(dir)
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.committed {
+            self.file = None;
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
 /// `mode`: exactly these permission bits; `None`: what the umask gives.
 fn write_with_mode(path: &Path, contents: &[u8], mode: Option<u32>) -> io::Result<()> {
     let dir = match path.parent() {
@@ -150,6 +233,13 @@ fn process_runs(pid: u32) -> bool {
 }
 
 fn write_temp(temp: &Path, contents: &[u8], mode: Option<u32>) -> io::Result<()> {
+    let mut file = open_temp(temp, mode)?;
+    file.write_all(contents)?;
+    file.sync_all()
+}
+
+/// Creates the temp file `temp`, never there before, with `mode`.
+fn open_temp(temp: &Path, mode: Option<u32>) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     // Created with no more than `mode` allows (never readable by others
@@ -158,15 +248,14 @@ fn write_temp(temp: &Path, contents: &[u8], mode: Option<u32>) -> io::Result<()>
     if let Some(mode) = mode {
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode & 0o700);
     }
-    let mut file = options.open(temp)?;
+    let file = options.open(temp)?;
     #[cfg(unix)]
     if let Some(mode) = mode {
         file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
     }
     #[cfg(not(unix))]
     let _ = mode;
-    file.write_all(contents)?;
-    file.sync_all()
+    Ok(file)
 }
 
 /// Makes a rename in `dir` durable.
@@ -200,6 +289,37 @@ mod tests {
             .map(|entry| entry.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("token")]);
+    }
+
+    #[test]
+    fn a_staged_file_replaces_its_target_only_when_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bin").join("tool");
+        write_atomic(&path, b"old").unwrap();
+        let mut staged = Staged::create(&path, 0o755).unwrap();
+        staged.file().unwrap().write_all(b"new").unwrap();
+        staged.finish_writing().unwrap();
+        assert!(staged.file().is_none());
+        assert_eq!(fs::read(staged.temp_path()).unwrap(), b"new");
+        assert_eq!(fs::read(&path).unwrap(), b"old", "untouched until commit");
+        staged.commit().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"new");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o755);
+        }
+        // Dropped without a commit: the target stays, the temp file goes.
+        let mut dropped = Staged::create(&path, 0o755).unwrap();
+        dropped.file().unwrap().write_all(b"half").unwrap();
+        drop(dropped);
+        assert_eq!(fs::read(&path).unwrap(), b"new");
+        let names: Vec<_> = fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("tool")]);
     }
 
     #[test]

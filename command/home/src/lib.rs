@@ -28,7 +28,8 @@
 //!   it answers at `GET /health`.
 //! - [`EnvFile`]: `$CRABTALK_HOME/env`, loaded by every service at start
 //!   ([`Home::load_env_file`]).
-//! - [`write_atomic`]: the one way any crabtalk program rewrites a file.
+//! - [`write_atomic`]: the one way any crabtalk program rewrites a file;
+//!   [`Staged`], the same for a file too large for memory (a binary).
 //! - [`exit`]: the exit codes, defined once.
 //! - [`token`]: `run/token`, the owner's credential every TCP port of the
 //!   family asks for.
@@ -59,7 +60,7 @@ mod service;
 pub mod token;
 
 pub use atomic::{
-    create_atomic_private, remove_stale_temp_files, write_atomic, write_atomic_mode,
+    Staged, create_atomic_private, remove_stale_temp_files, write_atomic, write_atomic_mode,
     write_atomic_private,
 };
 pub use env_file::{EnvFile, EnvFileError, EnvLineError, EnvVar};
