@@ -10,9 +10,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Install crabtalk binaries and run them as services.
 ///
-/// crabup wraps `cargo install` to get the binaries (into $CARGO_HOME/bin)
-/// and runs each service under this machine's service manager: launchd on
-/// macOS, systemd user units on Linux, Task Scheduler on Windows, or plain
+/// crabup installs the binaries into $CARGO_HOME/bin — prebuilt and
+/// checked from the project's releases, or built with cargo — and runs
+/// each service under this machine's service manager: launchd on macOS,
+/// systemd user units on Linux, Task Scheduler on Windows, or plain
 /// background processes where none runs (containers, CI). Every service
 /// logs to $CRABTALK_HOME/logs/<name>.log (CRABTALK_HOME defaults to
 /// ~/.crabtalk).
@@ -22,10 +23,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     version,
     after_help = "Services: daemon, telegram, search, cron (and any crabtalk-<name> component).\n\
                   Examples:\n  crabup pull daemon && crabup daemon start\n  crabup ps\n  crabup daemon logs -f\n\n\
-                  Environment: CRABTALK_HOME (the home, default ~/.crabtalk), CARGO_HOME (where cargo\n\
-                  installs, default ~/.cargo), CRABTALK_SERVICE_MANAGER=process|systemd|launchd|schtasks\n\
-                  (force a service manager), CRABUP_READY_TIMEOUT_SECS (how long start waits for a\n\
-                  service to announce its port, default 15)."
+                  Environment: CRABTALK_HOME (the home, default ~/.crabtalk), CARGO_HOME (binaries go\n\
+                  to $CARGO_HOME/bin, default ~/.cargo), CRABUP_DIST_SERVER (the release server, default\n\
+                  the project's GitHub releases), CRABUP_HTTP_TIMEOUT_SECS (how long a silent release\n\
+                  server is waited for, default 30), CRABTALK_SERVICE_MANAGER=process|systemd|launchd|\n\
+                  schtasks (force a service manager), CRABUP_READY_TIMEOUT_SECS (how long start waits\n\
+                  for a service to announce its port, default 15)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -34,27 +37,38 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Install crabtalk binaries with `cargo install`.
+    /// Install crabtalk binaries: prebuilt from the release, or built with
+    /// cargo.
     ///
-    /// Names are short names (daemon, tui, telegram, search, cron) or the
-    /// family's crate names; any other crate only with --third-party (it is
-    /// passed to cargo as is). Crabtalk's own crates are
-    /// installed at crabup's own version (the family speaks one protocol);
-    /// --path and --git install from a checkout or a repository. A running
-    /// service keeps running the old binary until you restart it.
+    /// Names are short names (daemon, tui, telegram, search, cron), the
+    /// family's crate names, or crabup. Each is installed at crabup's own
+    /// version (the family speaks one protocol) from the release server
+    /// (the project's GitHub releases, or CRABUP_DIST_SERVER): the archive
+    /// for this platform is downloaded, checked against the release's
+    /// SHA-256, and put in $CARGO_HOME/bin. Without an archive for this
+    /// platform, or with --from-source, --features, --path or --git, cargo
+    /// builds it instead. Any other crate only with --third-party (passed
+    /// to `cargo install` as is). A running service keeps running the old
+    /// binary until you restart it.
     Pull(PullArgs),
-    /// Stop and unregister a service, then `cargo uninstall` its binary.
+    /// Stop and unregister a service, then remove its binary (`cargo
+    /// uninstall` for one cargo installed).
     ///
     /// Data and config under $CRABTALK_HOME stay.
     Rm(RmArgs),
-    /// Reinstall every installed crabtalk crate, keeping the features (and
-    /// local path or git repository) it was installed with; crates from the
-    /// registry are brought to crabup's own version.
+    /// Bring every installed crabtalk binary to crabup's own version:
+    /// release installs from the release, checkout builds rebuilt from
+    /// their checkout, cargo installs reinstalled with their features and
+    /// source.
     Update,
-    /// Show installed crabtalk binaries with their versions (from cargo's
-    /// install records in $CARGO_HOME), marking those that differ from
-    /// crabup's own version.
+    /// Show installed crabtalk binaries with their versions and where they
+    /// came from (crabup's and cargo's install records in $CARGO_HOME, or
+    /// PATH), marking those that differ from crabup's own version.
     List,
+    /// crabup itself: `crabup self update` replaces this crabup with the
+    /// release's, checked the same way as `pull`.
+    #[command(name = "self")]
+    SelfCmd(SelfArgs),
     /// Show every crabtalk service: state, pid, port, uptime and health.
     ///
     /// State comes from the service manager (or the pid); a port file whose
@@ -65,11 +79,13 @@ pub enum Command {
     /// crabtalk-tui and crabup itself. Ends with the `ps` table and the
     /// command to type next.
     ///
-    /// With --path every crate is (re)installed from the checkout, all
-    /// building in one target directory (the checkout's `target/`, or
-    /// $CARGO_TARGET_DIR) so shared dependencies compile once, and running
-    /// services are restarted on the new binaries. Without it, only what
-    /// is missing is installed, at crabup's own version.
+    /// With --path every program is built from the checkout in one
+    /// `cargo build --release --workspace --bins` (one feature resolution,
+    /// every shared dependency compiled once; what `cargo build --release
+    /// --workspace --bins` already built is reused), installed into
+    /// $CARGO_HOME/bin, and running services are restarted on the new
+    /// binaries. Without it, only what is missing is installed, prebuilt
+    /// from the release at crabup's own version.
     Up(UpArgs),
     /// Check this machine: cargo, PATH, the service manager, linger, stale
     /// files, the daemon, provider keys.
@@ -123,9 +139,32 @@ pub struct PullArgs {
     /// With --git: the commit, tag or branch to install.
     #[arg(long, value_name = "REV", requires = "git")]
     pub rev: Option<String>,
-    /// Cargo features to enable (comma or space separated, repeatable).
+    /// Cargo features to enable (comma or space separated, repeatable);
+    /// builds from source (release binaries have the default features).
     #[arg(long, short = 'F', value_name = "FEATURES")]
     pub features: Vec<String>,
+    /// Build with `cargo install` from crates.io instead of downloading the
+    /// release's prebuilt binary.
+    #[arg(long, conflicts_with_all = ["path", "git"])]
+    pub from_source: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SelfArgs {
+    #[command(subcommand)]
+    pub action: SelfAction,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum SelfAction {
+    /// Replace this crabup with the release's crabup of the version asked
+    /// for (default: this one's own version, which repairs a damaged
+    /// binary), downloaded and checked as `pull` does.
+    Update {
+        /// The release to take crabup from, e.g. 0.2.0.
+        #[arg(long)]
+        version: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -6,14 +6,17 @@
 //! binary's `main` only calls [`main`]; everything else lives here, one
 //! command per module in [`commands`].
 
+pub mod build;
 pub mod cargo;
 pub mod cli;
 pub mod commands;
 pub mod config_check;
 pub mod context;
+pub mod installs;
 pub mod names;
 pub mod providers;
 pub mod reach;
+pub mod release;
 pub mod setup;
 mod terminal;
 

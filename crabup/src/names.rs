@@ -117,6 +117,12 @@ pub fn crate_for(name: &str) -> &str {
     lookup(name).map_or(name, |known| known.crate_name)
 }
 
+/// The binary of `name` (a short name, a crate name, `crabup`, or a
+/// third-party crate named like its binary).
+pub fn binary_for(name: &str) -> &str {
+    lookup(name).map_or(name, |known| known.binary)
+}
+
 /// The short name of an installed crate, if it is one of ours.
 pub fn short_for_crate(crate_name: &str) -> Option<&'static str> {
     TABLE

@@ -3,9 +3,10 @@
 //!
 //! A binary is looked for as `start` looks for it — `$CARGO_HOME/bin`
 //! first, then `PATH` — so what `list` shows is what `start` would run.
-//! One in `$CARGO_HOME/bin` has cargo's install record (version, source,
-//! features); one found elsewhere on `PATH` (a package, a copy) is asked
-//! its `--version`. A record whose binary is gone is listed as missing. A
+//! One in `$CARGO_HOME/bin` has crabup's record (a release or checkout
+//! install, believed while the file has the recorded SHA-256) or cargo's
+//! (version, source, features); one found elsewhere on `PATH` (a package,
+//! a copy) is asked its `--version`. A record whose binary is gone is listed as missing. A
 //! family binary whose version differs from crabup's own is marked: it may
 //! speak another protocol than the rest.
 
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::cargo::Installed;
 use crate::context::Context;
+use crate::installs::Installs;
 use crate::names::{self, FAMILY_VERSION};
 
 /// How long a binary found on PATH gets to print its `--version`.
@@ -31,6 +33,7 @@ struct Row {
 }
 
 pub(super) fn run(ctx: &Context) -> anyhow::Result<()> {
+    let ours = Installs::load(ctx.cargo.home())?;
     let records: Vec<Installed> = ctx
         .cargo
         .installed()?
@@ -56,11 +59,13 @@ pub(super) fn run(ctx: &Context) -> anyhow::Result<()> {
     }
     let rows: Vec<Row> = binaries
         .into_iter()
-        .filter_map(|(name, crate_name, binary)| row(ctx, &records, name, crate_name, &binary))
+        .filter_map(|(name, crate_name, binary)| {
+            row(ctx, &ours, &records, name, crate_name, &binary)
+        })
         .collect();
     if rows.is_empty() {
         println!(
-            "no crabtalk binaries installed: none in cargo's records in {} nor on PATH (try `crabup pull daemon`)",
+            "no crabtalk binaries installed: none in crabup's or cargo's records in {} nor on PATH (try `crabup pull daemon`)",
             ctx.cargo.home().display()
         );
         return Ok(());
@@ -110,6 +115,7 @@ pub(super) fn run(ctx: &Context) -> anyhow::Result<()> {
 /// The row of `binary`, when it is installed or recorded.
 fn row(
     ctx: &Context,
+    ours: &Installs,
     records: &[Installed],
     name: String,
     crate_name: String,
@@ -129,6 +135,18 @@ fn row(
             version
         }
     };
+    if let Some(path) = found.as_deref().filter(|_| in_cargo_bin)
+        && let Some(mine) = ours.current(binary, path)
+    {
+        return Some(Row {
+            name,
+            crate_name: mine.package.clone(),
+            version: marked(mine.version.clone()),
+            source: mine.kind().to_owned(),
+            features: "-".to_owned(),
+            place: path.display().to_string(),
+        });
+    }
     match (found, record) {
         (Some(path), Some(record)) if in_cargo_bin => Some(Row {
             name,

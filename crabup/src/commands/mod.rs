@@ -5,6 +5,7 @@ mod list;
 mod ps;
 mod pull;
 mod rm;
+mod self_update;
 mod service;
 mod up;
 mod update;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Rm(args) => rm::run(&ctx, &args).map(ok),
         Command::Update => update::run(&ctx).map(ok),
         Command::List => list::run(&ctx).map(ok),
+        Command::SelfCmd(args) => self_update::run(&ctx, &args.action).map(ok),
         Command::Ps(args) => ps::run(&ctx, &args),
         Command::Up(args) => up::run(&ctx, &args).map(ok),
         Command::Doctor => doctor::run(&ctx),

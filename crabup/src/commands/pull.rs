@@ -1,15 +1,21 @@
-//! `crabup pull`: `cargo install` by short name.
+//! `crabup pull`: a family program prebuilt from the release, or built
+//! with `cargo install`.
 //!
-//! The crates of the family (`crabtalkd`, the components, the TUI, crabup
-//! itself) are installed at crabup's own version: the registry's names are
-//! shared with other crabtalk releases, and a daemon of another release
-//! speaks another protocol and reads another command line. `--version`
-//! overrides with a warning; `--path` and `--git` install from source.
+//! The family (`crabtalkd`, the components, the TUI, crabup itself) is
+//! installed at crabup's own version: the registry's names are shared with
+//! other crabtalk releases, and a daemon of another release speaks another
+//! protocol and reads another command line. By default the release's
+//! archive for this platform is downloaded and checked (`crate::release`,
+//! RFC 0016); a release without one for this platform is said, and cargo
+//! builds it instead, as `--from-source` asks. `--version` overrides the
+//! version with a warning; `--path` and `--git` build from source.
 
-use crate::cargo::find_package;
+use crate::cargo::{exe, find_package};
 use crate::cli::PullArgs;
 use crate::context::Context;
+use crate::installs::Installs;
 use crate::names::{self, FAMILY_VERSION, ThirdParty};
+use crate::release::{DistServer, Fetcher, PullError, install_from_release};
 
 /// The `cargo install` arguments for one name.
 pub(super) fn install_args(name: &str, args: &PullArgs) -> anyhow::Result<Vec<String>> {
@@ -95,8 +101,9 @@ pub(super) fn run(ctx: &Context, args: &PullArgs) -> anyhow::Result<()> {
     for name in &args.names {
         names::check_name(name, ThirdParty::from_flag(args.third_party))?;
     }
+    let mut releases = Releases::default();
     for name in &args.names {
-        install(ctx, name, args, &[])?;
+        install(ctx, &mut releases, name, args, &[])?;
         if let Ok(service) = names::service_for(name)
             && ctx.manager()?.status(&ctx.spec(&service))?.is_running()
         {
@@ -107,13 +114,95 @@ pub(super) fn run(ctx: &Context, args: &PullArgs) -> anyhow::Result<()> {
             );
         }
     }
+    path_note(ctx);
     Ok(())
 }
 
-/// `cargo install` of one name, with `extra` cargo arguments (`up` gives
-/// every install one `--target-dir`). A family crate missing from the
+/// The release client of one command, made when first needed.
+#[derive(Default)]
+pub(super) struct Releases {
+    fetcher: Option<Fetcher>,
+}
+
+impl Releases {
+    pub(super) fn fetcher(&mut self) -> anyhow::Result<&Fetcher> {
+        if self.fetcher.is_none() {
+            self.fetcher = Some(Fetcher::new()?);
+        }
+        Ok(self.fetcher.as_ref().expect("just made"))
+    }
+}
+
+/// Whether `name` comes from the release rather than cargo: a family
+/// program, asked for without a source, features or `--from-source`.
+fn from_release(name: &str, args: &PullArgs) -> bool {
+    names::is_family_crate(names::crate_for(name))
+        && args.path.is_none()
+        && args.git.is_none()
+        && !args.from_source
+        && args.features.is_empty()
+}
+
+/// Installs one name: from the release when it comes from there (and cargo
+/// when the release has nothing for this platform), else with `cargo
+/// install` and `extra` cargo arguments. A family crate missing from the
 /// registry fails with [`Unpublished`].
 pub(super) fn install(
+    ctx: &Context,
+    releases: &mut Releases,
+    name: &str,
+    args: &PullArgs,
+    extra: &[String],
+) -> anyhow::Result<()> {
+    if let Some(warning) = mismatch_warning(name, args) {
+        eprintln!("crabup: {warning}");
+    }
+    if from_release(name, args) {
+        let package = names::crate_for(name);
+        let version = args.version.as_deref().unwrap_or(FAMILY_VERSION);
+        let version = version.trim_start_matches(['=', 'v']);
+        let dest = ctx.cargo.bin_dir().join(exe(names::binary_for(name)));
+        let server = DistServer::from_env();
+        println!(
+            "crabup: {package} {version} from {}",
+            server.url(version, "")
+        );
+        match install_from_release(
+            releases.fetcher()?,
+            &server,
+            package,
+            version,
+            &dest,
+            Some(ctx.cargo.home()),
+            false,
+        ) {
+            Ok(installed) => {
+                println!(
+                    "crabup: {package} {} installed in {} (sha256 {} verified)",
+                    installed.version,
+                    installed.path.display(),
+                    &installed.archive_sha256[..16]
+                );
+                return Ok(());
+            }
+            Err(err @ (PullError::NoArtifact { .. } | PullError::NoRelease { .. })) => {
+                if ctx.cargo.program().is_none() {
+                    anyhow::bail!(
+                        "{err}, and building it from source needs cargo, which was not found on \
+                         PATH: install Rust from https://rustup.rs and try again"
+                    );
+                }
+                eprintln!("crabup: {err}; building it from source with cargo instead");
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+    cargo_install(ctx, name, args, extra)
+}
+
+/// `cargo install` of one name, with `extra` cargo arguments (`up` gives
+/// every install one `--target-dir`).
+fn cargo_install(
     ctx: &Context,
     name: &str,
     args: &PullArgs,
@@ -121,8 +210,14 @@ pub(super) fn install(
 ) -> anyhow::Result<()> {
     let mut cargo_args = install_args(name, args)?;
     cargo_args.extend(extra.iter().cloned());
-    if let Some(warning) = mismatch_warning(name, args) {
-        eprintln!("crabup: {warning}");
+    // A binary crabup put there is not cargo's: cargo would refuse to
+    // overwrite it without --force.
+    let binary = names::binary_for(name);
+    let ours = Installs::load(ctx.cargo.home())?
+        .binaries
+        .contains_key(binary);
+    if ours && ctx.cargo.bin_dir().join(exe(binary)).is_file() {
+        cargo_args.push("--force".into());
     }
     println!("crabup: cargo {}", cargo_args.join(" "));
     let crate_name = names::crate_for(name);
@@ -138,5 +233,33 @@ pub(super) fn install(
             outcome.status
         );
     }
+    if ours {
+        Installs::forget(ctx.cargo.home(), binary)?;
+    }
     Ok(())
+}
+
+/// Says once how to run the installed binaries by name, when their folder
+/// is not on PATH.
+pub(super) fn path_note(ctx: &Context) {
+    let bin = ctx.cargo.bin_dir();
+    if on_path(&bin) {
+        return;
+    }
+    let shown = bin.display();
+    if cfg!(windows) {
+        println!(
+            "note: {shown} is not on PATH; add it (Settings → Environment Variables → Path) to run the binaries by name"
+        );
+    } else {
+        println!(
+            "note: {shown} is not on PATH; to run the binaries by name, add to your shell's profile:\n      export PATH=\"{shown}:$PATH\""
+        );
+    }
+}
+
+/// Whether `dir` is on this PATH.
+pub(super) fn on_path(dir: &std::path::Path) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|entry| entry == dir))
 }

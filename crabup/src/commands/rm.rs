@@ -1,9 +1,14 @@
-//! `crabup rm`: stop and unregister the service, then `cargo uninstall`.
+//! `crabup rm`: stop and unregister the service, then remove the binary
+//! (crabup's own install) or `cargo uninstall` it (cargo's).
 
 use crabtalk_command::manager::{Stopped, Uninstalled};
 
+use anyhow::Context as _;
+
+use crate::cargo::exe;
 use crate::cli::RmArgs;
 use crate::context::Context;
+use crate::installs::Installs;
 use crate::names::{self, ThirdParty};
 
 pub(super) fn run(ctx: &Context, args: &RmArgs) -> anyhow::Result<()> {
@@ -25,10 +30,21 @@ pub(super) fn run(ctx: &Context, args: &RmArgs) -> anyhow::Result<()> {
                 println!("removed {}", path.display());
             }
         }
+        // A binary crabup installed is removed by crabup; cargo's by cargo.
+        let binary = names::binary_for(name);
+        let path = ctx.cargo.bin_dir().join(exe(binary));
+        let ours = Installs::load(ctx.cargo.home())?;
+        if ours.current(binary, &path).is_some() {
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+            Installs::forget(ctx.cargo.home(), binary)?;
+            println!("removed {}", path.display());
+            continue;
+        }
         let crate_name = names::crate_for(name);
         println!("crabup: cargo uninstall {crate_name}");
         ctx.cargo
             .run(&["uninstall".into(), crate_name.to_owned()])?;
+        Installs::forget(ctx.cargo.home(), binary)?;
     }
     Ok(())
 }

@@ -6,21 +6,21 @@
 //! client `crabtalk-tui`, and crabup itself — then starts the services and
 //! ends with the `ps` table and the command to type next.
 //!
-//! From a checkout (`--path`) everything is (re)installed, and every
-//! `cargo install` builds in one target directory: `$CARGO_TARGET_DIR`
-//! when set, else the checkout's own `target/`. The crates share most of
-//! their dependencies, so those compile once, and crabup's own build from
-//! `cargo run --release -p crabup` is reused as it is. Without `--path`
-//! only what is missing is installed, from the registry at crabup's own
-//! version; when the registry does not have it, `up` stops before starting
-//! anything and says how to install from a checkout.
+//! From a checkout (`--path`) everything is built in one `cargo build
+//! --release --workspace --bins` (`crate::build`, RFC 0017) and installed
+//! from there. Without `--path` only what is missing is installed, prebuilt
+//! from the release at crabup's own version (`pull`); when the release has
+//! no archive for this platform, cargo builds it, and when the registry
+//! does not have it either, `up` stops before starting anything and says
+//! how to install from a checkout.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crabtalk_command::Service;
 
-use super::pull::{self, Unpublished};
+use super::pull::{self, Releases, Unpublished};
+use crate::build;
 use crate::cli::{PullArgs, ServiceAction, UpArgs};
 use crate::config_check::{self, ConfigVerdict};
 use crate::context::Context;
@@ -59,28 +59,6 @@ pub(super) fn installs(ctx: &Context) -> Vec<&'static str> {
 fn installed(ctx: &Context, name: &str) -> bool {
     let binary = names::lookup(name).map_or(name, |known| known.binary);
     ctx.cargo.find_binary(binary).is_some()
-}
-
-/// The workspace holding `dir` (a checkout's root or one of its packages).
-fn workspace_root(dir: &Path) -> PathBuf {
-    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
-    dir.ancestors()
-        .find(|candidate| {
-            std::fs::read_to_string(candidate.join("Cargo.toml"))
-                .ok()
-                .and_then(|text| text.parse::<toml::Table>().ok())
-                .is_some_and(|manifest| manifest.contains_key("workspace"))
-        })
-        .map_or(dir.clone(), Path::to_owned)
-}
-
-/// The one target directory of a checkout's installs: none to give when
-/// `CARGO_TARGET_DIR` is set (cargo uses it), else `<workspace>/target`.
-pub(super) fn shared_target_dir(checkout: &Path) -> Option<PathBuf> {
-    if std::env::var_os("CARGO_TARGET_DIR").is_some_and(|dir| !dir.is_empty()) {
-        return None;
-    }
-    Some(workspace_root(checkout).join("target"))
 }
 
 pub(super) fn run(ctx: &Context, args: &UpArgs) -> anyhow::Result<()> {
@@ -130,25 +108,15 @@ fn install_all(ctx: &Context, args: &UpArgs) -> anyhow::Result<Vec<&'static str>
         .into_iter()
         .filter(|name| args.path.is_some() || !installed(ctx, name))
         .collect();
-    let mut failures = Vec::new();
     if todo.is_empty() {
-        return Ok(failures);
+        return Ok(Vec::new());
     }
-    let extra = match args.path.as_deref().and_then(shared_target_dir) {
-        Some(dir) => {
-            println!(
-                "crabup: installing {} ({}), building once in {}",
-                todo.len(),
-                todo.join(", "),
-                dir.display()
-            );
-            vec!["--target-dir".to_owned(), dir.display().to_string()]
-        }
-        None => {
-            println!("crabup: installing {} ({})", todo.len(), todo.join(", "));
-            Vec::new()
-        }
-    };
+    if let Some(checkout) = &args.path {
+        return build_and_install(ctx, checkout, &todo);
+    }
+    println!("crabup: installing {} ({})", todo.len(), todo.join(", "));
+    let mut failures = Vec::new();
+    let mut releases = Releases::default();
     let started = Instant::now();
     for (n, name) in todo.iter().enumerate() {
         let crate_name = names::crate_for(name);
@@ -156,14 +124,15 @@ fn install_all(ctx: &Context, args: &UpArgs) -> anyhow::Result<Vec<&'static str>
         let pull = PullArgs {
             names: vec![(*name).to_owned()],
             version: None,
-            path: args.path.clone(),
+            path: None,
             git: None,
             rev: None,
             features: Vec::new(),
             third_party: false,
+            from_source: false,
         };
         let one = Instant::now();
-        match pull::install(ctx, name, &pull, &extra) {
+        match pull::install(ctx, &mut releases, name, &pull, &[]) {
             Ok(()) => println!(
                 "crabup: [{}/{}] {crate_name} installed in {} ({} so far)",
                 n + 1,
@@ -174,6 +143,50 @@ fn install_all(ctx: &Context, args: &UpArgs) -> anyhow::Result<Vec<&'static str>
             Err(err) if err.is::<Unpublished>() => {
                 anyhow::bail!("{err}\nNothing was started.");
             }
+            Err(err) => {
+                eprintln!("crabup: {name}: {err:#}");
+                failures.push(*name);
+            }
+        }
+    }
+    println!(
+        "crabup: installed {} of {} in {}",
+        todo.len() - failures.len(),
+        todo.len(),
+        minutes(started.elapsed())
+    );
+    Ok(failures)
+}
+
+/// `--path`: one build of the checkout's workspace, then each program
+/// installed from it.
+fn build_and_install(
+    ctx: &Context,
+    checkout: &Path,
+    todo: &[&'static str],
+) -> anyhow::Result<Vec<&'static str>> {
+    let root = build::workspace_root(checkout);
+    println!(
+        "crabup: building {} ({}) from {} in one cargo build",
+        todo.len(),
+        todo.join(", "),
+        root.display()
+    );
+    let started = Instant::now();
+    let built = build::build_workspace(&ctx.cargo, &root)?;
+    println!("crabup: built in {}", minutes(started.elapsed()));
+    let mut failures = Vec::new();
+    for name in todo {
+        let binary = names::binary_for(name);
+        let installed = built
+            .binaries
+            .get(binary)
+            .ok_or_else(|| anyhow::anyhow!("the build of {} made no {binary}", root.display()))
+            .and_then(|one| {
+                build::install_built(&ctx.cargo, binary, names::crate_for(name), one, &root)
+            });
+        match installed {
+            Ok(path) => println!("crabup: {binary} installed in {}", path.display()),
             Err(err) => {
                 eprintln!("crabup: {name}: {err:#}");
                 failures.push(*name);
@@ -219,12 +232,8 @@ fn next_steps(ctx: &Context) {
     let installed_there = names::TABLE
         .iter()
         .any(|known| bin.join(crate::cargo::exe(known.binary)).is_file());
-    if installed_there && !on_path(&bin) {
-        println!(
-            "note: {} is not on PATH; add it (export PATH=\"{}:$PATH\") to run the binaries by name",
-            bin.display(),
-            bin.display()
-        );
+    if installed_there {
+        pull::path_note(ctx);
     }
 }
 
@@ -241,20 +250,6 @@ fn minutes(elapsed: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_shared_target_dir_is_the_workspace_s_own() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        if std::env::var_os("CARGO_TARGET_DIR").is_some() {
-            return;
-        }
-        assert_eq!(shared_target_dir(root), Some(root.join("target")));
-        // A package of the workspace builds in the workspace's folder too.
-        assert_eq!(
-            shared_target_dir(&root.join("crabup")),
-            Some(root.join("target"))
-        );
-    }
 
     #[test]
     fn durations_read_as_minutes() {

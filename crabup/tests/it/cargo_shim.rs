@@ -240,7 +240,7 @@ fn up_installs_what_is_missing_and_starts_the_daemon_and_configured_components()
 const RUNS_UNTIL_TERM: &str = "trap 'exit 0' TERM\nwhile :; do sleep 0.05; done\n";
 
 #[test]
-fn up_from_a_checkout_installs_the_family_into_one_target_dir_and_restarts_the_services() {
+fn up_from_a_checkout_builds_the_family_once_installs_it_and_restarts_the_services() {
     let sandbox = Sandbox::new().with_cargo_shim();
     for binary in [
         "crabtalkd",
@@ -269,33 +269,61 @@ fn up_from_a_checkout_installs_the_family_into_one_target_dir_and_restarts_the_s
         "{said}{}",
         crate::support::stderr(&out)
     );
-    let target = root.join("target").display().to_string();
-    let expected: Vec<Vec<String>> = [
-        ("crabup", "crabup"),
-        ("crabtalk-tui", "components/tui"),
-        ("crabtalkd", "daemon"),
-        ("crabtalk-telegram", "components/telegram"),
-        ("crabtalk-search", "components/search"),
-        ("crabtalk-cron", "components/cron"),
-    ]
-    .iter()
-    .map(|(_, dir)| {
+    // One build of the whole workspace, not one `cargo install` each.
+    assert_eq!(
+        sandbox.cargo_calls(),
         vec![
-            "install".to_owned(),
-            "--path".to_owned(),
-            root.join(dir).display().to_string(),
-            "--locked".to_owned(),
-            "--target-dir".to_owned(),
-            target.clone(),
+            [
+                "build",
+                "--release",
+                "--workspace",
+                "--bins",
+                "--locked",
+                "--message-format=json-render-diagnostics"
+            ]
+            .map(String::from)
+            .to_vec()
         ]
-    })
-    .collect();
-    assert_eq!(sandbox.cargo_calls(), expected);
+    );
     assert!(
-        said.contains(&format!("building once in {target}")),
+        said.contains(&format!(
+            "building 6 (crabup, tui, daemon, telegram, search, cron) from {} in one cargo build",
+            root.display()
+        )),
         "{said}"
     );
-    assert!(said.contains("[6/6] crabtalk-cron installed in"), "{said}");
+    // Each built binary installed into $CARGO_HOME/bin and recorded.
+    let built = sandbox.dir.path().join("shim-target/release");
+    let records: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(sandbox.cargo_home.join(".crabup-installs.json")).unwrap(),
+    )
+    .unwrap();
+    for binary in [
+        "crabup",
+        "crabtalk-tui",
+        "crabtalkd",
+        "crabtalk-telegram",
+        "crabtalk-search",
+        "crabtalk-cron",
+    ] {
+        let installed = sandbox.cargo_home.join("bin").join(binary);
+        assert_eq!(
+            std::fs::read(&installed).unwrap(),
+            std::fs::read(built.join(binary)).unwrap(),
+            "{binary}"
+        );
+        assert!(
+            said.contains(&format!("{binary} installed in {}", installed.display())),
+            "{said}"
+        );
+        let record = &records["binaries"][binary];
+        assert_eq!(record["version"], env!("CARGO_PKG_VERSION"), "{records}");
+        assert_eq!(
+            record["source"],
+            format!("path+file://{}", root.display()),
+            "{records}"
+        );
+    }
     for name in ["daemon", "telegram", "search", "cron"] {
         assert_eq!(sandbox.ps_row(name)["state"], "running", "{name}");
         assert!(sandbox.ok(&[name, "stop"]).contains("stopped"));

@@ -47,7 +47,7 @@ fn help_explains_every_command() {
         ),
         (&["up", "--help"], &["--path"]),
         (&["rm", "--help"], &["Stop", "cargo uninstall", "stay"]),
-        (&["update", "--help"], &["Reinstall", "features"]),
+        (&["update", "--help"], &["crabup's own version", "features"]),
         (&["list", "--help"], &["versions", "CARGO_HOME"]),
         (&["daemon", "status", "--help"], &["exit code 3"]),
         (&["doctor", "--help"], &["linger"]),
@@ -290,14 +290,18 @@ fn doctor_reports_each_check_and_fails_only_on_real_problems() {
         text.contains("[warn] run files") && text.contains("search.pid"),
         "{text}"
     );
-    // Without cargo the check fails, and so does doctor.
+    // Without cargo the check warns: release binaries need no cargo,
+    // building from source does.
     let mut no_cargo = Sandbox::new();
     let empty = no_cargo.dir.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     no_cargo.path_override = Some(empty.display().to_string());
     let out = no_cargo.crabup(&["doctor"]);
-    assert!(!out.status.success());
-    assert!(stdout(&out).contains("[FAIL] cargo"), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("[warn] cargo") && text.contains("https://rustup.rs"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -17,6 +17,7 @@ mod first_run;
 mod logs;
 mod ps_health;
 mod quick_start;
+mod releases;
 mod restart_rule;
 mod search_service;
 mod strangers;

@@ -1,5 +1,6 @@
 //! A sandbox per test: a temp `CRABTALK_HOME`, a temp `CARGO_HOME`, the
-//! process backend forced, and optionally a `cargo` shim that records its
+//! process backend forced, no release server (`CRABUP_DIST_SERVER` is an
+//! empty local folder unless a test serves one), and optionally a `cargo` shim that records its
 //! arguments instead of installing anything.
 
 use std::path::{Path, PathBuf};
@@ -28,6 +29,10 @@ pub(crate) struct Sandbox {
     pub path_prefix: Vec<PathBuf>,
     /// Replace PATH entirely (to hide cargo).
     pub path_override: Option<String>,
+    /// `CRABUP_DIST_SERVER`; by default a local folder with no releases,
+    /// so no test reaches the network and `pull` builds with cargo (the
+    /// shim, when there is one).
+    pub dist_server: Option<String>,
 }
 
 /// Services a test started with the process backend end with the test,
@@ -75,21 +80,26 @@ impl Sandbox {
             cargo_home,
             path_prefix: Vec::new(),
             path_override: None,
+            dist_server: None,
         }
     }
 
     /// Puts a `cargo` first on PATH that appends its arguments (one per
-    /// line, then `--`) to [`Sandbox::cargo_calls`]'s file.
+    /// line, then `--`) to [`Sandbox::cargo_calls`]'s file; its `cargo
+    /// build` makes each family binary as a fake service and says so in
+    /// cargo's JSON messages.
     pub(crate) fn with_cargo_shim(mut self) -> Self {
         let shim = self.dir.path().join("shim");
         std::fs::create_dir_all(&shim).unwrap();
         let log = self.dir.path().join("cargo-calls");
+        let built = self.dir.path().join("shim-target/release");
         script(
             &shim.join("cargo"),
             &format!(
-                "for a in \"$@\"; do printf '%s\\n' \"$a\" >> '{}'; done\necho -- >> '{}'\n",
+                "for a in \"$@\"; do printf '%s\\n' \"$a\" >> '{}'; done\necho -- >> '{}'\n{}",
                 log.display(),
-                log.display()
+                log.display(),
+                build_branch(&built)
             ),
         );
         self.path_prefix.push(shim);
@@ -136,13 +146,25 @@ impl Sandbox {
     }
 
     pub(crate) fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_crabup"));
+        self.command_of(Path::new(env!("CARGO_BIN_EXE_crabup")), args)
+    }
+
+    /// [`Sandbox::command`] of another crabup executable (a copy the test
+    /// installed).
+    pub(crate) fn command_of(&self, crabup: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(crabup);
         command
             .args(args)
             .env("CRABTALK_HOME", &self.home)
             .env("CARGO_HOME", &self.cargo_home)
             .env("CRABTALK_SERVICE_MANAGER", "process")
             .env("PATH", self.path())
+            .env(
+                "CRABUP_DIST_SERVER",
+                self.dist_server.clone().unwrap_or_else(|| {
+                    format!("file://{}", self.dir.path().join("no-releases").display())
+                }),
+            )
             .env_remove("RUST_LOG")
             .stdin(Stdio::null());
         command
@@ -247,6 +269,17 @@ impl Sandbox {
 pub(crate) fn kill(pid: u32, signal: i32) {
     // SAFETY: kill(2) on a process a test's sandbox started.
     unsafe { libc::kill(pid as i32, signal) };
+}
+
+/// The shim's `cargo build`: each family binary made in `out` as a fake
+/// service (runs until SIGTERM), announced on stdout as cargo's JSON
+/// messages announce what they built.
+fn build_branch(out: &Path) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    let out = out.display();
+    format!(
+        "if [ \"$1\" = build ]; then\n  mkdir -p '{out}'\n  for b in crabup crabtalk-tui crabtalkd crabtalk-telegram crabtalk-search crabtalk-cron; do\n    printf '#!/bin/sh\\n{NO_CHECK_PRINTF}trap \"exit 0\" TERM\\nwhile :; do sleep 0.05; done\\n' > '{out}'/$b\n    chmod +x '{out}'/$b\n    printf '{{\"reason\":\"compiler-artifact\",\"package_id\":\"path+file:///shim#%s@{version}\",\"target\":{{\"kind\":[\"bin\"],\"name\":\"%s\"}},\"executable\":\"%s\"}}\\n' $b $b '{out}'/$b\n  done\nfi\n"
+    )
 }
 
 /// What a fake service binary does with `check` (which crabup runs before

@@ -62,7 +62,12 @@ pub(super) fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
                 format!("{} ({version})", cargo.display()),
             );
         }
-        None => report.line(Verdict::Fail, "cargo", crate::cargo::NO_CARGO),
+        None => report.line(
+            Verdict::Warn,
+            "cargo",
+            "not found: prebuilt binaries come from the release without it; building from \
+             source (--from-source, --path, --git) needs Rust from https://rustup.rs",
+        ),
     }
 
     let bin = ctx.cargo.bin_dir();
@@ -201,15 +206,28 @@ pub(super) fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
 /// Installed family binaries whose version differs from crabup's own: a
 /// daemon of another release may not understand the units crabup writes.
 fn versions_check(ctx: &Context, report: &mut Report) {
-    let Ok(installed) = ctx.cargo.installed() else {
-        return;
-    };
-    let differing: Vec<String> = installed
-        .iter()
-        .filter(|i| crate::names::is_family_crate(&i.name))
-        .filter(|i| !crate::names::matches_family(&i.version))
-        .map(|i| format!("{} {}", i.name, i.version))
-        .collect();
+    let ours = crate::installs::Installs::load(ctx.cargo.home()).unwrap_or_default();
+    let mut differing: Vec<String> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for (binary, record) in &ours.binaries {
+        let path = ctx.cargo.bin_dir().join(crate::cargo::exe(binary));
+        if ours.current(binary, &path).is_none() {
+            continue;
+        }
+        seen.push(binary.clone());
+        if !crate::names::matches_family(&record.version) {
+            differing.push(format!("{} {}", record.package, record.version));
+        }
+    }
+    let installed = ctx.cargo.installed().unwrap_or_default();
+    differing.extend(
+        installed
+            .iter()
+            .filter(|i| crate::names::is_family_crate(&i.name))
+            .filter(|i| !i.bins.iter().all(|bin| seen.contains(bin)))
+            .filter(|i| !crate::names::matches_family(&i.version))
+            .map(|i| format!("{} {}", i.name, i.version)),
+    );
     if differing.is_empty() {
         return;
     }
