@@ -1,6 +1,6 @@
-//! The README's quick start, followed literally: `up --path <checkout>`
-//! really builds and installs the family with `cargo install` into a temp
-//! `CARGO_HOME` (crabup, crabtalk-tui, crabtalkd, crabtalk-cron,
+//! The README's quick start from a checkout: `up --path <checkout>` really
+//! builds the family with one `cargo build --release --workspace --bins`
+//! and installs it into a temp `CARGO_HOME` (crabup, crabtalk-tui, crabtalkd, crabtalk-cron,
 //! crabtalk-search), starts the services, and then the commands the README
 //! gives next work — `crabup ps`, `crabtalk-tui -p "hello"` (against the
 //! scripted model, configured in `config.toml`), `crabup daemon logs`.
@@ -49,7 +49,7 @@ fn the_readme_quick_start_installs_the_family_and_crabtalk_tui_answers_hello() {
     )
     .unwrap();
 
-    // `cargo run --release -p crabup -- up --path .`
+    // `target/release/crabup up --path .`
     let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let out =
         quick_builds(&mut sandbox.command(&["up", "--path", &checkout.display().to_string()]))

@@ -463,3 +463,50 @@ fn update_moves_a_release_install_of_another_version_to_crabup_s() {
     let out = sandbox.ok(&["update"]);
     assert!(out.contains("is crabup's version already"), "{out}");
 }
+
+#[test]
+fn the_installer_script_installs_a_verified_crabup_without_rust() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dist/crabup-installer.sh");
+    let server = ReleaseServer::of(release());
+    let sandbox = sandbox_of(&server);
+    let run = || {
+        std::process::Command::new("sh")
+            .arg(&script)
+            .env("CRABUP_DIST_SERVER", &server.url)
+            .env("CRABUP_VERSION", VERSION)
+            .env("CARGO_HOME", &sandbox.cargo_home)
+            .env("PATH", sandbox.path())
+            .output()
+            .unwrap()
+    };
+    let installed = sandbox.cargo_home.join("bin/crabup");
+
+    // A tampered archive: refused, nothing put in place.
+    let name = archive("crabup");
+    let good = server.bytes(&name);
+    let mut tampered = good.clone();
+    let middle = tampered.len() / 2;
+    tampered[middle] ^= 0x55;
+    server.set(&name, Answer::Bytes(tampered));
+    let out = run();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("checksum mismatch"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!installed.exists());
+
+    server.set(&name, Answer::Bytes(good));
+    let out = run();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        Sha256::of_file(&installed).unwrap(),
+        Sha256::of_file(Path::new(env!("CARGO_BIN_EXE_crabup"))).unwrap()
+    );
+    assert!(
+        stderr(&out).contains(&format!("installed crabup {VERSION}")),
+        "{}",
+        stderr(&out)
+    );
+}
