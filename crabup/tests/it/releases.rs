@@ -19,7 +19,9 @@ use crabtalk_dist::manifest::Manifest;
 use crabtalk_dist::pack::Packer;
 use crabtalk_dist::{HOST_TARGET, Sha256};
 
-use crate::support::{Sandbox, stderr, stdout};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon};
+
+use crate::support::{Sandbox, built, stderr, stdout};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -125,31 +127,36 @@ fn serve(mut stream: TcpStream, answers: &Mutex<HashMap<String, Answer>>) {
     let _ = stream.flush();
 }
 
-/// The release of this build's `crabtalkd` and `crabup`, packed once per
-/// test run as the release workflow packs them.
+/// The release of this build's `crabtalkd`, `crabup` and `crabtalk-tui`,
+/// packed once per test run as the release workflow packs them.
 fn release() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("release-v{VERSION}-{}", std::process::id()));
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let ours = format!("release-v{VERSION}-{}", std::process::id());
+        // Releases of earlier runs whose process is gone are removed.
+        for entry in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix("release-v")
+                .and_then(|rest| rest.rsplit_once('-'))
+                .map(|(_, pid)| pid.to_owned());
+            if pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let dir = tmp.join(ours);
         let _ = std::fs::remove_dir_all(&dir);
         let mut packer = Packer::new(HOST_TARGET, &dir);
         packer.preset = 0;
         let mut manifest = Manifest::new(VERSION);
-        packer
-            .pack(
-                "crabtalkd",
-                &crabtalk_testkit::daemon_binary(),
-                &mut manifest,
-            )
-            .unwrap();
-        packer
-            .pack(
-                "crabup",
-                Path::new(env!("CARGO_BIN_EXE_crabup")),
-                &mut manifest,
-            )
-            .unwrap();
+        for (program, binary) in [
+            ("crabtalkd", crabtalk_testkit::daemon_binary()),
+            ("crabup", PathBuf::from(env!("CARGO_BIN_EXE_crabup"))),
+            ("crabtalk-tui", built("crabtalk-tui")),
+        ] {
+            packer.pack(program, &binary, &mut manifest).unwrap();
+        }
         std::fs::write(dir.join("dist-manifest.json"), manifest.to_json()).unwrap();
         dir
     })
@@ -219,11 +226,25 @@ fn pull_installs_the_verified_release_binary_and_the_daemon_runs_it() {
         .unwrap_or_else(|| panic!("{list}"));
     assert!(row.contains(VERSION) && row.contains("release"), "{list}");
 
-    // The service runs the installed file.
+    // The service units run the installed file.
+    let unit = sandbox.ok(&["daemon", "unit", "--manager", "systemd"]);
+    assert!(
+        unit.contains(&format!("ExecStart=\"{}\" \"run\"", installed.display())),
+        "{unit}"
+    );
+
+    // The service runs it, and the client pulled the same way talks to it.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let llm = runtime.block_on(ScriptedLlm::start());
+    llm.set_default(Reply::text("Hello from the scripted model."));
     std::fs::create_dir_all(&sandbox.home).unwrap();
     std::fs::write(
         sandbox.home.join("config.toml"),
-        "[transport]\ntcp = \"127.0.0.1:0\"\n",
+        TestDaemon::config_for(&llm.base_url()),
     )
     .unwrap();
     sandbox.ok(&["daemon", "start"]);
@@ -233,6 +254,22 @@ fn pull_installs_the_verified_release_binary_and_the_daemon_runs_it() {
     assert_eq!(
         std::fs::read_link(format!("/proc/{pid}/exe")).unwrap(),
         installed.canonicalize().unwrap()
+    );
+    let pulled = sandbox.ok(&["pull", "tui"]);
+    let tui = sandbox.cargo_home.join("bin/crabtalk-tui");
+    assert!(tui.is_file(), "{pulled}");
+    let reply = std::process::Command::new(&tui)
+        .args(["-p", "hello"])
+        .env("CRABTALK_HOME", &sandbox.home)
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&reply).contains("Hello from the scripted model."),
+        "{}{}",
+        stdout(&reply),
+        stderr(&reply)
     );
     sandbox.ok(&["daemon", "stop"]);
 }
