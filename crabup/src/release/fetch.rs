@@ -17,7 +17,8 @@ use super::progress::Progress;
 /// How long the server may send nothing (no answer, no bytes) before the
 /// download fails, unless `CRABUP_HTTP_TIMEOUT_SECS` says otherwise.
 const STALL: Duration = Duration::from_secs(30);
-/// The variable that sets [`STALL`] in seconds.
+/// The variable that sets how long the server may stay silent, in
+/// seconds (default 30).
 pub const STALL_ENV: &str = "CRABUP_HTTP_TIMEOUT_SECS";
 /// How long connecting may take.
 const CONNECT: Duration = Duration::from_secs(15);

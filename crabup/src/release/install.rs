@@ -77,6 +77,15 @@ pub fn install_from_release(
         .checksum_file
         .clone()
         .unwrap_or_else(|| checksum_name(&archive.name));
+    // Names from the manifest become URLs: one file of this release each.
+    for name in [&archive.name, &checksum_file] {
+        if !plain_file_name(name) {
+            return Err(PullError::BadManifest {
+                url: manifest_url.clone(),
+                detail: format!("{name:?} is not a file name of this release"),
+            });
+        }
+    }
     let checksum_url = server.url(version, &checksum_file);
     let text = fetcher
         .get_small(&checksum_url, MAX_CHECKSUM_BYTES)
@@ -178,6 +187,16 @@ pub fn install_from_release(
     })
 }
 
+/// Whether `name` names a file in the release's folder: no folder part,
+/// nothing hidden, nothing a URL would read as more.
+fn plain_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))
+}
+
 /// A file the manifest lists but the server does not have.
 fn incomplete(err: PullError) -> PullError {
     match err {
@@ -277,6 +296,24 @@ pub fn aside_path(exe: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_plain_names_from_the_manifest_become_urls() {
+        assert!(plain_file_name("crabtalkd-x86_64-unknown-linux-gnu.tar.xz"));
+        assert!(plain_file_name("crabup-aarch64-apple-darwin.tar.xz.sha256"));
+        for hostile in [
+            "",
+            "../crabup.tar.xz",
+            "a/b.tar.xz",
+            "a\\b.tar.xz",
+            ".hidden",
+            "x.tar.xz?y=1",
+            "x.tar.xz#y",
+            "%2e%2e/x",
+        ] {
+            assert!(!plain_file_name(hostile), "{hostile}");
+        }
+    }
 
     #[test]
     fn a_running_executable_is_moved_aside_then_replaced() {
