@@ -66,7 +66,7 @@ pub fn filter_of(directives: &str) -> Result<Targets, String> {
 }
 
 /// The filter without `RUST_LOG`: the level of `verbosity` in `mode`,
-/// with [`QUIET_TARGETS`] held to warnings unless `-v` asks for more.
+/// with the quiet targets (dependencies that chatter) held to warnings unless `-v` asks for more.
 pub fn default_filter(verbosity: Verbosity, mode: Mode) -> Targets {
     let level = verbosity.filter_for(mode);
     let directives = if verbosity.verbose == 0 {

@@ -13,7 +13,7 @@
 //!
 //! How `stop` differs from a crash: `stop` signals the *supervisor*
 //! (SIGTERM). The supervisor then stops the service itself — SIGTERM, up
-//! to [`STOP_TIMEOUT`](super::STOP_TIMEOUT), then SIGKILL — removes the
+//! to [`STOP_TIMEOUT`], then SIGKILL — removes the
 //! pid file and exits; nothing is restarted. A service that dies on its
 //! own is the supervisor's child exiting without that signal.
 //!

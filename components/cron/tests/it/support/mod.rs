@@ -67,12 +67,19 @@ impl Setup {
             .port
     }
 
-    /// What the running service answers at `GET /health`.
+    /// What the running service answers the owner at `GET /health` (a
+    /// stranger is told only that it is alive).
     pub(crate) fn health(&self) -> serde_json::Value {
         use std::io::{Read, Write};
+        let token = crabtalk_home::token::read_token(&self.home()).unwrap();
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.cron_port())).unwrap();
         stream
-            .write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            .write_all(
+                format!(
+                    "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\r\n"
+                )
+                .as_bytes(),
+            )
             .unwrap();
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
