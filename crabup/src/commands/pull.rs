@@ -174,7 +174,7 @@ pub(super) fn install(
             version,
             &dest,
             Some(ctx.cargo.home()),
-            false,
+            is_this_crabup(&dest),
         ) {
             Ok(installed) => {
                 println!(
@@ -237,6 +237,13 @@ fn cargo_install(
         Installs::forget(ctx.cargo.home(), binary)?;
     }
     Ok(())
+}
+
+/// Whether `path` is the crabup running now (`pull crabup` from
+/// `$CARGO_HOME/bin`): Windows must move it aside to replace it.
+fn is_this_crabup(path: &std::path::Path) -> bool {
+    let this = std::env::current_exe().and_then(|exe| exe.canonicalize());
+    this.is_ok_and(|this| path.canonicalize().is_ok_and(|path| path == this))
 }
 
 /// Says once how to run the installed binaries by name, when their folder
