@@ -427,11 +427,18 @@ fn self_update_replaces_crabup_with_the_verified_release() {
     // A crabup in $CARGO_HOME/bin that differs from the release's (the
     // same program with bytes after it, which still runs).
     let installed = sandbox.cargo_home.join("bin/crabup");
-    let mut bytes = std::fs::read(env!("CARGO_BIN_EXE_crabup")).unwrap();
-    bytes.extend_from_slice(b"an older build");
-    std::fs::write(&installed, &bytes).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&installed, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Written by a child process: a file this process had open for writing
+    // could be held by another test's fork and not run ("text file busy").
+    let copied = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("cp \"$1\" \"$2\" && printf 'an older build' >> \"$2\" && chmod 755 \"$2\"")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_crabup"))
+        .arg(&installed)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let bytes = std::fs::read(&installed).unwrap();
 
     // A tampered archive first: nothing is replaced.
     let name = archive("crabup");
