@@ -510,7 +510,7 @@ fn update_moves_a_release_install_of_another_version_to_crabup_s() {
 
 #[test]
 fn the_installer_script_installs_a_verified_crabup_without_rust() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dist/crabup-installer.sh");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/crabup-installer.sh");
     let server = ReleaseServer::of(release());
     let sandbox = sandbox_of(&server);
     let run = || {
