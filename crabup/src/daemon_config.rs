@@ -17,7 +17,8 @@ use crabtalk_home::Home;
 /// What `crabtalkd check` said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigVerdict {
-    /// The daemon would take every file; its one-line summary.
+    /// The daemon would take every file; its one-line summary (the first
+    /// line: what follows lists the providers by name, RFC 0023).
     Fine(String),
     /// The daemon would refuse a file: every problem, one per line.
     Refused(String),
@@ -46,7 +47,7 @@ pub fn check(binary: &Path, home: &Home) -> ConfigVerdict {
         .unwrap_or(&stderr)
         .to_owned();
     match output.status.code() {
-        Some(0) => ConfigVerdict::Fine(stdout),
+        Some(0) => ConfigVerdict::Fine(stdout.lines().next().unwrap_or_default().to_owned()),
         Some(REFUSED) => ConfigVerdict::Refused(stderr),
         _ if stderr.contains("unrecognized subcommand") => ConfigVerdict::Unavailable(format!(
             "{} has no `check` command (an older crabtalkd; `crabup pull daemon` updates it)",

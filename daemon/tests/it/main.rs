@@ -14,6 +14,7 @@ mod mcp_reliability;
 mod memory_tools;
 mod misbehaving_clients;
 mod operations;
+mod presets;
 mod recovery;
 mod reload;
 mod resilience;
