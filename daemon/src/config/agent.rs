@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::load::{ConfigError, parse_toml, served_list, unknown_key_problems};
+use super::load::{ConfigError, PRESET_HINT, parse_toml, served_list, unknown_key_problems};
 use super::problem::{KeyPath, Problem};
 use super::{REDACTED, ServedModels, UnknownKey};
 
@@ -435,7 +435,7 @@ impl AgentStore {
                 &text,
                 &KeyPath::keys(&["model"]),
                 format!(
-                    "model {model:?} is not served by any provider; the providers list {} (or remove `model` to use the default model)",
+                    "model {model:?} is not served by any provider; the providers list {} (or remove `model` to use the default model); {PRESET_HINT}",
                     served_list(served)
                 ),
             ));

@@ -185,7 +185,7 @@ impl DaemonConfig {
             problems.push(at(
                 KeyPath::keys(&["default_model"]),
                 format!(
-                    "default_model {model:?} is not served by any provider; the providers list {}",
+                    "default_model {model:?} is not served by any provider; the providers list {}; {PRESET_HINT}",
                     served_list(&served)
                 ),
             ));
@@ -224,10 +224,12 @@ pub(crate) fn served_list(served: &super::ServedModels) -> String {
     } else {
         served.names.iter().cloned().collect::<Vec<_>>().join(", ")
     };
-    format!(
-        "{names} (or name a preset's model, like \"groq/llama-3.3-70b-versatile\"; `crabtalkd check` lists the presets)"
-    )
+    names
 }
+
+/// The end of a message about a model nobody serves: presets serve models
+/// by prefix.
+pub(crate) const PRESET_HINT: &str = "a preset's model, like \"groq/llama-3.3-70b-versatile\", is served too (`crabtalkd check` lists the presets)";
 
 #[cfg(test)]
 mod tests {

@@ -112,6 +112,20 @@ pub struct McpSettings {
     pub restart: RestartPolicy,
 }
 
+impl From<&crate::config::McpConfig> for McpSettings {
+    fn from(config: &crate::config::McpConfig) -> Self {
+        let first = Duration::from_millis(config.restart_backoff_ms.max(10));
+        Self {
+            call_timeout: Duration::from_secs(config.call_timeout_secs.max(1)),
+            connect_timeout: Duration::from_secs(config.connect_timeout_secs.max(1)),
+            restart: RestartPolicy {
+                first,
+                max: Duration::from_millis(config.restart_backoff_max_ms).max(first),
+            },
+        }
+    }
+}
+
 struct Entry {
     peer: Arc<Peer>,
     /// The agents that declare it; empty for a component.
@@ -188,6 +202,9 @@ impl McpHub {
                     entry.peer.name
                 );
                 entry.peer.stop();
+                entry
+                    .peer
+                    .announce_stopped(&self.events, "no agent declares it any more");
             }
             keep
         });
@@ -233,6 +250,10 @@ impl McpHub {
             if !keep {
                 tracing::info!("component {} is gone", entry.peer.name);
                 entry.peer.stop();
+                entry.peer.announce_stopped(
+                    &self.events,
+                    "the component is gone (its port file was removed)",
+                );
             }
             keep
         });
@@ -353,6 +374,47 @@ impl McpHub {
                 Some((peer, tool))
             })?;
         Some(async move { peer.call(&tool, arguments, &caller, timeout).await })
+    }
+
+    /// The tools of every connected component, component by component
+    /// (sorted by name): what `crabtalkd mcp` offers a host.
+    pub fn component_tools(&self) -> Vec<(String, Vec<RemoteTool>)> {
+        self.entries
+            .lock()
+            .values()
+            .filter(|entry| matches!(entry.peer.origin, Origin::Component { .. }))
+            .map(|entry| (entry.peer.name.clone(), entry.peer.tools()))
+            .filter(|(_, tools)| !tools.is_empty())
+            .collect()
+    }
+
+    /// Calls the tool `tool` (the component's own name for it) of the
+    /// component `component` for `caller`: the component's own result, or
+    /// what went wrong in words; `None` if the component has no such tool
+    /// now.
+    pub fn call_component(
+        &self,
+        component: &str,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        caller: Caller,
+    ) -> Option<impl Future<Output = Result<rmcp::model::CallToolResult, String>> + Send + 'static>
+    {
+        let timeout = self.settings.lock().call_timeout;
+        let (peer, tool) = self.entries.lock().values().find_map(|entry| {
+            if !matches!(entry.peer.origin, Origin::Component { .. })
+                || entry.peer.name != component
+            {
+                return None;
+            }
+            let tool = entry
+                .peer
+                .tools()
+                .into_iter()
+                .find(|found| found.name == tool)?;
+            Some((entry.peer.clone(), tool))
+        })?;
+        Some(async move { peer.call_result(&tool, arguments, &caller, timeout).await })
     }
 
     /// Every server, or those `agent` declares (plus components), as the
