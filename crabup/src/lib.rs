@@ -11,6 +11,7 @@ pub mod cli;
 pub mod commands;
 pub mod context;
 pub mod daemon_config;
+pub mod mcp;
 pub mod names;
 pub mod providers;
 pub mod reach;
