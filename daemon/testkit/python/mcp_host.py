@@ -16,7 +16,9 @@ Scenarios:
              contains --until, cancel the call (the SDK sends
              notifications/cancelled), then ask_agent --then on the same
              conversation and report its result
-  call       tools/list, then call tool --tool with the JSON --arguments
+  call       tools/list until it lists --tool (a component's tools come a
+             moment after the handshake), then call it with the JSON
+             --arguments
 
 Needs the `mcp` package (`python3 -m pip install mcp`).
 """
@@ -116,7 +118,14 @@ async def cancel(args, session, report):
 
 
 async def call(args, session, report):
-    tools = await session.list_tools()
+    # A component's tools appear once the bridge has connected to it,
+    # which may be a moment after the handshake: list until it is there.
+    with anyio.fail_after(PATIENCE):
+        while True:
+            tools = await session.list_tools()
+            if any(tool.name == args.tool for tool in tools.tools):
+                break
+            await anyio.sleep(0.05)
     report["tools"] = [dump(tool) for tool in tools.tools]
     with anyio.fail_after(PATIENCE):
         result = await session.call_tool(args.tool, json.loads(args.arguments))
