@@ -10,17 +10,17 @@
 //!
 //! What a host gets:
 //!
-//! - `ask_agent` ([`ask`]): a turn on the daemon, its text and tool calls
+//! - `ask_agent` (`ask.rs`): a turn on the daemon, its text and tool calls
 //!   streamed as MCP progress notifications, the reply as the result. The
 //!   host's `notifications/cancelled` kills the turn (`KillMsg`). A
 //!   question the agent asks (`ask_user`) becomes an MCP elicitation when
-//!   the host declared it can answer one ([`questions`]); else the result
+//!   the host declared it can answer one (`questions.rs`); else the result
 //!   says what the agent asked.
 //! - `list_agents`, `list_conversations`, `search_sessions`, `recall` and
-//!   `remember` ([`own_tools`]), through the protocol operations of the
+//!   `remember` (`own_tools.rs`), through the protocol operations of the
 //!   same names.
 //! - Every running component's tools under their own names (`web_search`,
-//!   `cron_add`, `telegram_send`, …) ([`components`]): found in
+//!   `cron_add`, `telegram_send`, …) (`components.rs`): found in
 //!   `run/*.port` by the daemon's own discovery and connected with the
 //!   owner's token, exactly as the daemon connects to them. A component
 //!   that is not running has no tools listed; when components come and go

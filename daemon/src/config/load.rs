@@ -219,12 +219,11 @@ fn token_problem(token: &str) -> Option<String> {
 
 /// The served models for a message.
 pub(crate) fn served_list(served: &super::ServedModels) -> String {
-    let names = if served.names.is_empty() {
+    if served.names.is_empty() {
         "no models".to_owned()
     } else {
         served.names.iter().cloned().collect::<Vec<_>>().join(", ")
-    };
-    names
+    }
 }
 
 /// The end of a message about a model nobody serves: presets serve models
