@@ -39,6 +39,11 @@ pub(super) const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 /// Gathered text is sent when nothing else happened for this long.
 const TEXT_PAUSE: Duration = Duration::from_millis(250);
 
+/// The most of a reply the result holds; the rest is counted, not kept
+/// (the whole reply is in the conversation). Model output is not ours to
+/// trust with the bridge's memory.
+const MAX_REPLY_BYTES: usize = 1024 * 1024;
+
 /// How long a killed turn is given to end before the call returns anyway.
 const KILL_GRACE: Duration = Duration::from_secs(5);
 
@@ -86,7 +91,7 @@ struct Outcome {
     /// The agent that answered (the daemon resolves an empty one).
     agent: String,
     /// The text since the last tool call: the reply.
-    reply: String,
+    reply: ReplyText,
     /// Questions nobody could answer.
     unanswered: Vec<String>,
     error: Option<String>,
@@ -258,7 +263,7 @@ impl Turn<'_> {
                 }
             }
             Event::Chunk(chunk) => {
-                self.outcome.reply.push_str(&chunk.content);
+                self.outcome.reply.push(&chunk.content);
                 self.progress.text(&chunk.content).await;
             }
             Event::ThinkingStart(_) => self.progress.step("thinking…".into()).await,
@@ -380,7 +385,7 @@ impl Turn<'_> {
     /// turn's error.
     fn result(&self) -> CallToolResult {
         let outcome = &self.outcome;
-        let mut text = outcome.reply.trim().to_owned();
+        let mut text = outcome.reply.shown();
         if !outcome.unanswered.is_empty() {
             if !text.is_empty() {
                 text.push_str("\n\n");
@@ -410,6 +415,50 @@ impl Turn<'_> {
             }
             None => CallToolResult::success(vec![ContentBlock::text(text)]),
         }
+    }
+}
+
+/// A reply as it streams in, kept up to [`MAX_REPLY_BYTES`].
+#[derive(Debug, Default)]
+struct ReplyText {
+    text: String,
+    /// Bytes past the limit, not kept.
+    dropped: usize,
+}
+
+impl ReplyText {
+    fn push(&mut self, piece: &str) {
+        let room = MAX_REPLY_BYTES.saturating_sub(self.text.len());
+        if piece.len() <= room && self.dropped == 0 {
+            self.text.push_str(piece);
+            return;
+        }
+        let mut end = room.min(piece.len());
+        while !piece.is_char_boundary(end) {
+            end -= 1;
+        }
+        if self.dropped == 0 {
+            self.text.push_str(&piece[..end]);
+            self.dropped += piece.len() - end;
+        } else {
+            self.dropped += piece.len();
+        }
+    }
+
+    fn clear(&mut self) {
+        *self = Self::default();
+    }
+
+    /// The reply as the result shows it.
+    fn shown(&self) -> String {
+        let mut shown = self.text.trim().to_owned();
+        if self.dropped > 0 {
+            shown.push_str(&format!(
+                "\n[… {} more bytes of the reply are not shown here; the whole reply is kept in the conversation]",
+                self.dropped
+            ));
+        }
+        shown
     }
 }
 
@@ -449,6 +498,29 @@ mod tests {
             args(serde_json::json!({"message": "hi", "agent": "crab", "conversation": "work"}))
                 .unwrap();
         assert_eq!(fine.problem(), None);
+    }
+
+    #[test]
+    fn a_huge_reply_is_kept_up_to_the_limit_and_the_rest_counted() {
+        let mut reply = ReplyText::default();
+        reply.push("é");
+        reply.push(&"x".repeat(MAX_REPLY_BYTES));
+        reply.push("tail");
+        let shown = reply.shown();
+        assert!(shown.len() < MAX_REPLY_BYTES + 200, "{}", shown.len());
+        assert!(shown.starts_with('é'));
+        assert!(
+            shown.ends_with(&format!(
+                "[… {} more bytes of the reply are not shown here; the whole reply is kept in the conversation]",
+                2 + 4
+            )),
+            "{}",
+            &shown[shown.len() - 150..]
+        );
+        reply.clear();
+        assert!(reply.shown().is_empty());
+        reply.push("  short ");
+        assert_eq!(reply.shown(), "short");
     }
 
     #[test]
