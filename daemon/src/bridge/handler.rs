@@ -1,6 +1,7 @@
 //! [`Bridge`]: the MCP server a host talks to.
 //!
-//! `tools/list` is the bridge's own tools, then every running component's;
+//! `tools/list` is the bridge's own tools, then every running component's
+//! (the components running when the bridge started are connected first);
 //! `tools/call` goes to the one that has the name. Once the host has said
 //! it is initialized, a task follows the component connections and sends
 //! `notifications/tools/list_changed` whenever the set of tool names
@@ -24,6 +25,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use tokio_util::sync::CancellationToken;
 
 use super::ask::failure;
 use super::daemon_client::DaemonConnection;
@@ -48,13 +50,15 @@ pub struct Bridge {
 
 impl Bridge {
     /// A bridge to the daemon of `home`, offering the components `hub`
-    /// connects to.
-    pub fn new(home: Home, hub: Arc<McpHub>) -> Self {
+    /// connects to; their tools are listed once `components_settled` is
+    /// cancelled.
+    pub fn new(home: Home, hub: Arc<McpHub>, components_settled: CancellationToken) -> Self {
         Self {
             shared: Arc::new(Shared {
                 daemon: DaemonConnection::new(home.clone()),
                 home,
                 hub,
+                components_settled,
                 host_gone: Arc::new(AtomicBool::new(false)),
             }),
         }
@@ -131,6 +135,7 @@ impl ServerHandler for Bridge {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.shared.components_settled.cancelled().await;
         let mut tools = own_tools::tool_list();
         tools.extend(
             components::current(&self.shared.hub)
@@ -160,6 +165,7 @@ impl ServerHandler for Bridge {
                 .unwrap_or_else(|| failure(format!("no tool {name}")))
                 .into());
         }
+        self.shared.components_settled.cancelled().await;
         let agent = self.shared.daemon.default_agent().await;
         let call = components::call(&self.shared.hub, &name, request.arguments, agent);
         let called = tokio::select! {

@@ -68,11 +68,27 @@ pub async fn run(home: Home, stop: CancellationToken) -> anyhow::Result<()> {
     // The components' HTTP client (rmcp over reqwest) needs a TLS provider
     // installed before it is built, as in the daemon.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let hub = McpHub::new(settings(&home));
+    let settings = settings(&home);
+    let connect_timeout = settings.connect_timeout;
+    let hub = McpHub::new(settings);
+    // The components running now are connected before the first
+    // `tools/list` is answered: a host that lists once and never follows
+    // `notifications/tools/list_changed` (the inspector's CLI, some hosts)
+    // still sees their tools. The handshake does not wait for them.
+    let mut discovery = Discovery::new(home.run_dir());
+    hub.set_components(discovery.scan());
+    let settled = CancellationToken::new();
+    tokio::spawn({
+        let hub = hub.clone();
+        let settled = settled.clone();
+        async move {
+            hub.settled(connect_timeout).await;
+            settled.cancel();
+        }
+    });
     let discovery_stop = stop.child_token();
-    let discovery =
-        tokio::spawn(Discovery::new(home.run_dir()).watch(hub.clone(), discovery_stop.clone()));
-    let bridge = Bridge::new(home, hub.clone());
+    let discovery = tokio::spawn(discovery.watch(hub.clone(), discovery_stop.clone()));
+    let bridge = Bridge::new(home, hub.clone(), settled);
     let host_gone = bridge.host_gone();
     let stdin = EofWatch {
         inner: tokio::io::stdin(),
@@ -115,6 +131,9 @@ fn settings(home: &Home) -> McpSettings {
 pub(crate) struct Shared {
     pub(crate) home: Home,
     pub(crate) hub: Arc<McpHub>,
+    /// Cancelled once the components found at start are connected (or
+    /// failed, or `[mcp] connect_timeout_secs` passed).
+    pub(crate) components_settled: CancellationToken,
     pub(crate) daemon: daemon_client::DaemonConnection,
     /// Set when the host closed our stdin: calls cancelled after it were
     /// not cancelled by the host, which is gone.

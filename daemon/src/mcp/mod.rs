@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crabtalk_proto::msg::{McpEventMsg, McpInfo, SourceKind};
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
 
@@ -482,6 +482,27 @@ impl McpHub {
             })
             .map(|entry| info(&entry.peer, &entry.owners))
             .collect()
+    }
+
+    /// Waits until no connection is still being made — each one is
+    /// connected or has failed — or `patience` has passed.
+    pub async fn settled(&self, patience: Duration) {
+        // Subscribed before the first look, so no change is missed.
+        let mut events = std::pin::pin!(self.subscribe());
+        let connecting = || {
+            self.entries
+                .lock()
+                .values()
+                .any(|entry| matches!(entry.peer.status(), Status::Connecting))
+        };
+        let _ = tokio::time::timeout(patience, async {
+            while connecting() {
+                if events.next().await.is_none() {
+                    return;
+                }
+            }
+        })
+        .await;
     }
 
     /// MCP lifecycle events from now on.

@@ -487,6 +487,35 @@ async fn components_tools_come_and_go_under_their_own_names() {
     );
 }
 
+/// A host that lists the tools once, right after the handshake, and
+/// never follows `notifications/tools/list_changed` still sees the tools
+/// of a component that was running when the bridge started.
+#[tokio::test]
+async fn a_component_running_at_start_is_in_the_first_tool_list() {
+    let (_llm, daemon) = setup().await;
+    let port_file = daemon.path().join("run").join("calc.port");
+    let _component = Component(
+        Command::new(example_binary("mcp_test_server"))
+            .arg("http")
+            .arg(&port_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    crabtalk_testkit::eventually("calc's port file", || port_file.exists()).await;
+    let bridge = bridge(&daemon, TestHost::new()).await;
+    let names: Vec<String> = bridge
+        .tools()
+        .await
+        .iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
+    assert!(names.iter().any(|name| name == "add"), "{names:?}");
+    let sum = bridge.call("add", json!({"a": 1, "b": 2})).await;
+    assert_eq!(text_of(&sum), "3");
+}
+
 #[tokio::test]
 async fn the_python_sdk_asks_an_agent_and_sees_progress_before_the_result() {
     let Some(python) = PythonHost::find("the_python_sdk_asks_an_agent") else {

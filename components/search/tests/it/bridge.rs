@@ -3,10 +3,10 @@
 //! engines served from fixtures, and the bridge found by the host as it
 //! is by the daemon — through `run/search.port`, with the owner's token.
 //! Driven by an rmcp client over the bridge's stdio, and by the official
-//! MCP Python SDK where the machine has it.
+//! MCP Python SDK and the MCP inspector's CLI where the machine has them.
 
 use crabtalk_testkit::bridge::{BridgeProcess, HostEvent, TestHost, text_of};
-use crabtalk_testkit::mcp_host::PythonHost;
+use crabtalk_testkit::mcp_host::{Inspector, PythonHost};
 use crabtalk_testkit::{ScriptedLlm, TestDaemon, daemon_binary};
 use serde_json::{Value, json};
 
@@ -129,4 +129,42 @@ async fn the_python_sdk_searches_the_web_through_the_bridge() {
         results[0]["url"],
         "https://doc.rust-lang.org/book/ch04-01-what-is-ownership.html"
     );
+}
+
+/// The inspector's CLI starts a bridge, lists once and calls at once: the
+/// search that was running before it is there from the first answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspector_searches_the_web_through_the_bridge() {
+    let test = "the_mcp_inspector_searches_the_web_through_the_bridge";
+    let Some(inspector) = Inspector::find(test) else {
+        return;
+    };
+    let (engines, _llm, daemon, service) = world().await;
+    let Some(called) = inspector
+        .run(
+            test,
+            &daemon_binary(),
+            daemon.path(),
+            &[
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "web_search",
+                "--tool-arg",
+                "query=rust ownership",
+            ],
+        )
+        .await
+    else {
+        return;
+    };
+    assert_ne!(called["isError"], true, "{called}\n{}", service.log());
+    let results = called["structuredContent"]["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{called}"));
+    assert_eq!(
+        results[0]["url"],
+        "https://doc.rust-lang.org/book/ch04-01-what-is-ownership.html"
+    );
+    assert!(engines.duckduckgo.hits() > 0);
 }
