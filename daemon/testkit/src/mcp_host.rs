@@ -24,7 +24,7 @@ use serde_json::Value;
 pub const REQUIRE_ENV: &str = "CRABTALK_REQUIRE_MCP_HOSTS";
 
 /// The inspector version the tests run through `npx`.
-pub const INSPECTOR_PACKAGE: &str = "@modelcontextprotocol/inspector@0.15.0";
+pub const INSPECTOR_PACKAGE: &str = "@modelcontextprotocol/inspector@2.12.0";
 
 /// How long fetching the inspector with `npx` may take on a first run.
 const FETCH_PATIENCE: Duration = Duration::from_secs(300);
@@ -75,7 +75,8 @@ impl PythonHost {
             Ok(out) if !out.status.success() => missing(
                 test,
                 format!(
-                    "{} has no `mcp` package; `{} -m pip install mcp` installs the MCP Python SDK",
+                    "{} has no `mcp` package; `{} -m pip install mcp` installs the MCP Python SDK \
+                     (or set CRABTALK_PYTHON to a Python that has it, such as a venv's)",
                     python.display(),
                     python.display()
                 ),
