@@ -45,6 +45,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use crabtalk_home::Home;
@@ -63,18 +64,27 @@ pub use self::handler::Bridge;
 /// sender `mcp` of the agent.
 pub const DEFAULT_CONVERSATION: &str = "mcp";
 
+/// The longest the first `tools/list` waits for the components running at
+/// start (less when `[mcp] connect_timeout_secs` is less): a component on
+/// this machine answers in milliseconds, and a host must not wait on one
+/// that hangs (the MCP SDKs give up on a request after about a minute, the
+/// doctor's check after 15 s). A slower one's tools come later, with
+/// `notifications/tools/list_changed`.
+const FIRST_LIST_PATIENCE: Duration = Duration::from_secs(5);
+
 /// Serves MCP on stdin/stdout until the host closes stdin or `stop`.
 pub async fn run(home: Home, stop: CancellationToken) -> anyhow::Result<()> {
     // The components' HTTP client (rmcp over reqwest) needs a TLS provider
     // installed before it is built, as in the daemon.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let settings = settings(&home);
-    let connect_timeout = settings.connect_timeout;
+    let patience = settings.connect_timeout.min(FIRST_LIST_PATIENCE);
     let hub = McpHub::new(settings);
     // The components running now are connected before the first
     // `tools/list` is answered: a host that lists once and never follows
     // `notifications/tools/list_changed` (the inspector's CLI, some hosts)
-    // still sees their tools. The handshake does not wait for them.
+    // still sees their tools. The handshake does not wait for them, and
+    // the list waits at most FIRST_LIST_PATIENCE.
     let mut discovery = Discovery::new(home.run_dir());
     hub.set_components(discovery.scan());
     let settled = CancellationToken::new();
@@ -82,7 +92,7 @@ pub async fn run(home: Home, stop: CancellationToken) -> anyhow::Result<()> {
         let hub = hub.clone();
         let settled = settled.clone();
         async move {
-            hub.settled(connect_timeout).await;
+            hub.settled(patience).await;
             settled.cancel();
         }
     });
@@ -132,7 +142,7 @@ pub(crate) struct Shared {
     pub(crate) home: Home,
     pub(crate) hub: Arc<McpHub>,
     /// Cancelled once the components found at start are connected (or
-    /// failed, or `[mcp] connect_timeout_secs` passed).
+    /// failed, or [`FIRST_LIST_PATIENCE`] passed).
     pub(crate) components_settled: CancellationToken,
     pub(crate) daemon: daemon_client::DaemonConnection,
     /// Set when the host closed our stdin: calls cancelled after it were

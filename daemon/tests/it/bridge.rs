@@ -516,6 +516,37 @@ async fn a_component_running_at_start_is_in_the_first_tool_list() {
     assert_eq!(text_of(&sum), "3");
 }
 
+/// A component that takes the connection and never answers does not hold
+/// the host's first tool list for the whole `[mcp] connect_timeout_secs`.
+#[tokio::test]
+async fn a_component_that_never_answers_does_not_hold_the_first_tool_list() {
+    let llm = ScriptedLlm::start().await;
+    let config = format!(
+        "{}\n[mcp]\nconnect_timeout_secs = 600\n",
+        TestDaemon::config_for(&llm.base_url())
+    );
+    let daemon = TestDaemon::start(daemon_binary(), &config).await;
+    // Accepts connections (the kernel does, from the backlog) and never
+    // reads or answers them.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    crabtalk_home::PortFile {
+        port: silent.local_addr().unwrap().port(),
+        pid: Some(std::process::id()),
+        started_at: None,
+    }
+    .write(&daemon.path().join("run").join("silent.port"))
+    .unwrap();
+    let bridge = bridge(&daemon, TestHost::new()).await;
+    let names: Vec<String> = bridge
+        .tools()
+        .await
+        .iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
+    assert_eq!(names, OWN_TOOLS);
+    drop(silent);
+}
+
 #[tokio::test]
 async fn the_python_sdk_asks_an_agent_and_sees_progress_before_the_result() {
     let Some(python) = PythonHost::find("the_python_sdk_asks_an_agent") else {
