@@ -11,6 +11,7 @@ pub mod cli;
 pub mod commands;
 pub mod config_check;
 pub mod context;
+pub mod mcp;
 pub mod names;
 pub mod providers;
 pub mod reach;
