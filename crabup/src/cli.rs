@@ -88,8 +88,11 @@ pub enum Command {
     /// from the release at crabup's own version.
     Up(UpArgs),
     /// Check this machine: cargo, PATH, the service manager, linger, stale
-    /// files, the daemon, provider keys.
+    /// files, the daemon, provider keys, the MCP bridge.
     Doctor,
+    /// Use your agents from an MCP host (Claude Desktop, Claude Code,
+    /// Cursor, Zed) through `crabtalkd mcp`.
+    Mcp(McpArgs),
     /// The daemon (crabtalkd).
     Daemon(ServiceArgs),
     /// The Telegram gateway (crabtalk-telegram).
@@ -191,6 +194,41 @@ pub struct UpArgs {
     /// even when installed), e.g. `crabup up --path .` in a clone.
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    pub action: McpAction,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum McpAction {
+    /// Print the entry that adds crabtalk to a host's MCP servers (the
+    /// absolute path of crabtalkd, `mcp`, and CRABTALK_HOME), and where the
+    /// host reads it from; with --write, merge it into that file.
+    Add {
+        /// The host.
+        #[arg(value_enum)]
+        host: McpHostArg,
+        /// Merge the entry into the host's configuration file (made if
+        /// missing), keeping its other entries, comments and layout.
+        #[arg(long)]
+        write: bool,
+    },
+}
+
+/// An MCP host crabup knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum McpHostArg {
+    /// Claude Desktop: claude_desktop_config.json.
+    ClaudeDesktop,
+    /// Claude Code: .mcp.json in the current folder (the project).
+    ClaudeCode,
+    /// Cursor: ~/.cursor/mcp.json.
+    Cursor,
+    /// Zed: settings.json, context_servers.
+    Zed,
 }
 
 #[derive(Debug, Args)]

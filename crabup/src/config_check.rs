@@ -19,7 +19,8 @@ use crabtalk_home::Home;
 /// What `<binary> check` said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigVerdict {
-    /// The service would take every file; its one-line summary.
+    /// The service would take every file; its one-line summary (the first
+    /// line: the daemon lists the providers by name after it, RFC 0023).
     Fine(String),
     /// The service would refuse a file: every problem, one per line.
     Refused(String),
@@ -60,7 +61,7 @@ pub fn check(service: &Service, binary: &Path, home: &Home) -> ConfigVerdict {
         .collect::<Vec<_>>()
         .join("\n");
     match output.status.code() {
-        Some(0) => ConfigVerdict::Fine(stdout),
+        Some(0) => ConfigVerdict::Fine(stdout.lines().next().unwrap_or_default().to_owned()),
         Some(REFUSED) => ConfigVerdict::Refused(stderr),
         _ if stderr.contains("unrecognized subcommand") => ConfigVerdict::Unavailable(format!(
             "{} has no `check` command (an older version; `crabup pull {}` updates it)",

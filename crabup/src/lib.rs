@@ -13,6 +13,7 @@ pub mod commands;
 pub mod config_check;
 pub mod context;
 pub mod installs;
+pub mod mcp;
 pub mod names;
 pub mod providers;
 pub mod reach;

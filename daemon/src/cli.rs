@@ -73,6 +73,15 @@ pub enum Command {
     /// Search past conversations.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Serve MCP over stdio to an MCP host (Claude Desktop, Claude Code,
+    /// Cursor, Zed, …): your agents (ask_agent, list_agents, recall, …) and
+    /// the tools of the running components, under one entry.
+    ///
+    /// A bridge to the daemon already running for this home, not a second
+    /// daemon: start the daemon first (`crabup daemon start`). Everything
+    /// the host does through it is done as you. `crabup mcp add <host>`
+    /// writes the host's configuration.
+    Mcp,
 }
 
 #[derive(Debug, Args, Default)]
@@ -191,6 +200,13 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn mcp_parses_with_the_global_flags() {
+        let cli = Cli::try_parse_from(["crabtalkd", "--home", "/tmp/h", "mcp", "-v"]).unwrap();
+        assert!(matches!(cli.command, Command::Mcp));
+        assert_eq!(cli.verbose, 1);
     }
 
     #[test]

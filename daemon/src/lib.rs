@@ -26,8 +26,11 @@
 //! 5. Edge. [`server`]: the protocol operations (the only module that
 //!    knows the wire's errors); [`process`]: startup, listeners, signals,
 //!    shutdown; [`commands`]: the other subcommands (`memory dump|load`,
-//!    `sessions search`); [`cli`]: the command line.
+//!    `sessions search`); [`bridge`]: `crabtalkd mcp`, an MCP server over
+//!    stdio for MCP hosts, a client of the running daemon; [`cli`]: the
+//!    command line.
 
+pub mod bridge;
 pub mod bus;
 pub mod cli;
 pub mod commands;

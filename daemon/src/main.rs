@@ -60,6 +60,10 @@ fn main() -> ExitCode {
                 crabtalkd::commands::memory_load(&home, &args.agent, &args.dir)
                     .map(|done| println!("{done}"))
             }
+            Command::Mcp => {
+                let shutdown = Shutdown::on_signals()?;
+                crabtalkd::bridge::run(home, shutdown.cancellation_token()).await
+            }
             Command::Sessions(SessionsCommand::Search(args)) => {
                 crabtalkd::commands::sessions_search(&home, &args)
                     .await

@@ -8,6 +8,7 @@
 //! listeners, and removes the socket and port file; the lock goes with the
 //! process.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -156,12 +157,42 @@ pub async fn reload(home: &Home) -> anyhow::Result<()> {
 pub fn check(home: &Home) -> anyhow::Result<()> {
     let check = crate::config::check::HomeCheck::run(home);
     let report = check.report(home);
-    if check.is_clean() {
-        println!("{report}");
-        Ok(())
-    } else {
-        Err(Refused(report).into())
+    match &check.config {
+        Ok(config) if check.is_clean() => {
+            // A reader that stops early (`| head`) is not an error.
+            let _ = writeln!(std::io::stdout(), "{report}\n{}", presets_report(config));
+            Ok(())
+        }
+        _ => Err(Refused(report).into()),
     }
+}
+
+/// The presets and whether each has its key, one per line, for `check`
+/// (after its one-line summary).
+fn presets_report(config: &crate::config::DaemonConfig) -> String {
+    let mut presets = crate::provider::preset_report(config);
+    presets.sort_by(|a, b| a.name.cmp(&b.name));
+    let width = presets.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    let mut out = String::from(
+        "presets (a model named <preset>/<model> goes to the preset's provider; keys are read \
+         from the environment and the home's env file):",
+    );
+    for preset in presets {
+        let (mark, state) = match &preset.key {
+            Ok(source) => ("ready", source.clone()),
+            Err(why) => ("no key", why.clone()),
+        };
+        let configured = if preset.configured {
+            " (set in config.toml)"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "\n  {:<width$}  {mark:<6}  {}{configured}: {state}",
+            preset.name, preset.base_url
+        ));
+    }
+    out
 }
 
 /// The exit status for a failed run: 78 ([`EX_CONFIG`]) when the

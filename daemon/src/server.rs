@@ -16,6 +16,7 @@ use futures::stream::{self, BoxStream, Stream, StreamExt};
 
 use crate::config::agent::AgentDef;
 use crate::hook::Chain;
+use crate::memories::notes;
 use crate::runtime::{self, Runtime, TurnOutcome, TurnRequest};
 use crate::sessions::SessionQuery;
 use crate::storage::{Entry, HandleError, Role, read_entries};
@@ -63,6 +64,23 @@ impl DaemonServer {
             trigger: request.trigger,
             origin: request.origin,
         })
+    }
+
+    /// The agent whose memory a request names (empty: the default
+    /// agent), which must exist and keep a memory.
+    fn memory_agent(&self, requested: &str) -> Result<String, ErrorMsg> {
+        let name = self.runtime.key(requested, "").agent;
+        let agent = self
+            .runtime
+            .snapshot()
+            .agent(&name)
+            .map_err(ErrorMsg::not_found)?;
+        if !agent.config.memory.enabled {
+            return Err(ErrorMsg::conflict(format!(
+                "agent {name} keeps no memory ([memory] enabled = false in agents/{name}.toml)"
+            )));
+        }
+        Ok(name)
     }
 
     fn agent_info(agent: &AgentDef) -> AgentInfo {
@@ -378,6 +396,56 @@ impl Server for DaemonServer {
         })
     }
 
+    async fn recall(&self, request: RecallMsg) -> Result<MemoryEntryList, ErrorMsg> {
+        if request.query.trim().is_empty() {
+            return Err(ErrorMsg::bad_request(
+                "the recall query is empty; give keywords to search for",
+            ));
+        }
+        let agent = self.memory_agent(&request.agent)?;
+        let limit = notes::recall_limit(request.limit.map(|limit| limit as usize));
+        let query = request.query;
+        let entries = self
+            .runtime
+            .memories()
+            .run(&agent, move |memory| {
+                memory
+                    .search(&query, limit)
+                    .into_iter()
+                    .map(|found| memory_entry(found.entry, found.score))
+                    .collect()
+            })
+            .await
+            .map_err(|err| ErrorMsg::internal(format!("{agent}'s memory: {err}")))?;
+        Ok(MemoryEntryList { entries })
+    }
+
+    async fn remember(&self, request: RememberMsg) -> Result<Remembered, ErrorMsg> {
+        if request.name.trim().is_empty() || request.content.trim().is_empty() {
+            return Err(ErrorMsg::bad_request(
+                "a note needs a name and some content",
+            ));
+        }
+        let agent = self.memory_agent(&request.agent)?;
+        let aliases = (!request.aliases.is_empty()).then_some(request.aliases);
+        let name = request.name;
+        let content = request.content;
+        let saved = self
+            .runtime
+            .memories()
+            .run(&agent, move |memory| {
+                notes::save_note(memory, &name, content, aliases, |_| true)
+            })
+            .await
+            .map_err(|err| ErrorMsg::internal(format!("{agent}'s memory: {err}")))?
+            .map_err(|err| ErrorMsg::bad_request(err.to_string()))?;
+        Ok(Remembered {
+            agent,
+            name: saved.name,
+            updated: saved.updated,
+        })
+    }
+
     async fn list_agents(&self, _: ListAgentsMsg) -> Result<AgentList, ErrorMsg> {
         let snapshot = self.runtime.snapshot();
         Ok(AgentList {
@@ -610,6 +678,25 @@ impl Server for DaemonServer {
 }
 
 /// A search hit in its wire shape.
+/// A memory entry as `Recall` answers with it (its content cut as the
+/// `recall` tool cuts it).
+fn memory_entry(entry: &crabtalk_memory::Entry, score: f64) -> MemoryEntry {
+    let (content, truncated) = notes::recalled_content(entry);
+    MemoryEntry {
+        name: entry.name.clone(),
+        kind: match entry.kind {
+            crabtalk_memory::EntryKind::Note => "note",
+            crabtalk_memory::EntryKind::Archive => "summary",
+        }
+        .to_owned(),
+        content: content.to_owned(),
+        truncated,
+        aliases: entry.aliases.clone(),
+        created_at: entry.created_at,
+        score,
+    }
+}
+
 fn session_hit(hit: crabtalk_session_index::SessionHit) -> SessionHit {
     SessionHit {
         conversation: hit.conversation,

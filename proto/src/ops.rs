@@ -77,6 +77,10 @@ macro_rules! unary_operations {
             rename_agent(RenameAgent, RenameAgentMsg) -> AgentInfo(AgentInfo);
             /// Searches one agent's stored conversations (extension).
             search_sessions(SearchSessions, SearchSessionsMsg) -> SessionHits(SessionHitList);
+            /// Searches one agent's long-term memory (extension).
+            recall(Recall, RecallMsg) -> MemoryEntries(MemoryEntryList);
+            /// Saves a note in one agent's long-term memory (extension).
+            remember(Remember, RememberMsg) -> Remembered(Remembered);
         }
     };
 }

@@ -5,7 +5,8 @@
 //!
 //! The daemon uses `OPENAI_API_KEY` and `ANTHROPIC_API_KEY` when set and
 //! not empty, and an Ollama that answers where `OLLAMA_HOST` says (else at
-//! `127.0.0.1:11434`). Every service also loads `$CRABTALK_HOME/env` at
+//! `127.0.0.1:11434`). A model named by a preset ([`PROVIDER_PRESETS`]:
+//! `groq/llama-3.3-70b-versatile`) uses that preset's key variable. Every service also loads `$CRABTALK_HOME/env` at
 //! start ([`crate::EnvFile`]), the process's own environment winning.
 
 /// The OpenAI key the daemon uses when `config.toml` lists no provider.
@@ -20,6 +21,86 @@ pub const OLLAMA_HOST_VAR: &str = "OLLAMA_HOST";
 /// The key variables, with the provider kind each one stands for.
 pub const PROVIDER_KEY_VARS: [(&str, &str); 2] =
     [(OPENAI_KEY_VAR, "openai"), (ANTHROPIC_KEY_VAR, "anthropic")];
+
+/// A provider the daemon knows by name: a model named `<name>/<model>`
+/// goes to it (the daemon's `config::presets`, RFC 0023).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderPreset {
+    /// The prefix of the models it serves (`groq`).
+    pub name: &'static str,
+    /// Its API kind, as `[[providers]] kind`.
+    pub kind: &'static str,
+    pub base_url: &'static str,
+    /// Where its key may be, the first set one wins; none: no key needed.
+    pub key_vars: &'static [&'static str],
+}
+
+/// The built-in presets. Gemini is reached through Google's
+/// OpenAI-compatible endpoint, so its base URL can be overridden like the
+/// others' (the native `google` kind fixes its host); Ollama's follows
+/// `OLLAMA_HOST`.
+pub const PROVIDER_PRESETS: &[ProviderPreset] = &[
+    ProviderPreset {
+        name: "openai",
+        kind: "openai",
+        base_url: "https://api.openai.com/v1",
+        key_vars: &[OPENAI_KEY_VAR],
+    },
+    ProviderPreset {
+        name: "anthropic",
+        kind: "anthropic",
+        base_url: "https://api.anthropic.com/v1",
+        key_vars: &[ANTHROPIC_KEY_VAR],
+    },
+    ProviderPreset {
+        name: "gemini",
+        kind: "openai-compatible",
+        base_url: "https://generativelanguage.googleapis.com/v1beta/openai",
+        key_vars: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+    },
+    ProviderPreset {
+        name: "groq",
+        kind: "openai-compatible",
+        base_url: "https://api.groq.com/openai/v1",
+        key_vars: &["GROQ_API_KEY"],
+    },
+    ProviderPreset {
+        name: "deepseek",
+        kind: "openai-compatible",
+        base_url: "https://api.deepseek.com/v1",
+        key_vars: &["DEEPSEEK_API_KEY"],
+    },
+    ProviderPreset {
+        name: "mistral",
+        kind: "openai-compatible",
+        base_url: "https://api.mistral.ai/v1",
+        key_vars: &["MISTRAL_API_KEY"],
+    },
+    ProviderPreset {
+        name: "openrouter",
+        kind: "openai-compatible",
+        base_url: "https://openrouter.ai/api/v1",
+        key_vars: &["OPENROUTER_API_KEY"],
+    },
+    ProviderPreset {
+        name: "together",
+        kind: "openai-compatible",
+        base_url: "https://api.together.ai/v1",
+        key_vars: &["TOGETHER_API_KEY"],
+    },
+    ProviderPreset {
+        name: "xai",
+        kind: "openai-compatible",
+        base_url: "https://api.x.ai/v1",
+        key_vars: &["XAI_API_KEY"],
+    },
+    ProviderPreset {
+        name: "ollama",
+        kind: "ollama",
+        base_url: "http://127.0.0.1:11434/v1",
+        key_vars: &[],
+    },
+];
 
 /// Ollama's own port, used when `OLLAMA_HOST` names none.
 pub const OLLAMA_PORT: u16 = 11434;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crabtalk_kit::tool_call::{call_arguments, call_meta, tool_arguments, tool_result};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -87,44 +87,102 @@ fn schema<T: schemars::JsonSchema>() -> Arc<serde_json::Map<String, Value>> {
     }
 }
 
-/// The tool list.
+/// The tool list. Every tool has a title and says what it may do: a host
+/// that offers them (`crabtalkd mcp`) asks its user before the ones that
+/// change things.
 pub fn tool_list() -> Vec<Tool> {
     vec![
         Tool::new(
             "cron_add",
             "Schedule a skill or a message. Give exactly one of `cron` (crontab: \"0 9 * * 1-5\"), `at` (one time), `every` (\"15m\") or `in` (once, this long from now: \"20m\" — prefer it to computing times yourself). By default it speaks in this conversation. The answer shows the next slots in local time and UTC: check them.",
             schema::<EntryFields>(),
+        ).with_title("Schedule a message or skill")
+        .with_annotations(
+            ToolAnnotations::with_title("Schedule a message or skill")
+                .read_only(false)
+                .destructive(false)
+                .idempotent(false)
+                .open_world(false),
         ),
         Tool::new(
             "cron_list",
             "List scheduled entries with their next slots, health and last error.",
             schema::<NoArgs>(),
+        ).with_title("List scheduled entries")
+        .with_annotations(
+            ToolAnnotations::with_title("List scheduled entries")
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(false),
         ),
         Tool::new(
             "cron_update",
             "Change fields of the entry `id` (an empty string resets a field to its default). Setting one of cron/at/every/in replaces the schedule.",
             schema::<EntryFields>(),
+        ).with_title("Change a scheduled entry")
+        .with_annotations(
+            ToolAnnotations::with_title("Change a scheduled entry")
+                .read_only(false)
+                .destructive(true)
+                .idempotent(true)
+                .open_world(false),
         ),
-        Tool::new("cron_remove", "Delete the entry `id`.", schema::<IdArgs>()),
+        Tool::new("cron_remove", "Delete the entry `id`.", schema::<IdArgs>()).with_title("Delete a scheduled entry")
+        .with_annotations(
+            ToolAnnotations::with_title("Delete a scheduled entry")
+                .read_only(false)
+                .destructive(true)
+                .idempotent(true)
+                .open_world(false),
+        ),
         Tool::new(
             "cron_pause",
             "Stop the entry `id` from firing until resumed.",
             schema::<IdArgs>(),
+        ).with_title("Pause a scheduled entry")
+        .with_annotations(
+            ToolAnnotations::with_title("Pause a scheduled entry")
+                .read_only(false)
+                .destructive(true)
+                .idempotent(true)
+                .open_world(false),
         ),
         Tool::new(
             "cron_resume",
             "Let the paused entry `id` fire again.",
             schema::<IdArgs>(),
+        ).with_title("Resume a scheduled entry")
+        .with_annotations(
+            ToolAnnotations::with_title("Resume a scheduled entry")
+                .read_only(false)
+                .destructive(true)
+                .idempotent(true)
+                .open_world(false),
         ),
         Tool::new(
             "cron_run",
             "Run the entry `id` now, outside its schedule.",
             schema::<RunArgs>(),
+        ).with_title("Run a scheduled entry now")
+        .with_annotations(
+            ToolAnnotations::with_title("Run a scheduled entry now")
+                .read_only(false)
+                .destructive(true)
+                .idempotent(false)
+                .open_world(true),
         ),
         Tool::new(
             "cron_runs",
             "The newest run records (ok, error, missed, quiet, overlap, unknown), of one entry or all.",
             schema::<RunsArgs>(),
+        ).with_title("Show recent scheduled runs")
+        .with_annotations(
+            ToolAnnotations::with_title("Show recent scheduled runs")
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(false),
         ),
     ]
 }
@@ -277,6 +335,34 @@ impl ServerHandler for CronTools {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hosts that ask before a tool that acts read these hints.
+    #[test]
+    fn every_tool_has_a_title_and_says_what_it_may_do() {
+        let hints = |name: &str| {
+            let tool = tool_list()
+                .into_iter()
+                .find(|tool| tool.name == name)
+                .unwrap_or_else(|| panic!("no tool {name}"));
+            assert!(tool.title.is_some(), "{name} has no title");
+            let a = tool
+                .annotations
+                .unwrap_or_else(|| panic!("{name} has no hints"));
+            assert!(a.title.is_some() && a.idempotent_hint.is_some(), "{name}");
+            (
+                a.read_only_hint.expect("readOnlyHint"),
+                a.destructive_hint.expect("destructiveHint"),
+                a.open_world_hint.expect("openWorldHint"),
+            )
+        };
+        for tool in tool_list() {
+            hints(&tool.name);
+        }
+        assert_eq!(hints("cron_list"), (true, false, false));
+        assert_eq!(hints("cron_add"), (false, false, false));
+        assert_eq!(hints("cron_remove"), (false, true, false));
+        assert_eq!(hints("cron_run"), (false, true, true));
+    }
 
     #[test]
     fn entries_from_telegram_conversations_deliver_there() {

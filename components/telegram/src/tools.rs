@@ -23,7 +23,7 @@ use std::sync::Arc;
 use crabtalk_kit::tool_call::{call_arguments, call_meta, tool_arguments, tool_result};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -89,18 +89,33 @@ fn schema<T: schemars::JsonSchema>() -> Arc<serde_json::Map<String, Value>> {
     }
 }
 
-/// The tool list.
+/// The tool list, each tool with a title and what it may do (for hosts
+/// that ask their user before a tool that acts, `crabtalkd mcp`).
 pub fn tool_list() -> Vec<Tool> {
     vec![
         Tool::new(
             "telegram_send",
             "Send a Telegram message (Markdown). Without chat_id it goes to this conversation's chat when it is a Telegram one. Answers the sent message ids.",
             schema::<SendArgs>(),
+        ).with_title("Send a Telegram message")
+        .with_annotations(
+            ToolAnnotations::with_title("Send a Telegram message")
+                .read_only(false)
+                .destructive(false)
+                .idempotent(false)
+                .open_world(true),
         ),
         Tool::new(
             "telegram_chats",
             "List the Telegram chats the gateway knows: id, kind, title, the conversation's sender, whether it may talk to the agent.",
             schema::<NoArgs>(),
+        ).with_title("List Telegram chats")
+        .with_annotations(
+            ToolAnnotations::with_title("List Telegram chats")
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(false),
         ),
     ]
 }
@@ -302,6 +317,32 @@ impl ServerHandler for TelegramTools {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hosts that ask before a tool that acts read these hints.
+    #[test]
+    fn every_tool_has_a_title_and_says_what_it_may_do() {
+        let hints = |name: &str| {
+            let tool = tool_list()
+                .into_iter()
+                .find(|tool| tool.name == name)
+                .unwrap_or_else(|| panic!("no tool {name}"));
+            assert!(tool.title.is_some(), "{name} has no title");
+            let a = tool
+                .annotations
+                .unwrap_or_else(|| panic!("{name} has no hints"));
+            assert!(a.title.is_some() && a.idempotent_hint.is_some(), "{name}");
+            (
+                a.read_only_hint.expect("readOnlyHint"),
+                a.destructive_hint.expect("destructiveHint"),
+                a.open_world_hint.expect("openWorldHint"),
+            )
+        };
+        for tool in tool_list() {
+            hints(&tool.name);
+        }
+        assert_eq!(hints("telegram_send"), (false, false, true));
+        assert_eq!(hints("telegram_chats"), (true, false, false));
+    }
 
     #[test]
     fn chat_ids_are_numbers_strings_or_senders() {

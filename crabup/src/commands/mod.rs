@@ -2,6 +2,7 @@
 
 mod doctor;
 mod list;
+mod mcp;
 mod ps;
 mod pull;
 mod rm;
@@ -34,6 +35,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ps(args) => ps::run(&ctx, &args),
         Command::Up(args) => up::run(&ctx, &args).map(ok),
         Command::Doctor => doctor::run(&ctx),
+        Command::Mcp(args) => mcp::run(&ctx, &args).map(ok),
         Command::Daemon(args) => service::run(&ctx, "daemon", &args.action),
         Command::Telegram(args) => service::run(&ctx, "telegram", &args.action),
         Command::Search(args) => service::run(&ctx, "search", &args.action),

@@ -2,8 +2,9 @@
 //! `crabup pull --path <checkout> daemon` really installs `crabtalkd` with
 //! `cargo install` into a temp `CARGO_HOME`, then start → ps (running, pid,
 //! port, health ping) → logs -n and logs -f → restart (new pid) → stop (no
-//! stale files) → kill -9 (ps shows it failed and its port file stale) →
-//! start recovers.
+//! stale files) → kill -9 (its supervisor starts it again) → kill -9 of
+//! the supervisor and the daemon (ps shows it failed and its port file
+//! stale) → start recovers.
 //!
 //! It runs only with `CRABTALK_SLOW_TESTS` set. The install is the slow
 //! part. Its build goes to a persistent folder in
@@ -231,11 +232,30 @@ fn daemon_installs_starts_logs_restarts_stops_and_recovers_from_kill_9() {
     assert_eq!(row["port_file"], "missing", "{row}");
     assert_no_stale_files(&sandbox);
 
-    // kill -9: ps calls it failed with a stale port file; start recovers.
+    // kill -9 of the daemon alone: its supervisor starts it again.
     sandbox.ok(&["daemon", "start"]);
     let pid = sandbox.ps_row("daemon")["pid"].as_u64().unwrap() as u32;
     // SAFETY: kill(2) on the daemon this test started.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let row = wait_for("the daemon back on its own", TIMEOUT, || {
+        let row = sandbox.ps_row("daemon");
+        (row["state"] == "running"
+            && row["pid"].as_u64() != Some(pid as u64)
+            && row["health"]["status"] == "ok")
+            .then_some(row)
+    });
+    assert_eq!(row["restarts"], 1, "{row}");
+
+    // kill -9 of the supervisor and then of the daemon (what a crash of the
+    // whole session leaves): ps calls it failed with a stale port file;
+    // start recovers.
+    let pid = row["pid"].as_u64().unwrap() as u32;
+    let supervisor = sandbox.pid_file("daemon").unwrap().supervisor.unwrap();
+    // SAFETY: kill(2) on the supervisor and the daemon this test started.
+    unsafe {
+        libc::kill(supervisor as i32, libc::SIGKILL);
+        libc::kill(pid as i32, libc::SIGKILL);
+    }
     wait_for("the daemon to die", TIMEOUT, || pid_gone(pid).then_some(()));
     let row = sandbox.ps_row("daemon");
     assert_eq!(row["state"], "failed", "{row}");

@@ -15,6 +15,7 @@ mod doctor_components;
 mod family;
 mod first_run;
 mod logs;
+mod mcp_add;
 mod ps_health;
 mod quick_start;
 mod releases;

@@ -11,14 +11,14 @@
 //! only in case are refused so a case-insensitive filesystem cannot merge
 //! them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::load::{ConfigError, parse_toml, served_list, unknown_key_problems};
+use super::load::{ConfigError, PRESET_HINT, parse_toml, served_list, unknown_key_problems};
 use super::problem::{KeyPath, Problem};
-use super::{REDACTED, UnknownKey};
+use super::{REDACTED, ServedModels, UnknownKey};
 
 /// The prompt of the default agent when it is first created.
 pub const DEFAULT_PROMPT: &str = "\
@@ -364,7 +364,7 @@ impl AgentStore {
     /// Reads every `*.toml` in the folder, sorted by name. A file with a
     /// problem is refused; the others still load. `served` is what
     /// [`super::DaemonConfig::served_models`] says.
-    pub fn load_all(&self, served: Option<&BTreeSet<String>>) -> LoadedAgents {
+    pub fn load_all(&self, served: Option<&ServedModels>) -> LoadedAgents {
         let mut loaded = LoadedAgents::default();
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
@@ -407,7 +407,7 @@ impl AgentStore {
     pub fn load(
         &self,
         name: &str,
-        served: Option<&BTreeSet<String>>,
+        served: Option<&ServedModels>,
     ) -> Result<Option<AgentDef>, ConfigError> {
         let path = self.toml_path(name);
         let text = match std::fs::read_to_string(&path) {
@@ -428,14 +428,14 @@ impl AgentStore {
             ));
         }
         if let (Some(model), Some(served)) = (&config.model, served)
-            && !served.contains(model)
+            && !served.serves(model)
         {
             problems.push(Problem::at_key(
                 &path,
                 &text,
                 &KeyPath::keys(&["model"]),
                 format!(
-                    "model {model:?} is not served by any provider; the providers list {} (or remove `model` to use the default model)",
+                    "model {model:?} is not served by any provider; the providers list {} (or remove `model` to use the default model); {PRESET_HINT}",
                     served_list(served)
                 ),
             ));
@@ -571,10 +571,19 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.path().join("picky.toml"), "model = \"gpt-9\"\n").unwrap();
-        let served: BTreeSet<String> = ["gpt-4o".to_owned()].into();
+        std::fs::write(
+            dir.path().join("fast.toml"),
+            "model = \"groq/llama-3.3-70b-versatile\"\n",
+        )
+        .unwrap();
+        let served = ServedModels {
+            names: ["gpt-4o".to_owned()].into(),
+            presets: vec!["groq".into()],
+        };
         let loaded = store.load_all(Some(&served));
-        let names: Vec<_> = loaded.agents.iter().map(|a| a.name.as_str()).collect();
-        assert_eq!(names, ["crab"]);
+        let mut names: Vec<_> = loaded.agents.iter().map(|a| a.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["crab", "fast"], "a preset's model is served");
         let refused: Vec<String> = loaded
             .refused
             .iter()

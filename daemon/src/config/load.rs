@@ -102,6 +102,27 @@ impl DaemonConfig {
             ));
         }
         let kinds = provider_kinds();
+        for (name, preset) in &self.presets {
+            let table = KeyPath::keys(&["presets"]).key(name);
+            if let Some(problem) = super::presets::entry_problem(name, preset) {
+                problems.push(at(table.clone(), problem));
+            }
+            if let Some(kind) = preset.kind.as_deref()
+                && !kinds.contains(&kind.trim())
+            {
+                let hint = match problem::closest(kind, &kinds) {
+                    Some(likely) => format!("did you mean \"{likely}\"? "),
+                    None => String::new(),
+                };
+                problems.push(at(
+                    table.key("kind"),
+                    format!(
+                        "unknown provider kind {kind:?} in [presets.{name}]; {hint}the kinds are {}",
+                        kinds.join(", ")
+                    ),
+                ));
+            }
+        }
         for (i, provider) in self.providers.iter().enumerate() {
             let entry = KeyPath::keys(&["providers"]).index(i);
             let kind = provider.kind.trim();
@@ -159,12 +180,12 @@ impl DaemonConfig {
             problems.push(at(KeyPath::keys(&["transport", "token"]), problem));
         }
         if let (Some(model), Some(served)) = (&self.default_model, self.served_models())
-            && !served.contains(model)
+            && !served.serves(model)
         {
             problems.push(at(
                 KeyPath::keys(&["default_model"]),
                 format!(
-                    "default_model {model:?} is not served by any provider; the providers list {}",
+                    "default_model {model:?} is not served by any provider; the providers list {}; {PRESET_HINT}",
                     served_list(&served)
                 ),
             ));
@@ -197,13 +218,17 @@ fn token_problem(token: &str) -> Option<String> {
 }
 
 /// The served models for a message.
-pub(crate) fn served_list(served: &std::collections::BTreeSet<String>) -> String {
-    if served.is_empty() {
-        "no models".into()
+pub(crate) fn served_list(served: &super::ServedModels) -> String {
+    if served.names.is_empty() {
+        "no models".to_owned()
     } else {
-        served.iter().cloned().collect::<Vec<_>>().join(", ")
+        served.names.iter().cloned().collect::<Vec<_>>().join(", ")
     }
 }
+
+/// The end of a message about a model nobody serves: presets serve models
+/// by prefix.
+pub(crate) const PRESET_HINT: &str = "a preset's model, like \"groq/llama-3.3-70b-versatile\", is served too (`crabtalkd check` lists the presets)";
 
 #[cfg(test)]
 mod tests {
@@ -293,6 +318,36 @@ mod tests {
         let path = write(
             dir.path(),
             "[[providers]]\nkind = \"deepseek\"\napi_key = \"k\"\n",
+        );
+        DaemonConfig::load(&path).unwrap();
+    }
+
+    #[test]
+    fn presets_are_checked_where_they_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "[presets.groq]\nbase_url = \"http://127.0.0.1:9/v1\"\n\n[presets.grok]\napi_key_env = \"GROK\"\n\n[presets.lab]\nbase_url = \"http://lab/v1\"\nkind = \"opena\"\nkey = \"x\"\n",
+        );
+        let text = DaemonConfig::load(&path).unwrap_err().to_string();
+        assert!(
+            text.contains(
+                "config.toml:4:10: [presets.grok] is not a built-in preset, so it needs base_url"
+            ) && text.contains("did you mean [presets.groq]?"),
+            "{text}"
+        );
+        assert!(
+            text.contains("config.toml:9:1: unknown provider kind \"opena\" in [presets.lab]; did you mean \"openai\"?"),
+            "{text}"
+        );
+        assert!(
+            text.contains("config.toml:10:1: unknown key `key` in [presets.lab]"),
+            "{text}"
+        );
+        // A preset's model is served: not refused as a default_model.
+        let path = write(
+            dir.path(),
+            "default_model = \"groq/llama-3.3-70b-versatile\"\n[[providers]]\nkind = \"openai\"\nmodels = [\"gpt-4o\"]\n[presets.groq]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
         );
         DaemonConfig::load(&path).unwrap();
     }

@@ -14,6 +14,7 @@ pub mod agent;
 pub mod check;
 mod fields;
 mod load;
+pub mod presets;
 pub mod problem;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,6 +23,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use self::load::ConfigError;
+pub use self::presets::{Preset, PresetEntry};
 pub use self::problem::{KeyPath, Problem};
 
 /// Address the daemon listens on by default.
@@ -38,6 +40,9 @@ pub struct DaemonConfig {
     /// The agent used when a client names none; created on first start.
     pub default_agent: String,
     pub providers: Vec<ProviderEntry>,
+    /// `[presets.<name>]`: changes to the built-in providers chosen by a
+    /// model's prefix (`groq/…`), or presets of one's own (RFC 0023).
+    pub presets: BTreeMap<String, PresetEntry>,
     pub transport: TransportConfig,
     /// Added to the environment of MCP server processes.
     pub env: BTreeMap<String, String>,
@@ -177,6 +182,7 @@ impl Default for DaemonConfig {
             default_model: None,
             default_agent: "crab".into(),
             providers: Vec::new(),
+            presets: BTreeMap::new(),
             transport: TransportConfig::default(),
             env: BTreeMap::new(),
             llm: LlmSettings::default(),
@@ -382,6 +388,7 @@ impl DaemonConfig {
         "default_model",
         "default_agent",
         "providers",
+        "presets",
         "transport",
         "env",
         "llm",
@@ -439,22 +446,44 @@ impl DaemonConfig {
                 ProviderEntry::KEYS,
             ));
         }
+        for (name, preset) in &self.presets {
+            keys.extend(UnknownKey::all_in(
+                &table("presets").key(name),
+                &preset.unknown,
+                PresetEntry::KEYS,
+            ));
+        }
         keys
     }
 
+    /// Every preset, built-in and configured, longest name first; the
+    /// Ollama preset follows `OLLAMA_HOST`.
+    pub fn presets(&self) -> Vec<Preset> {
+        let ollama_host = std::env::var(crabtalk_home::provider_env::OLLAMA_HOST_VAR).ok();
+        presets::presets(&self.presets, ollama_host.as_deref())
+    }
+
     /// The models the providers serve, when that can be known without
-    /// asking them: every provider lists its `models`. `None` when a
-    /// provider discovers its models, or when the environment supplies the
-    /// providers (none in `config.toml`).
-    pub fn served_models(&self) -> Option<BTreeSet<String>> {
+    /// asking them: every provider lists its `models`, and any model a
+    /// preset's prefix names (`groq/…`). `None` when a provider discovers
+    /// its models, or when the environment supplies the providers (none in
+    /// `config.toml`).
+    pub fn served_models(&self) -> Option<ServedModels> {
         if self.providers.is_empty() {
             return None;
         }
-        let mut served = BTreeSet::new();
+        let mut names = BTreeSet::new();
         for provider in &self.providers {
-            served.extend(provider.models.clone()?);
+            names.extend(provider.models.clone()?);
         }
-        Some(served)
+        Some(ServedModels {
+            names,
+            presets: self
+                .presets()
+                .into_iter()
+                .map(|preset| preset.name)
+                .collect(),
+        })
     }
 
     /// This config as JSON with every secret replaced by `"<redacted>"`.
@@ -465,6 +494,11 @@ impl DaemonConfig {
                 provider.api_key = Some(REDACTED.into());
             }
         }
+        for preset in copy.presets.values_mut() {
+            if preset.api_key.is_some() {
+                preset.api_key = Some(REDACTED.into());
+            }
+        }
         if copy.transport.token.is_some() {
             copy.transport.token = Some(REDACTED.into());
         }
@@ -472,6 +506,51 @@ impl DaemonConfig {
             *value = REDACTED.into();
         }
         serde_json::to_value(&copy).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// The models `config.toml` can be seen to serve: the names its providers
+/// list, and every name with a preset's prefix.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServedModels {
+    pub names: BTreeSet<String>,
+    /// The presets' names (`groq` serves `groq/…`).
+    pub presets: Vec<String>,
+}
+
+impl ServedModels {
+    /// Whether `model` is served.
+    pub fn serves(&self, model: &str) -> bool {
+        self.names.contains(model)
+            || self.presets.iter().any(|preset| {
+                model
+                    .strip_prefix(preset.as_str())
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    .is_some_and(|rest| !rest.trim().is_empty())
+            })
+    }
+
+    /// What is served, for a message: the names, then the prefixes.
+    pub fn describe(&self) -> String {
+        let names = if self.names.is_empty() {
+            "no model by name".to_owned()
+        } else {
+            self.names
+                .iter()
+                .map(|name| format!("{name:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut prefixes = self.presets.clone();
+        prefixes.sort();
+        format!(
+            "{names}; a model named <preset>/<model> goes to a preset ({})",
+            prefixes
+                .iter()
+                .map(|name| format!("{name}/…"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
     }
 }
 
@@ -502,6 +581,11 @@ mod tests {
         api_key_env = "K"
         models = ["m"]
         api_version = "v"
+        [presets.groq]
+        kind = "openai-compatible"
+        base_url = "http://127.0.0.1:1/v1"
+        api_key = "k"
+        api_key_env = "K"
         [transport]
         tcp = "off"
         token = "t"
@@ -537,7 +621,12 @@ mod tests {
             for (key, inner) in object {
                 out.push(format!("{path}{key}"));
                 if path.is_empty() && key != "env" {
-                    let inner = inner.as_array().and_then(|a| a.first()).unwrap_or(inner);
+                    // A table of named tables: the keys are a named one's.
+                    let inner = match key.as_str() {
+                        "presets" => inner.as_object().and_then(|named| named.values().next()),
+                        _ => inner.as_array().and_then(|a| a.first()),
+                    }
+                    .unwrap_or(inner);
                     keys(inner, &format!("{key}."), out);
                 }
             }
@@ -557,6 +646,7 @@ mod tests {
         let table = |section: &str| -> &[&str] {
             match section {
                 "providers" => ProviderEntry::KEYS,
+                "presets" => PresetEntry::KEYS,
                 "transport" => TransportConfig::KEYS,
                 "llm" => LlmSettings::KEYS,
                 "conversations" => ConversationSettings::KEYS,
@@ -583,6 +673,9 @@ mod tests {
             [[providers]]
             kind = "openai"
             api_key = "sk-secret"
+            [presets.lab]
+            base_url = "http://lab/v1"
+            api_key = "lab-secret"
             [transport]
             token = "hunter2"
             [env]
@@ -592,6 +685,7 @@ mod tests {
         .unwrap();
         let json = config.redacted_json().to_string();
         assert!(!json.contains("sk-secret"));
+        assert!(!json.contains("lab-secret"));
         assert!(!json.contains("hunter2"));
         assert!(!json.contains("ghp_x"));
         assert!(json.contains("GITHUB_TOKEN"));

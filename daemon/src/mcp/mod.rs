@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crabtalk_proto::msg::{McpEventMsg, McpInfo, SourceKind};
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
 
@@ -115,6 +115,20 @@ pub struct McpSettings {
     pub call_timeout: Duration,
     pub connect_timeout: Duration,
     pub restart: RestartPolicy,
+}
+
+impl From<&crate::config::McpConfig> for McpSettings {
+    fn from(config: &crate::config::McpConfig) -> Self {
+        let first = Duration::from_millis(config.restart_backoff_ms.max(10));
+        Self {
+            call_timeout: Duration::from_secs(config.call_timeout_secs.max(1)),
+            connect_timeout: Duration::from_secs(config.connect_timeout_secs.max(1)),
+            restart: RestartPolicy {
+                first,
+                max: Duration::from_millis(config.restart_backoff_max_ms).max(first),
+            },
+        }
+    }
 }
 
 struct Entry {
@@ -196,6 +210,9 @@ impl McpHub {
                     entry.peer.name
                 );
                 entry.peer.stop();
+                entry
+                    .peer
+                    .announce_stopped(&self.events, "no agent declares it any more");
             }
             keep
         });
@@ -243,6 +260,10 @@ impl McpHub {
                 tracing::info!("component {} is gone", entry.peer.name);
                 gone.insert(entry.peer.name.clone(), chrono::Utc::now());
                 entry.peer.stop();
+                entry.peer.announce_stopped(
+                    &self.events,
+                    "the component is gone (its port file was removed)",
+                );
             }
             keep
         });
@@ -366,6 +387,47 @@ impl McpHub {
         Some(async move { peer.call(&tool, arguments, &caller, timeout).await })
     }
 
+    /// The tools of every connected component, component by component
+    /// (sorted by name): what `crabtalkd mcp` offers a host.
+    pub fn component_tools(&self) -> Vec<(String, Vec<RemoteTool>)> {
+        self.entries
+            .lock()
+            .values()
+            .filter(|entry| matches!(entry.peer.origin, Origin::Component { .. }))
+            .map(|entry| (entry.peer.name.clone(), entry.peer.tools()))
+            .filter(|(_, tools)| !tools.is_empty())
+            .collect()
+    }
+
+    /// Calls the tool `tool` (the component's own name for it) of the
+    /// component `component` for `caller`: the component's own result, or
+    /// what went wrong in words; `None` if the component has no such tool
+    /// now.
+    pub fn call_component(
+        &self,
+        component: &str,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        caller: Caller,
+    ) -> Option<impl Future<Output = Result<rmcp::model::CallToolResult, String>> + Send + 'static>
+    {
+        let timeout = self.settings.lock().call_timeout;
+        let (peer, tool) = self.entries.lock().values().find_map(|entry| {
+            if !matches!(entry.peer.origin, Origin::Component { .. })
+                || entry.peer.name != component
+            {
+                return None;
+            }
+            let tool = entry
+                .peer
+                .tools()
+                .into_iter()
+                .find(|found| found.name == tool)?;
+            Some((entry.peer.clone(), tool))
+        })?;
+        Some(async move { peer.call_result(&tool, arguments, &caller, timeout).await })
+    }
+
     /// Why `qualified` (`server__tool`) cannot be called by `agent` now,
     /// when its server is one the daemon knows: a component that went away
     /// (and how to start it again), or a server that is not connected
@@ -420,6 +482,27 @@ impl McpHub {
             })
             .map(|entry| info(&entry.peer, &entry.owners))
             .collect()
+    }
+
+    /// Waits until no connection is still being made — each one is
+    /// connected or has failed — or `patience` has passed.
+    pub async fn settled(&self, patience: Duration) {
+        // Subscribed before the first look, so no change is missed.
+        let mut events = std::pin::pin!(self.subscribe());
+        let connecting = || {
+            self.entries
+                .lock()
+                .values()
+                .any(|entry| matches!(entry.peer.status(), Status::Connecting))
+        };
+        let _ = tokio::time::timeout(patience, async {
+            while connecting() {
+                if events.next().await.is_none() {
+                    return;
+                }
+            }
+        })
+        .await;
     }
 
     /// MCP lifecycle events from now on.

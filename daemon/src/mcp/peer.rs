@@ -51,6 +51,9 @@ pub struct RemoteTool {
     pub qualified: String,
     pub description: String,
     pub schema: serde_json::Value,
+    /// The tool as the server listed it (title, annotations, output
+    /// schema), for those who offer it on as it is (`crabtalkd mcp`).
+    pub listed: Arc<rmcp::model::Tool>,
 }
 
 /// Where a connection is.
@@ -172,6 +175,22 @@ impl Peer {
         state.status = Status::Disconnected("stopped".into());
     }
 
+    /// Tells subscribers that this server was stopped on purpose (its
+    /// component is gone, no agent declares it), and why: the connection
+    /// closes without an event of its own.
+    pub(super) fn announce_stopped(&self, events: &broadcast::Sender<McpEventMsg>, reason: &str) {
+        self.publish(
+            events,
+            Event {
+                kind: McpEventKind::Disconnected,
+                tools: Vec::new(),
+                error: reason,
+                owners: "",
+                retry_in: None,
+            },
+        );
+    }
+
     /// Stops the task and waits until the connection is closed and a
     /// command's processes are gone.
     pub(super) async fn shut_down(&self) {
@@ -216,12 +235,27 @@ impl Peer {
         caller: &Caller,
         timeout: Duration,
     ) -> ToolOutput {
+        match self.call_result(tool, arguments, caller, timeout).await {
+            Ok(result) => render(result),
+            Err(failure) => ToolOutput::error(failure),
+        }
+    }
+
+    /// Calls `tool` for `caller` with a timeout: the server's own result,
+    /// or what went wrong, in words.
+    pub(super) async fn call_result(
+        &self,
+        tool: &RemoteTool,
+        arguments: Option<JsonObject>,
+        caller: &Caller,
+        timeout: Duration,
+    ) -> Result<CallToolResult, String> {
         let (connection, epoch) = {
             let state = self.state.lock();
             match &state.connection {
                 Some(connection) => (connection.clone(), state.epoch),
                 None => {
-                    return ToolOutput::error(format!(
+                    return Err(format!(
                         "the MCP server {} is not connected ({}); try again later",
                         self.name, state.status
                     ));
@@ -234,7 +268,7 @@ impl Peer {
             params = params.with_arguments(arguments);
         }
         match tokio::time::timeout(timeout, connection.call_tool(params)).await {
-            Err(_) => ToolOutput::error(format!(
+            Err(_) => Err(format!(
                 "{} did not answer within {} s ([mcp] call_timeout_secs); the call was cancelled",
                 tool.qualified,
                 timeout.as_secs()
@@ -243,21 +277,21 @@ impl Peer {
                 let failure = call_failure(&err);
                 if failure.connection_lost && !still_answers(&connection).await {
                     self.lose(epoch, &failure.message);
-                    return ToolOutput::error(format!(
+                    return Err(format!(
                         "{} failed: {}; the daemon is connecting to {} again",
                         tool.qualified, failure.message, self.name
                     ));
                 }
                 if failure.connection_lost {
-                    return ToolOutput::error(format!(
+                    return Err(format!(
                         "{} failed: its reply was lost, though the server still answers (over \
                          HTTP the daemon reads replies of at most 16 MiB); {}",
                         tool.qualified, failure.message
                     ));
                 }
-                ToolOutput::error(format!("{} failed: {}", tool.qualified, failure.message))
+                Err(format!("{} failed: {}", tool.qualified, failure.message))
             }
-            Ok(Ok(result)) => render(result),
+            Ok(Ok(result)) => Ok(result),
         }
     }
 
@@ -722,6 +756,7 @@ async fn list_tools(
             schema: serde_json::Value::Object((*tool.input_schema).clone()),
             qualified,
             name: tool.name.to_string(),
+            listed: Arc::new(tool),
         })
         .collect())
 }

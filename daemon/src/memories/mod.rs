@@ -16,7 +16,8 @@
 //!
 //! The runtime creates one [`Memories`] and hands it to the memory tools;
 //! neither reaches the other through it. [`archive`] names the summaries
-//! that compaction stores here.
+//! that compaction stores here; [`notes`] is what saving and recalling do,
+//! for the memory tools and the protocol's `Remember`/`Recall` alike.
 
 use std::collections::HashMap;
 use std::io;
@@ -28,6 +29,7 @@ use parking_lot::Mutex;
 use crabtalk_memory::{Memory, MemoryError, file_name};
 
 pub mod archive;
+pub mod notes;
 
 /// One agent's memory, opened when first needed.
 type Slot = Arc<Mutex<Option<Memory>>>;

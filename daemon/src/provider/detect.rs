@@ -65,7 +65,9 @@ pub(super) fn setup_hint(problems: &[String]) -> String {
          api_key_env = \"OPENAI_API_KEY\"\n\
          models = [\"gpt-4o\"]\n\n\
          or export OPENAI_API_KEY or ANTHROPIC_API_KEY, or start Ollama (on 127.0.0.1:11434, \
-         or where $OLLAMA_HOST says), then restart the daemon or run `crabtalkd reload`.",
+         or where $OLLAMA_HOST says), then restart the daemon or run `crabtalkd reload`. \
+         Or name a provider's model by its preset, e.g. default_model = \"groq/llama-3.3-70b-versatile\" \
+         with GROQ_API_KEY set (`crabtalkd check` lists the presets and their keys).",
     );
     if !problems.is_empty() {
         hint.push_str("\n\nWhat was wrong with the configured providers:\n");

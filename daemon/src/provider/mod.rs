@@ -6,6 +6,11 @@
 //! local Ollama). Providers that list no models have them discovered in the
 //! background, so startup never waits on the network.
 //!
+//! A name no provider serves may still name a preset
+//! ([`crate::config::presets`]): `groq/llama-3.3-70b-versatile` goes to
+//! Groq as `llama-3.3-70b-versatile`, with the key from `GROQ_API_KEY`.
+//! Exact names come first, then presets, longest name first.
+//!
 //! Calls go through [`retry`]: non-streaming calls retry transient failures
 //! with exponential backoff and full jitter; streams retry only until their
 //! first chunk, and fail with a clear error when they stall longer than the
@@ -25,6 +30,7 @@ use crabllm_provider::{HttpClient, RemoteProvider};
 use parking_lot::RwLock;
 
 pub use self::retry::{ChunkStream, RetryPolicy};
+use crate::config::presets::{KeyLookup, Preset};
 use crate::config::{DaemonConfig, LlmSettings, ProviderEntry};
 
 /// How long background model discovery may take per provider.
@@ -74,9 +80,69 @@ struct ProviderSlot {
     provider: Arc<RemoteProvider>,
 }
 
+/// A preset, with its provider when its key is there.
+struct PresetSlot {
+    preset: Preset,
+    /// The provider, or why there is none.
+    provider: Result<ProviderSlot, Unready>,
+}
+
+/// Why a preset has no provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Unready {
+    /// None of these variables is set.
+    NoKey(Vec<String>),
+    /// Its entry is refused (a kind the provider library refuses).
+    Refused(String),
+}
+
+impl std::fmt::Display for Unready {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoKey(vars) => write!(f, "{} is not set", vars.join(" or ")),
+            Self::Refused(problem) => write!(f, "its entry is refused: {problem}"),
+        }
+    }
+}
+
+/// Where a model name leads.
+#[derive(Clone)]
+pub struct Resolved {
+    /// The name the caller used (`groq/llama-3.3-70b-versatile`).
+    pub model: String,
+    /// The name the provider knows it by (`llama-3.3-70b-versatile`).
+    pub upstream: String,
+    pub provider: Arc<RemoteProvider>,
+    /// The provider's label, for messages.
+    pub label: String,
+}
+
+impl std::fmt::Debug for Resolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resolved")
+            .field("model", &self.model)
+            .field("upstream", &self.upstream)
+            .field("label", &self.label)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a preset stands, for `crabtalkd check`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PresetStatus {
+    pub name: String,
+    pub base_url: String,
+    /// Where its key is (`GROQ_API_KEY`), "no key needed", or what is
+    /// missing.
+    pub key: Result<String, String>,
+    pub configured: bool,
+}
+
 /// Model name → provider, plus the active (default) model.
 pub struct ModelRegistry {
     routes: RwLock<BTreeMap<String, ProviderSlot>>,
+    /// Longest name first.
+    presets: Vec<PresetSlot>,
     /// Providers in config order, with whether their models are still being
     /// discovered.
     providers: Vec<(ProviderSlot, bool)>,
@@ -174,8 +240,17 @@ impl ModelRegistry {
                 labels.join(", ")
             );
         }
+        let presets = config
+            .presets()
+            .into_iter()
+            .map(|preset| PresetSlot {
+                provider: preset_provider(&preset, &client),
+                preset,
+            })
+            .collect();
         Self {
             routes: RwLock::new(routes),
+            presets,
             providers,
             active: RwLock::new(active),
             active_source: RwLock::new(active_source),
@@ -262,7 +337,11 @@ impl ModelRegistry {
     /// configuration; it must be known.
     pub fn set_active(&self, model: &str) -> Result<(), LlmError> {
         if !self.routes.read().contains_key(model) {
-            return Err(self.unknown(model));
+            match self.preset_for(model) {
+                Some(Ok(_)) => {}
+                Some(Err(err)) => return Err(err),
+                None => return Err(self.unknown(model)),
+            }
         }
         *self.active.write() = Some(model.to_owned());
         *self.active_source.write() =
@@ -276,14 +355,8 @@ impl ModelRegistry {
     }
 
     /// The model to use for `requested` (or the active model), and its
-    /// provider.
-    pub fn resolve(
-        &self,
-        requested: Option<&str>,
-    ) -> Result<(String, Arc<RemoteProvider>, String), LlmError> {
-        if let Some(problem) = self.setup_problem.read().clone() {
-            return Err(LlmError::NotConfigured(problem));
-        }
+    /// provider: a provider that lists the name first, then a preset.
+    pub fn resolve(&self, requested: Option<&str>) -> Result<Resolved, LlmError> {
         let model = match requested.filter(|model| !model.is_empty()) {
             Some(model) => model.to_owned(),
             None => match self
@@ -294,6 +367,9 @@ impl ModelRegistry {
             {
                 Some(model) => model,
                 None => {
+                    if let Some(problem) = self.setup_problem.read().clone() {
+                        return Err(LlmError::NotConfigured(problem));
+                    }
                     let still_discovering =
                         self.providers.iter().any(|(_, discovering)| *discovering);
                     let hint = if still_discovering {
@@ -306,8 +382,71 @@ impl ModelRegistry {
             },
         };
         let slot = self.routes.read().get(&model).cloned();
-        let slot = slot.ok_or_else(|| self.unknown(&model))?;
-        Ok((model, slot.provider, slot.label))
+        if let Some(slot) = slot {
+            return Ok(Resolved {
+                upstream: model.clone(),
+                model,
+                provider: slot.provider,
+                label: slot.label,
+            });
+        }
+        if let Some(found) = self.preset_for(&model) {
+            return found;
+        }
+        if let Some(problem) = self.setup_problem.read().clone() {
+            return Err(LlmError::NotConfigured(problem));
+        }
+        Err(self.unknown(&model))
+    }
+
+    /// The preset `model` names, if one does: its provider, or why it has
+    /// none.
+    fn preset_for(&self, model: &str) -> Option<Result<Resolved, LlmError>> {
+        let (slot, upstream) = self
+            .presets
+            .iter()
+            .find_map(|slot| slot.preset.strip(model).map(|rest| (slot, rest)))?;
+        Some(match &slot.provider {
+            Ok(provider) => Ok(Resolved {
+                model: model.to_owned(),
+                upstream: upstream.to_owned(),
+                provider: provider.provider.clone(),
+                label: provider.label.clone(),
+            }),
+            Err(why) => {
+                let fix = match why {
+                    Unready::NoKey(vars) => format!(
+                        "; add {}=… to the env file in your crabtalk home (or export it) and \
+                         restart the daemon",
+                        vars[0]
+                    ),
+                    Unready::Refused(_) => {
+                        format!("; fix [presets.{}] in config.toml", slot.preset.name)
+                    }
+                };
+                Err(LlmError::NotConfigured(format!(
+                    "model {model:?} is served by the preset {}, but {why}{fix}",
+                    slot.preset.name
+                )))
+            }
+        })
+    }
+
+    /// Every preset: whether it has its key, longest name first.
+    pub fn presets(&self) -> Vec<PresetStatus> {
+        self.presets
+            .iter()
+            .map(|slot| PresetStatus {
+                name: slot.preset.name.clone(),
+                base_url: slot.preset.base_url.clone(),
+                key: slot
+                    .provider
+                    .as_ref()
+                    .map(|_| key_source(&slot.preset))
+                    .map_err(ToString::to_string),
+                configured: slot.preset.configured,
+            })
+            .collect()
     }
 
     fn unknown(&self, model: &str) -> LlmError {
@@ -329,8 +468,13 @@ impl ModelRegistry {
         &self,
         mut request: ChatCompletionRequest,
     ) -> Result<(ChunkStream, String), LlmError> {
-        let (model, provider, label) = self.resolve(Some(&request.model))?;
-        request.model = model;
+        let Resolved {
+            model,
+            upstream,
+            provider,
+            label,
+        } = self.resolve(Some(&request.model))?;
+        request.model = upstream;
         request.stream = Some(true);
         request.stream_options = Some(crabllm_core::StreamOptions {
             include_usage: true,
@@ -341,7 +485,7 @@ impl ModelRegistry {
                 retry::StreamOpenError::Provider(err) => LlmError::from_provider(&label, &err),
                 retry::StreamOpenError::Idle(secs) => LlmError::Idle { secs },
             })?;
-        Ok((stream.with_label(label), request.model))
+        Ok((stream.with_label(label), model))
     }
 
     /// A whole (non-streamed) completion, retrying transient failures.
@@ -349,8 +493,13 @@ impl ModelRegistry {
         &self,
         mut request: ChatCompletionRequest,
     ) -> Result<ChatCompletionResponse, LlmError> {
-        let (model, provider, label) = self.resolve(Some(&request.model))?;
-        request.model = model;
+        let Resolved {
+            upstream,
+            provider,
+            label,
+            ..
+        } = self.resolve(Some(&request.model))?;
+        request.model = upstream;
         request.stream = None;
         retry::with_retries(&self.policy, || provider.chat_completion(&request))
             .await
@@ -422,6 +571,55 @@ fn build_provider(entry: &ProviderEntry, client: &HttpClient) -> Result<RemotePr
     Ok(RemoteProvider::new(label, &config, client.clone()))
 }
 
+/// A preset's provider, or why it has none: its key is read from the
+/// daemon's environment (which holds the home's `env` file) now.
+fn preset_provider(preset: &Preset, client: &HttpClient) -> Result<ProviderSlot, Unready> {
+    let api_key = match preset.lookup_key(|name| std::env::var(name).ok()) {
+        KeyLookup::Found { key, .. } => Some(key),
+        KeyLookup::NotNeeded => None,
+        KeyLookup::Missing(vars) => return Err(Unready::NoKey(vars)),
+    };
+    let entry = ProviderEntry {
+        name: Some(preset.name.clone()),
+        kind: preset.kind.clone(),
+        base_url: Some(preset.base_url.clone()),
+        api_key,
+        ..Default::default()
+    };
+    let provider = build_provider(&entry, client).map_err(Unready::Refused)?;
+    Ok(ProviderSlot {
+        label: preset.name.clone(),
+        provider: Arc::new(provider),
+    })
+}
+
+/// Where a preset that has its key found it, in words.
+fn key_source(preset: &Preset) -> String {
+    match preset.lookup_key(|name| std::env::var(name).ok()) {
+        KeyLookup::Found { source, .. } => format!("key from {source}"),
+        KeyLookup::NotNeeded => "no key needed".to_owned(),
+        KeyLookup::Missing(vars) => format!("no key ({} is not set)", vars.join(" or ")),
+    }
+}
+
+/// The presets of `config` as `crabtalkd check` shows them, read from this
+/// process's environment.
+pub fn preset_report(config: &DaemonConfig) -> Vec<PresetStatus> {
+    let client = crabllm_provider::make_client();
+    config
+        .presets()
+        .iter()
+        .map(|preset| PresetStatus {
+            name: preset.name.clone(),
+            base_url: preset.base_url.clone(),
+            key: preset_provider(preset, &client)
+                .map(|_| key_source(preset))
+                .map_err(|why| why.to_string()),
+            configured: preset.configured,
+        })
+        .collect()
+}
+
 impl From<&LlmSettings> for RetryPolicy {
     fn from(settings: &LlmSettings) -> Self {
         Self {
@@ -477,14 +675,14 @@ mod tests {
             .map(|(name, _)| name)
             .collect();
         assert_eq!(models, ["large", "small", "sonnet"]);
-        let (_, _, label) = registry.resolve(Some("sonnet")).unwrap();
-        assert_eq!(label, "claude");
+        let resolved = registry.resolve(Some("sonnet")).unwrap();
+        assert_eq!(resolved.label, "claude");
         assert!(registry.problems()[0].contains("listed by both"));
         let err = registry.resolve(Some("gpt-9")).unwrap_err();
         assert!(matches!(err, LlmError::UnknownModel { .. }), "{err:?}");
         assert!(err.to_string().contains("large, small, sonnet"), "{err}");
         registry.set_active("sonnet").unwrap();
-        assert_eq!(registry.resolve(None).unwrap().0, "sonnet");
+        assert_eq!(registry.resolve(None).unwrap().model, "sonnet");
         assert!(registry.set_active("nope").is_err());
     }
 
@@ -553,6 +751,96 @@ mod tests {
                 .providers
                 .iter()
                 .all(|(_, discovering)| *discovering)
+        );
+    }
+
+    #[test]
+    fn a_name_no_provider_lists_goes_to_its_preset_without_the_prefix() {
+        let registry = ModelRegistry::new(
+            &config(
+                r#"
+                [[providers]]
+                name = "router"
+                kind = "openai-compatible"
+                base_url = "http://127.0.0.1:1/v1"
+                models = ["groq/served-here"]
+                [presets.groq]
+                base_url = "http://127.0.0.1:2/v1"
+                api_key = "gsk-test"
+                [presets.xai]
+                api_key_env = "CRABTALK_TEST_SURELY_UNSET_VAR"
+                "#,
+            ),
+            &Environment::default(),
+        );
+        // An exact name a provider lists wins over the preset.
+        let exact = registry.resolve(Some("groq/served-here")).unwrap();
+        assert_eq!(
+            (exact.label.as_str(), exact.upstream.as_str()),
+            ("router", "groq/served-here")
+        );
+        let routed = registry
+            .resolve(Some("groq/llama-3.3-70b-versatile"))
+            .unwrap();
+        assert_eq!(
+            (
+                routed.model.as_str(),
+                routed.upstream.as_str(),
+                routed.label.as_str()
+            ),
+            (
+                "groq/llama-3.3-70b-versatile",
+                "llama-3.3-70b-versatile",
+                "groq"
+            )
+        );
+        let err = registry
+            .resolve(Some("xai/grok-4"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("preset xai") && err.contains("CRABTALK_TEST_SURELY_UNSET_VAR is not set"),
+            "{err}"
+        );
+        assert!(matches!(
+            registry.resolve(Some("nobody/x")),
+            Err(LlmError::UnknownModel { .. })
+        ));
+        registry.set_active("groq/llama-3.1-8b-instant").unwrap();
+        assert_eq!(
+            registry.resolve(None).unwrap().upstream,
+            "llama-3.1-8b-instant"
+        );
+        assert!(registry.set_active("xai/grok-4").is_err());
+        let groq = registry
+            .presets()
+            .into_iter()
+            .find(|preset| preset.name == "groq")
+            .unwrap();
+        assert_eq!(groq.key, Ok("key from api_key in config.toml".to_owned()));
+        assert!(groq.configured);
+    }
+
+    #[test]
+    fn a_preset_works_with_nothing_else_configured() {
+        let registry = ModelRegistry::new(
+            &config(
+                r#"
+                default_model = "groq/llama-3.3-70b-versatile"
+                [presets.groq]
+                api_key = "gsk-test"
+                "#,
+            ),
+            &Environment::default(),
+        );
+        let routed = registry.resolve(None).unwrap();
+        assert_eq!(routed.upstream, "llama-3.3-70b-versatile");
+        // Anything else still explains what to set.
+        let err = registry.resolve(Some("gpt-4o")).unwrap_err();
+        assert!(matches!(err, LlmError::NotConfigured(_)), "{err:?}");
+        assert!(
+            err.to_string().contains("groq/llama-3.3-70b-versatile"),
+            "{err}"
         );
     }
 }

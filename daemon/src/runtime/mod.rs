@@ -862,15 +862,7 @@ fn tool_settings(
 }
 
 fn mcp_settings(config: &DaemonConfig) -> McpSettings {
-    let first = Duration::from_millis(config.mcp.restart_backoff_ms.max(10));
-    McpSettings {
-        call_timeout: Duration::from_secs(config.mcp.call_timeout_secs.max(1)),
-        connect_timeout: Duration::from_secs(config.mcp.connect_timeout_secs.max(1)),
-        restart: crate::mcp::RestartPolicy {
-            first,
-            max: Duration::from_millis(config.mcp.restart_backoff_max_ms).max(first),
-        },
-    }
+    McpSettings::from(&config.mcp)
 }
 
 fn parse_agent_config(json: &str) -> Result<Option<AgentConfig>, Error> {

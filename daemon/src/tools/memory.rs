@@ -26,15 +26,9 @@ use crate::hook::{
     Hook, PromptContext, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments,
 };
 use crate::memories::Memories;
+use crate::memories::notes::{self, DEFAULT_RECALL, MAX_RECALL, SaveError};
 use crate::storage::ToolCallRecord;
 use crabtalk_memory::{Entry, EntryKind, MemoryError, Op};
-
-/// Recall results when the model asks for no number.
-const DEFAULT_RECALL: usize = 5;
-/// Most recall results.
-const MAX_RECALL: usize = 20;
-/// Each recalled entry's content is cut to this many bytes.
-const MAX_RECALLED_BYTES: usize = 8 * 1024;
 
 /// The memory tools.
 pub struct MemoryHook {
@@ -280,42 +274,17 @@ fn remember(memory: &mut crabtalk_memory::Memory, args: RememberArgs, view: &Vie
         content,
         aliases,
     } = args;
-    let shown = name;
-    let name = view.stored(&shown);
     let aliases: Option<Vec<String>> =
         aliases.map(|aliases| aliases.iter().map(|alias| view.stored(alias)).collect());
-    let existing = memory
-        .get(&name)
-        .filter(|entry| view.sees(entry))
-        .map(|entry| (entry.name.clone(), entry.kind, entry.aliases.clone()));
-    match existing {
-        Some((_, EntryKind::Archive, _)) => ToolOutput::error(format!(
-            "{shown:?} is the summary of a compacted conversation, not a note; remember under another name"
-        )),
-        Some((canonical, EntryKind::Note, current_aliases)) => {
-            let op = Op::Update {
-                name: canonical.clone(),
-                content,
-                aliases: aliases.unwrap_or(current_aliases),
-                rename: None,
-            };
-            match memory.apply(op) {
-                Ok(_) => ToolOutput::ok(format!("Updated the note {:?}.", view.shown(&canonical))),
-                Err(err) => failed(err),
-            }
+    match notes::save_note(memory, &view.stored(&name), content, aliases, |entry| {
+        view.sees(entry)
+    }) {
+        Ok(saved) if saved.updated => {
+            ToolOutput::ok(format!("Updated the note {:?}.", view.shown(&saved.name)))
         }
-        None => {
-            let op = Op::Add {
-                name: name.clone(),
-                content,
-                aliases: aliases.unwrap_or_default(),
-                kind: EntryKind::Note,
-            };
-            match memory.apply(op) {
-                Ok(_) => ToolOutput::ok(format!("Remembered the note {shown:?}.")),
-                Err(err) => failed(err),
-            }
-        }
+        Ok(_) => ToolOutput::ok(format!("Remembered the note {name:?}.")),
+        Err(SaveError::Summary(_)) => ToolOutput::error(SaveError::Summary(name).to_string()),
+        Err(err) => ToolOutput::error(err.to_string()),
     }
 }
 
@@ -379,16 +348,14 @@ fn describe(out: &mut String, entry: &Entry, view: &View) {
         let _ = write!(out, "; aliases: {}", aliases.join(", "));
     }
     out.push_str(")\n");
-    let content = entry.content.trim();
-    if content.len() <= MAX_RECALLED_BYTES {
-        out.push_str(content);
-    } else {
-        let mut end = MAX_RECALLED_BYTES;
-        while !content.is_char_boundary(end) {
-            end -= 1;
-        }
-        out.push_str(&content[..end]);
-        let _ = write!(out, "\n[… {} more bytes not shown]", content.len() - end);
+    let (shown, cut) = notes::recalled_content(entry);
+    out.push_str(shown);
+    if cut {
+        let _ = write!(
+            out,
+            "\n[… {} more bytes not shown]",
+            entry.content.trim().len() - shown.len()
+        );
     }
     out.push('\n');
 }

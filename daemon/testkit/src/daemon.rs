@@ -138,14 +138,20 @@ impl TestDaemon {
             .append(true)
             .open(self.log_path())
             .expect("open the daemon log");
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        command
             .arg("run")
             .arg("-v")
             .env("CRABTALK_HOME", self.home.path())
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OLLAMA_HOST")
-            .env_remove("RUST_LOG")
+            .env_remove("RUST_LOG");
+        // Nothing of the machine's own providers: every key a preset reads.
+        for preset in crabtalk_home::provider_env::PROVIDER_PRESETS {
+            for var in preset.key_vars {
+                command.env_remove(var);
+            }
+        }
+        let child = command
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone the log handle"))

@@ -16,14 +16,22 @@
 //!   the benches of the memory store, the session index and the daemon.
 //! - [`usage`]: a process's CPU time and resident memory from `/proc`, for
 //!   idle-cost checks.
+//! - [`bridge`]: `crabtalkd mcp` as a child, with an rmcp client on its
+//!   stdio and a host that records progress and list changes and answers
+//!   elicitations.
+//! - [`mcp_host`]: real MCP hosts for the tests of `crabtalkd mcp` — the
+//!   official MCP Python SDK's client and the MCP inspector's CLI — each
+//!   skipped, with the reason, where the machine lacks it.
 //! - [`telegram`]: a fake Telegram Bot API (long poll, messages, edits,
 //!   keyboards, files) that reads HTML as Telegram does, answers scripted
 //!   429s, 409s and 400s, and records every call with its time.
 
+pub mod bridge;
 pub mod corpus;
 pub mod cpu;
 mod daemon;
 mod llm;
+pub mod mcp_host;
 pub mod telegram;
 pub mod turn;
 pub mod usage;

@@ -2,7 +2,8 @@
 //!
 //! Push [`Reply`]s; each request to `/v1/chat/completions` or
 //! `/v1/messages` takes the next one (or the default reply when the script
-//! is empty). Every request body is recorded for assertions.
+//! is empty). Every request body is recorded for assertions, with the
+//! credential it carried.
 //!
 //! Both APIs answer `"stream": true` with server-sent events and anything
 //! else with one JSON body, as the real services do. Streams are written an
@@ -85,6 +86,9 @@ struct Script {
     queue: Mutex<VecDeque<Reply>>,
     default: Mutex<Reply>,
     requests: Mutex<Vec<Value>>,
+    /// The credential of each recorded request (`Authorization` or
+    /// `x-api-key`), in the same order.
+    credentials: Mutex<Vec<String>>,
     recording: AtomicBool,
     gate: Notify,
     arrived: Notify,
@@ -124,6 +128,7 @@ impl ScriptedLlm {
             queue: Mutex::new(VecDeque::new()),
             default: Mutex::new(Reply::text("(no scripted reply)")),
             requests: Mutex::new(Vec::new()),
+            credentials: Mutex::new(Vec::new()),
             recording: AtomicBool::new(true),
             gate: Notify::new(),
             arrived: Notify::new(),
@@ -217,6 +222,12 @@ impl ScriptedLlm {
         self.script.requests.lock().unwrap().clone()
     }
 
+    /// The credential each recorded request carried: its `Authorization`
+    /// header (`Bearer …`), else its `x-api-key`; empty when it had none.
+    pub fn credentials(&self) -> Vec<String> {
+        self.script.credentials.lock().unwrap().clone()
+    }
+
     /// Waits until at least `n` requests have arrived.
     pub async fn wait_for_requests(&self, n: usize) {
         crate::within(&format!("{n} model requests"), async {
@@ -232,8 +243,15 @@ impl ScriptedLlm {
     }
 }
 
-fn next_reply(script: &Script, body: &Value) -> Reply {
+fn next_reply(script: &Script, headers: &axum::http::HeaderMap, body: &Value) -> Reply {
     if script.recording.load(Ordering::Relaxed) {
+        let credential = headers
+            .get(header::AUTHORIZATION)
+            .or_else(|| headers.get("x-api-key"))
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        script.credentials.lock().unwrap().push(credential);
         script.requests.lock().unwrap().push(body.clone());
     }
     script.arrived.notify_waiters();
@@ -381,9 +399,10 @@ async fn wait_gate(script: &Script, reply: Reply) -> Reply {
 
 async fn openai(
     State(script): State<Arc<Script>>,
+    headers: axum::http::HeaderMap,
     axum::Json(body): axum::Json<Value>,
 ) -> Response {
-    let reply = next_reply(&script, &body);
+    let reply = next_reply(&script, &headers, &body);
     let reply = wait_gate(&script, reply).await;
     let model = body["model"].as_str().unwrap_or("scripted").to_owned();
     if body["stream"].as_bool() != Some(true) {
@@ -509,9 +528,10 @@ fn openai_whole(reply: Reply, model: &str) -> Response {
 
 async fn anthropic(
     State(script): State<Arc<Script>>,
+    headers: axum::http::HeaderMap,
     axum::Json(body): axum::Json<Value>,
 ) -> Response {
-    let reply = next_reply(&script, &body);
+    let reply = next_reply(&script, &headers, &body);
     let reply = wait_gate(&script, reply).await;
     let model = body["model"].as_str().unwrap_or("scripted").to_owned();
     if body["stream"].as_bool() != Some(true) {

@@ -1,6 +1,7 @@
 //! daemon's integration tests, one test binary: one link for all
 //! of them (RFC 0040, "Tests"). A module per behaviour area.
 
+mod bridge;
 mod compaction;
 mod conversation_view;
 mod delegation;
@@ -14,6 +15,7 @@ mod mcp_reliability;
 mod memory_tools;
 mod misbehaving_clients;
 mod operations;
+mod presets;
 mod recovery;
 mod reload;
 mod resilience;

@@ -470,3 +470,136 @@ async fn memory_dump_and_load_on_a_real_home() {
         found[1]
     );
 }
+
+/// `Remember` and `Recall` on the wire (RFC 0022): the same memory the
+/// tools use, the same rules (an alias finds its note, a summary is not a
+/// note), the default agent when none is named, and clear refusals.
+#[tokio::test]
+async fn remember_and_recall_over_the_protocol_share_the_tools_memory() {
+    let (llm, daemon) = setup().await;
+    let client = daemon.client().await;
+    let saved = client
+        .remember(RememberMsg {
+            agent: String::new(),
+            name: "editor".into(),
+            content: "the user writes in helix".into(),
+            aliases: vec!["ide".into()],
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (saved.agent.as_str(), saved.name.as_str(), saved.updated),
+        ("crab", "editor", false)
+    );
+    let saved = client
+        .remember(RememberMsg {
+            agent: "crab".into(),
+            name: "ide".into(),
+            content: "the user writes in helix, with the vim keymap".into(),
+            aliases: Vec::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!((saved.name.as_str(), saved.updated), ("editor", true));
+
+    // What the wire saved, the agent's recall tool finds.
+    let found = with_tools(&llm, &daemon, "crab", vec![recall("r1", "keymap")]).await;
+    assert!(found[0].0.contains("vim keymap"), "{}", found[0].0);
+    // What the agent remembers, the wire recalls.
+    with_tools(
+        &llm,
+        &daemon,
+        "crab",
+        vec![remember("m1", "deploy", "make release then tag", &[])],
+    )
+    .await;
+    let recalled = client
+        .recall(RecallMsg {
+            agent: "crab".into(),
+            query: "release".into(),
+            limit: None,
+        })
+        .await
+        .unwrap();
+    let entry = &recalled.entries[0];
+    assert_eq!(
+        (entry.name.as_str(), entry.kind.as_str(), entry.truncated),
+        ("deploy", "note", false)
+    );
+    assert_eq!(entry.content, "make release then tag");
+    assert!(entry.score > 0.0 && entry.created_at > 0);
+    let editor = client
+        .recall(RecallMsg {
+            agent: String::new(),
+            query: "helix".into(),
+            limit: Some(1),
+        })
+        .await
+        .unwrap();
+    assert_eq!(editor.entries.len(), 1);
+    assert_eq!(editor.entries[0].aliases, ["ide"]);
+
+    let refused = |err: crabtalk_proto::client::ClientError| (err.code(), err.to_string());
+    let (code, text) = refused(
+        client
+            .recall(RecallMsg {
+                agent: "nobody".into(),
+                query: "x".into(),
+                limit: None,
+            })
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, Some(ErrorMsg::NOT_FOUND), "{text}");
+    let (code, text) = refused(
+        client
+            .recall(RecallMsg {
+                agent: "crab".into(),
+                query: "  ".into(),
+                limit: None,
+            })
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, Some(ErrorMsg::BAD_REQUEST), "{text}");
+    let (code, text) = refused(
+        client
+            .remember(RememberMsg {
+                agent: "crab".into(),
+                name: "bad\nname".into(),
+                content: "x".into(),
+                aliases: Vec::new(),
+            })
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        code == Some(ErrorMsg::BAD_REQUEST) && text.contains("control"),
+        "{text}"
+    );
+
+    client
+        .create_agent(CreateAgentMsg {
+            name: "quiet".into(),
+            config: json!({"memory": {"enabled": false}}).to_string(),
+            prompt: "You forget.".into(),
+        })
+        .await
+        .unwrap();
+    let (code, text) = refused(
+        client
+            .remember(RememberMsg {
+                agent: "quiet".into(),
+                name: "x".into(),
+                content: "y".into(),
+                aliases: Vec::new(),
+            })
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        code == Some(ErrorMsg::CONFLICT) && text.contains("enabled = false"),
+        "{text}"
+    );
+    assert!(!daemon.path().join("memory/quiet.crmem").exists());
+}

@@ -314,7 +314,7 @@ async fn check_reports_every_problem_without_a_daemon() {
         "{text}"
     );
     assert!(
-        lines[2].ends_with("scout.toml:2:1: model \"gpt-9\" is not served by any provider; the providers list gpt-4o (or remove `model` to use the default model)"),
+        lines[2].contains("scout.toml:2:1: model \"gpt-9\" is not served by any provider; the providers list gpt-4o (or remove `model` to use the default model)"),
         "{text}"
     );
     assert_eq!(

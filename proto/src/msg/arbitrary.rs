@@ -131,6 +131,21 @@ fn client_msg() -> impl Strategy<Value = client_message::Msg> {
                     context,
                 })
             }),
+        (text(), text(), option::of(any::<u32>())).prop_map(|(agent, query, limit)| Msg::Recall(
+            RecallMsg {
+                agent,
+                query,
+                limit
+            }
+        )),
+        (text(), text(), text(), few(text())).prop_map(|(agent, name, content, aliases)| {
+            Msg::Remember(RememberMsg {
+                agent,
+                name,
+                content,
+                aliases,
+            })
+        }),
         text().prop_map(|file_path| {
             Msg::GetConversationHistory(GetConversationHistoryMsg { file_path })
         }),
@@ -223,6 +238,14 @@ fn server_msg() -> impl Strategy<Value = server_message::Msg> {
             })
         }),
         few(session_hit()).prop_map(|hits| Msg::SessionHits(SessionHitList { hits })),
+        few(memory_entry()).prop_map(|entries| Msg::MemoryEntries(MemoryEntryList { entries })),
+        (text(), text(), any::<bool>()).prop_map(|(agent, name, updated)| {
+            Msg::Remembered(Remembered {
+                agent,
+                name,
+                updated,
+            })
+        }),
         agent_info().prop_map(Msg::AgentInfo),
         few(agent_info()).prop_map(|agents| Msg::AgentList(AgentList { agents })),
         few(
@@ -481,6 +504,24 @@ fn session_hit() -> impl Strategy<Value = SessionHit> {
                 msg_idx,
                 score,
                 window,
+            },
+        )
+}
+
+fn memory_entry() -> impl Strategy<Value = MemoryEntry> {
+    (
+        (text(), text(), text(), any::<bool>()),
+        (few(text()), any::<u64>(), score()),
+    )
+        .prop_map(
+            |((name, kind, content, truncated), (aliases, created_at, score))| MemoryEntry {
+                name,
+                kind,
+                content,
+                truncated,
+                aliases,
+                created_at,
+                score,
             },
         )
 }

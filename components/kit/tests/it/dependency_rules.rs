@@ -6,7 +6,8 @@
 //!   `crabtalk-command`'s, for `crabup` alone;
 //! - `crabup` links no HTTP server and no MCP (axum, rmcp), although it
 //!   reads and writes components' configs with their own types;
-//! - the TUI links neither;
+//! - the TUI links neither; the daemon links no HTTP server (`crabtalkd
+//!   mcp` serves MCP over stdio);
 //! - `crabtalk-proto` moves frames: it depends on nothing of ours, not
 //!   even the home crate; `crabtalk-home` depends on nothing of ours.
 
@@ -75,6 +76,13 @@ fn crabup_links_no_http_server_and_no_mcp() {
     // …while it does use the gateway's own config type and the templates.
     let linked = linked("crabup");
     assert!(linked.contains("crabtalk-telegram") && linked.contains("askama"));
+}
+
+#[test]
+fn the_daemon_serves_mcp_over_stdio_only() {
+    // `crabtalkd mcp` speaks to its host over pipes; no HTTP server.
+    assert_links_none("crabtalkd", &["axum"]);
+    assert!(linked("crabtalkd").contains("rmcp"));
 }
 
 #[test]

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -41,7 +41,8 @@ fn schema(value: Value) -> Arc<Map<String, Value>> {
     Arc::new(value.as_object().cloned().unwrap_or_default())
 }
 
-/// The tool list.
+/// The tool list: both only read the public web, and say so to hosts that
+/// offer them (`crabtalkd mcp`).
 pub fn tool_list() -> Vec<Tool> {
     let engines: Vec<&str> = EngineId::ALL.iter().map(|e| e.name()).collect();
     vec![
@@ -60,6 +61,13 @@ pub fn tool_list() -> Vec<Tool> {
                 "required": ["query"],
                 "additionalProperties": false
             })),
+        ).with_title("Search the web")
+        .with_annotations(
+            ToolAnnotations::with_title("Search the web")
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(true),
         ),
         Tool::new(
             "web_fetch",
@@ -74,6 +82,13 @@ pub fn tool_list() -> Vec<Tool> {
                 "required": ["url"],
                 "additionalProperties": false
             })),
+        ).with_title("Read a web page")
+        .with_annotations(
+            ToolAnnotations::with_title("Read a web page")
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(true),
         ),
     ]
 }
@@ -183,5 +198,36 @@ impl ServerHandler for SearchTools {
                 Err(McpError::internal_error("the call was cancelled", None))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hosts that ask before a tool that acts read these hints.
+    #[test]
+    fn both_tools_have_a_title_and_only_read_the_open_web() {
+        let hints = |name: &str| {
+            let tool = tool_list()
+                .into_iter()
+                .find(|tool| tool.name == name)
+                .unwrap_or_else(|| panic!("no tool {name}"));
+            assert!(tool.title.is_some(), "{name} has no title");
+            let a = tool
+                .annotations
+                .unwrap_or_else(|| panic!("{name} has no hints"));
+            assert!(a.title.is_some() && a.idempotent_hint.is_some(), "{name}");
+            (
+                a.read_only_hint.expect("readOnlyHint"),
+                a.destructive_hint.expect("destructiveHint"),
+                a.open_world_hint.expect("openWorldHint"),
+            )
+        };
+        for tool in tool_list() {
+            hints(&tool.name);
+        }
+        assert_eq!(hints("web_search"), (true, false, true));
+        assert_eq!(hints("web_fetch"), (true, false, true));
     }
 }

@@ -2,9 +2,9 @@
 //!
 //! Besides the machine (cargo, PATH, the service manager) and the run
 //! files, it checks the daemon's configuration with `crabtalkd check`,
-//! whether each provider's `base_url` answers, and every installed
-//! component ([`components`]): its config, its process, port file and
-//! health, and the last errors in its log.
+//! whether each provider's `base_url` answers, every installed component
+//! ([`components`]): its config, its process, port file and health, and
+//! the last errors in its log; and that the MCP bridge starts ([`bridge`]).
 
 use std::process::{Command, ExitCode};
 
@@ -18,6 +18,7 @@ use crate::context::Context;
 use crate::providers;
 use crate::reach;
 
+mod bridge;
 mod components;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -183,6 +184,7 @@ pub(super) fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
     }
 
     components::check(ctx, &rows, &mut report);
+    bridge::check(ctx, &mut report);
 
     // The providers of a file the daemon refuses are not worth probing:
     // the configuration line says what to fix first.
