@@ -82,9 +82,20 @@ pub enum Command {
     Search(ServiceArgs),
     /// The scheduler (crabtalk-cron).
     Cron(ServiceArgs),
+    /// Supervise one service of the process backend (what `start` runs in
+    /// the background there; not for people to type).
+    #[command(hide = true)]
+    Supervise(SuperviseArgs),
     /// Any other component: `crabup <name> start` runs crabtalk-<name>.
     #[command(external_subcommand)]
     Other(Vec<String>),
+}
+
+/// `crabup supervise …`: the arguments the process backend passes.
+#[derive(Debug, Args)]
+pub struct SuperviseArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]

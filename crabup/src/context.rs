@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use crabtalk_command::manager::process::{ProcessManager, SupervisorCommand};
 use crabtalk_command::{ManagerKind, Service, ServiceManager, UnitSpec};
 use crabtalk_home::Home;
 
@@ -24,7 +25,20 @@ impl Context {
         })
     }
 
+    /// The selected service manager. The process backend supervises its
+    /// services with crabup itself (`crabup supervise`, hidden), which
+    /// restarts a service that fails.
     pub fn manager(&self) -> anyhow::Result<Box<dyn ServiceManager>> {
+        if self.manager_kind == ManagerKind::Process {
+            let program = std::env::current_exe()
+                .context("finding crabup's own executable, which supervises services")?;
+            return Ok(Box::new(ProcessManager::new(&self.home).supervised_by(
+                SupervisorCommand {
+                    program,
+                    args: vec!["supervise".into()],
+                },
+            )));
+        }
         self.manager_kind
             .open(&self.home)
             .with_context(|| format!("opening the {} service manager", self.manager_kind))

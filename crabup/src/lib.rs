@@ -9,8 +9,8 @@
 pub mod cargo;
 pub mod cli;
 pub mod commands;
+pub mod config_check;
 pub mod context;
-pub mod daemon_config;
 pub mod names;
 pub mod providers;
 pub mod reach;

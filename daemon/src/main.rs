@@ -6,7 +6,7 @@ use clap::Parser;
 use crabtalk_home::Home;
 use crabtalk_home::exit::{EX_CONFIG, FAILURE};
 use crabtalk_kit::Shutdown;
-use crabtalk_kit::cli::Verbosity;
+use crabtalk_kit::cli::{Mode, Verbosity};
 use crabtalkd::cli::{Cli, Command, MemoryCommand, SessionsCommand};
 
 fn main() -> ExitCode {
@@ -24,8 +24,13 @@ fn main() -> ExitCode {
         },
     };
     // The env file before the runtime starts any thread, then logging (so
-    // RUST_LOG may come from the file).
-    if let Err(err) = crabtalk_kit::prepare_home(&home, Verbosity::from_count(cli.verbose)) {
+    // RUST_LOG may come from the file): `run` logs at info (its stderr is
+    // its log), a one-shot command only warnings, so its output is its own.
+    let mode = match cli.command {
+        Command::Run(_) => Mode::Service,
+        _ => Mode::Command,
+    };
+    if let Err(err) = crabtalk_kit::prepare_home(&home, Verbosity::from_count(cli.verbose), mode) {
         eprintln!("crabtalkd: {err}");
         return ExitCode::from(EX_CONFIG);
     }

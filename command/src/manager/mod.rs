@@ -140,6 +140,8 @@ pub enum ServiceState {
     Stopped,
     /// It exited with an error (or was killed) and is not running.
     Failed,
+    /// It exited with an error and its manager starts it again shortly.
+    Restarting,
     /// The manager does not know it.
     NotInstalled,
 }
@@ -150,6 +152,7 @@ impl ServiceState {
             Self::Running => "running",
             Self::Stopped => "stopped",
             Self::Failed => "failed",
+            Self::Restarting => "restarting",
             Self::NotInstalled => "not installed",
         }
     }
@@ -168,6 +171,12 @@ pub struct ServiceStatus {
     pub pid: Option<u32>,
     /// The manager's own words, when they add something (exit code, reason).
     pub detail: Option<String>,
+    /// How many times the manager restarted it after a failure, when it
+    /// says (systemd's `NRestarts`, the process backend's supervisor).
+    pub restarts: Option<u32>,
+    /// How its last process ended, when the manager says
+    /// (`killed by signal 9 (SIGKILL)`).
+    pub last_exit: Option<String>,
 }
 
 impl ServiceStatus {
@@ -176,14 +185,15 @@ impl ServiceStatus {
             state,
             pid: None,
             detail: None,
+            restarts: None,
+            last_exit: None,
         }
     }
 
     pub fn running(pid: Option<u32>) -> Self {
         Self {
-            state: ServiceState::Running,
             pid,
-            detail: None,
+            ..Self::new(ServiceState::Running)
         }
     }
 
@@ -333,10 +343,19 @@ pub(crate) fn write_unit(path: &std::path::Path, text: &[u8]) -> Result<Installe
     Ok(Installed::Written(path.to_owned()))
 }
 
-/// Creates the folders a service writes to (`logs/`, `run/`).
+/// Creates the folders a service writes to (`logs/`, `run/`), private to
+/// this user (0700) as the daemon wants them: a home crabup made first is
+/// never one the daemon then warns about.
 pub(crate) fn prepare_home(spec: &UnitSpec) -> Result<(), ManagerError> {
-    for dir in [spec.home.join("logs"), spec.home.join("run")] {
-        std::fs::create_dir_all(&dir).map_err(ManagerError::io("creating", &dir))?;
+    for dir in [
+        spec.home.clone(),
+        spec.home.join("logs"),
+        spec.home.join("run"),
+    ] {
+        if dir.is_dir() {
+            continue;
+        }
+        crabtalk_home::create_private_dir(&dir).map_err(ManagerError::io("creating", &dir))?;
     }
     Ok(())
 }
@@ -356,7 +375,7 @@ pub enum Readiness {
 }
 
 /// Polls until the service of `spec` is ready, stops running, or `timeout`
-/// passes.
+/// passes. A service its manager is restarting is waited for.
 pub fn wait_until_ready(
     manager: &dyn ServiceManager,
     spec: &UnitSpec,
@@ -367,7 +386,7 @@ pub fn wait_until_ready(
     let deadline = Instant::now() + timeout;
     loop {
         let status = manager.status(spec)?;
-        if !status.is_running() {
+        if !status.is_running() && status.state != ServiceState::Restarting {
             return Ok(Readiness::NotRunning(status));
         }
         if let PortProbe::Live(file) = PortProbe::check(&port_file) {

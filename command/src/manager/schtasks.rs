@@ -160,13 +160,12 @@ impl ServiceManager for Schtasks {
             .ok()
             .and_then(|file| file.pid);
         Ok(ServiceStatus {
-            state,
             pid: if state == ServiceState::Running {
                 pid
             } else {
                 None
             },
-            detail: None,
+            ..ServiceStatus::new(state)
         })
     }
 

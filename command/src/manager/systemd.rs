@@ -79,7 +79,7 @@ impl Systemd {
     fn show(&self, spec: &UnitSpec) -> Result<HashMap<String, String>, ManagerError> {
         let out = self.systemctl.run(&[
             "show",
-            "--property=LoadState,ActiveState,SubState,MainPID,Result",
+            "--property=LoadState,ActiveState,SubState,MainPID,Result,NRestarts,ExecMainCode,ExecMainStatus",
             &Self::unit_name(spec),
         ])?;
         Ok(out
@@ -99,15 +99,30 @@ pub fn status_from_properties(props: &HashMap<String, String>) -> ServiceStatus 
         return ServiceStatus::new(ServiceState::NotInstalled);
     }
     let detail = format!("{} ({})", get("ActiveState"), get("SubState"));
-    match get("ActiveState") {
-        "active" | "activating" | "reloading" | "deactivating" | "refreshing" => ServiceStatus {
-            state: ServiceState::Running,
-            pid,
-            detail: Some(detail),
-        },
-        "failed" => ServiceStatus::new(ServiceState::Failed)
+    let mut status = match (get("ActiveState"), get("SubState")) {
+        ("activating", "auto-restart") => {
+            ServiceStatus::new(ServiceState::Restarting).with_detail(detail)
+        }
+        ("active" | "activating" | "reloading" | "deactivating" | "refreshing", _) => {
+            ServiceStatus::running(pid).with_detail(detail)
+        }
+        ("failed", _) => ServiceStatus::new(ServiceState::Failed)
             .with_detail(format!("{detail}, result {}", get("Result"))),
         _ => ServiceStatus::new(ServiceState::Stopped).with_detail(detail),
+    };
+    status.restarts = get("NRestarts").parse().ok();
+    status.last_exit = last_exit(get("ExecMainCode"), get("ExecMainStatus"));
+    status
+}
+
+/// How the main process last ended, from `ExecMainCode` (the `CLD_*`
+/// code: 1 exited, 2 killed, 3 dumped core) and `ExecMainStatus`.
+fn last_exit(code: &str, status: &str) -> Option<String> {
+    let status: i32 = status.parse().ok()?;
+    match code {
+        "1" => Some(format!("exited with status {status}")),
+        "2" | "3" => Some(format!("killed by signal {status}")),
+        _ => None,
     }
 }
 
@@ -224,5 +239,11 @@ mod tests {
             "LoadState=loaded\nActiveState=inactive\nSubState=dead\nMainPID=0",
         ));
         assert_eq!(stopped.state, ServiceState::Stopped);
+        let restarting = status_from_properties(&props(
+            "LoadState=loaded\nActiveState=activating\nSubState=auto-restart\nMainPID=0\nNRestarts=2\nExecMainCode=2\nExecMainStatus=9",
+        ));
+        assert_eq!(restarting.state, ServiceState::Restarting);
+        assert_eq!(restarting.restarts, Some(2));
+        assert_eq!(restarting.last_exit.as_deref(), Some("killed by signal 9"));
     }
 }

@@ -92,7 +92,9 @@ exit 0
         written,
         spec.render(crabtalk_command::UnitFormat::Systemd).unwrap()
     );
-    let show = format!("show --property=LoadState,ActiveState,SubState,MainPID,Result {unit}");
+    let show = format!(
+        "show --property=LoadState,ActiveState,SubState,MainPID,Result,NRestarts,ExecMainCode,ExecMainStatus {unit}"
+    );
     assert_eq!(
         fake.take_calls(),
         [

@@ -1,11 +1,13 @@
 //! The `process` backend end to end with a real component: start, status,
-//! readiness, logs, restart, stop, a crash and recovery — all idempotent.
+//! readiness, logs, restart, stop, a crash and recovery — all idempotent;
+//! and under a supervisor (this crate's `supervisor` example): a killed
+//! service back within its backoff, a stop or a clean end not restarted.
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{TIMEOUT, echo_binary, wait_for};
+use crate::support::{TIMEOUT, echo_binary, supervisor_binary, wait_for};
 use crabtalk_command::liveness::{PortProbe, pid_alive};
-use crabtalk_command::manager::process::ProcessManager;
+use crabtalk_command::manager::process::{PidFile, ProcessManager, SupervisorCommand};
 use crabtalk_command::manager::{
     ManagerError, Readiness, Restarted, Started, Stopped, wait_until_ready,
 };
@@ -190,4 +192,135 @@ fn assert_no_run_files(home: &Home) {
         .unwrap_or_default();
     assert!(left.is_empty(), "left in run/: {left:?}");
     let _ = Path::new("");
+}
+
+fn supervised(home: &Home) -> ProcessManager {
+    ProcessManager::new(home).supervised_by(SupervisorCommand {
+        program: supervisor_binary(),
+        args: Vec::new(),
+    })
+}
+
+/// Stops the service of a test when the test ends, passed or failed, so
+/// no supervisor outlives it.
+struct StopOnDrop<'a>(&'a ProcessManager, UnitSpec);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.stop(&self.1);
+    }
+}
+
+fn kill(pid: u32, signal: i32) {
+    // SAFETY: kill(2) on a process this test started.
+    unsafe { libc::kill(pid as i32, signal) };
+}
+
+/// The pid file's supervisor, which must be alive.
+fn supervisor_of(home: &Home) -> u32 {
+    let file = PidFile::read(&home.pid_file("echo").unwrap()).expect("a pid file");
+    let supervisor = file.supervisor.expect("a supervisor in the pid file");
+    assert!(pid_alive(supervisor));
+    supervisor
+}
+
+#[cfg(unix)]
+#[test]
+fn a_supervised_service_killed_comes_back_within_its_backoff_and_stop_ends_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path());
+    let manager = supervised(&home);
+    let spec = echo_spec(&home, echo_binary());
+    let _stop = StopOnDrop(&manager, spec.clone());
+    let Started::Started { pid: Some(pid) } = manager.start(&spec).unwrap() else {
+        panic!("not started")
+    };
+    ready_port(&manager, &spec, &home);
+    let supervisor = supervisor_of(&home);
+    assert_ne!(supervisor, pid);
+    assert_eq!(manager.status(&spec).unwrap().restarts, Some(0));
+
+    kill(pid, libc::SIGKILL);
+    // Back on its own: a new pid, running, counted, with how it ended.
+    let again = wait_for("the service started again", TIMEOUT, || {
+        let status = manager.status(&spec).unwrap();
+        (status.is_running() && status.pid != Some(pid)).then_some(status)
+    });
+    assert_eq!(again.restarts, Some(1), "{again:?}");
+    assert_eq!(
+        again.last_exit.as_deref(),
+        Some("killed by signal 9 (SIGKILL)")
+    );
+    assert_eq!(supervisor_of(&home), supervisor, "the same supervisor");
+    ready_port(&manager, &spec, &home);
+    let log = std::fs::read_to_string(&spec.log_file).unwrap();
+    assert!(
+        log.contains(&format!(
+            "WARN supervisor: crabtalk-echo (pid {pid}) killed by signal 9 (SIGKILL); starting it again in 1 s (restart 1"
+        )),
+        "{log}"
+    );
+    assert!(log.contains("started again (pid"), "{log}");
+
+    // A stop goes through the supervisor: both end, nothing restarts.
+    let new_pid = again.pid.unwrap();
+    assert_eq!(
+        manager.stop(&spec).unwrap(),
+        Stopped::Stopped { pid: Some(new_pid) }
+    );
+    assert!(!pid_alive(new_pid) && !pid_alive(supervisor));
+    assert_eq!(manager.status(&spec).unwrap().state, ServiceState::Stopped);
+    assert_no_run_files(&home);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_supervised_service_that_ends_cleanly_or_refuses_its_config_is_not_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path());
+    let manager = supervised(&home);
+    let spec = echo_spec(&home, echo_binary());
+    let _stop = StopOnDrop(&manager, spec.clone());
+    let Started::Started { pid: Some(pid) } = manager.start(&spec).unwrap() else {
+        panic!("not started")
+    };
+    ready_port(&manager, &spec, &home);
+    let supervisor = supervisor_of(&home);
+    // SIGTERM from someone else: a clean end (systemd's on-failure).
+    kill(pid, libc::SIGTERM);
+    wait_for("the supervisor to finish", TIMEOUT, || {
+        (!pid_alive(supervisor)).then_some(())
+    });
+    let status = manager.status(&spec).unwrap();
+    assert_eq!(status.state, ServiceState::Stopped, "{status:?}");
+    assert!(
+        status.detail.as_deref().unwrap().contains("on its own"),
+        "{status:?}"
+    );
+    assert!(!pid_alive(pid));
+    // `start` clears what it left and starts again.
+    let Started::Started { pid: Some(_) } = manager.start(&spec).unwrap() else {
+        panic!("not started")
+    };
+    manager.stop(&spec).unwrap();
+
+    // A binary that refuses its configuration at once: told at start,
+    // not restarted.
+    let script = dir.path().join("crabtalk-broken");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho \"broken.toml:1:1: unknown key\" >&2\nexit 78\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let broken = echo_spec(&home, script);
+    match manager.start(&broken) {
+        Err(ManagerError::ExitedAtStart { tail, status, .. }) => {
+            assert!(tail.contains("broken.toml:1:1: unknown key"), "{tail}");
+            assert!(status.contains("status 78"), "{status}");
+        }
+        other => panic!("expected ExitedAtStart, got {other:?}"),
+    }
+    assert_no_run_files(&home);
 }

@@ -20,6 +20,22 @@ pub(crate) fn echo_binary() -> PathBuf {
     path
 }
 
+/// This crate's `supervisor` example: the smallest supervisor host (what
+/// crabup's hidden `supervise` command is), built by `cargo test`.
+pub(crate) fn supervisor_binary() -> PathBuf {
+    let deps = std::env::current_exe().unwrap();
+    let profile_dir = deps.parent().unwrap().parent().unwrap();
+    let path = profile_dir
+        .join("examples")
+        .join(format!("supervisor{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "{} is missing: build it with `cargo build -p crabtalk-command --example supervisor`",
+        path.display()
+    );
+    path
+}
+
 /// Polls `condition` until it returns `Some`, failing after `timeout`.
 pub(crate) fn wait_for<T>(
     what: &str,

@@ -7,7 +7,8 @@
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use crabtalk_home::Service;
-use crabtalk_kit::cli::{ComponentCli, Verbosity};
+use crabtalk_kit::Component;
+use crabtalk_kit::cli::{ComponentCli, Mode, Verbosity};
 
 /// The executable's name.
 pub const BINARY: &str = "crabtalk-cron";
@@ -20,15 +21,16 @@ pub fn service() -> Service {
     Service::new("cron", BINARY, "crabtalk scheduler").expect("a valid service name")
 }
 
-/// The clap definition `main` parses with.
+/// The clap definition `main` parses with (with the kit's `check`).
 pub fn command() -> clap::Command {
-    Cli::command()
+    crabtalk_kit::cli::with_check(Cli::command())
 }
 
 #[derive(Debug, Parser)]
 #[command(
     name = BINARY,
     bin_name = BINARY,
+    version,
     about = ABOUT,
     after_help = "Files: entries in $CRABTALK_HOME/config/crons.toml (CRABTALK_HOME defaults to ~/.crabtalk), \
                   runs in $CRABTALK_HOME/logs/cron-runs.jsonl, state in $CRABTALK_HOME/cron/. While the \
@@ -44,6 +46,17 @@ pub struct Cli {
 impl ComponentCli for Cli {
     fn verbosity(&self) -> Verbosity {
         self.verbosity
+    }
+
+    fn mode(&self) -> Mode {
+        match self.command {
+            Command::Run { id: None, .. } => Mode::Service,
+            _ => Mode::Command,
+        }
+    }
+
+    fn check(component: &Component) -> anyhow::Result<String> {
+        crate::check::check(component)
     }
 }
 

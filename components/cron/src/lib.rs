@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use crabtalk_home::Home;
 
 pub mod admin;
+pub mod check;
 pub mod cli;
 #[cfg(feature = "service")]
 pub mod commands;

@@ -77,12 +77,25 @@ pub async fn run(component: &Component) -> anyhow::Result<()> {
     let home = component.home();
     let _lock = take_lock(home)?;
     let zone = machine_zone();
+    // A file the engine cannot read stops the start (exit 78, with where
+    // and what): starting with no schedule at all would lose every entry
+    // without a word. A running service keeps its last good schedule
+    // instead (the engine) — from the first moment: what was checked here
+    // is its first last-good schedule.
+    let (checked, text) = crate::check::entries(&CronsFile::of(home), zone)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let (engine, handle) = engine(home, clock.clone(), zone, component.daemon());
+    let (mut engine, handle) = engine(home, clock.clone(), zone, component.daemon());
+    engine.start_from(checked, &text);
     let admin = Arc::new(Admin::new(home, zone));
+    // While crons.toml has a problem, health says so and that the last
+    // good schedule keeps running (the engine's), not that nothing runs.
     let problems: HealthProblems = {
         let admin = admin.clone();
-        Arc::new(move || admin.problems())
+        let handle = handle.clone();
+        Arc::new(move || match handle.kept_schedule() {
+            Some(kept) => vec![kept.to_string()],
+            None => admin.problems(),
+        })
     };
     let tools = CronTools::new(admin, handle, clock);
     // Arguments sent as a JSON string holding the object are accepted too.

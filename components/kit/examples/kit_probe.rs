@@ -81,6 +81,7 @@ fn main() -> ExitCode {
     crabtalk_kit::main_run(
         service,
         "A crabtalk component exercising the kit (a test and an example)",
+        crabtalk_kit::check::required::<ProbeConfig>,
         |component| async move {
             let config: ProbeConfig = component.config()?;
             tokio::spawn(print_events(component.clone()));

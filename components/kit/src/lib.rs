@@ -8,7 +8,8 @@
 //! follows events). The kit gives it, in this order of a process's life:
 //!
 //! - [`main_run`], [`main_mcp`], [`main_with`]: the whole `main` — the
-//!   command line ([`cli`]: `run`, `-v`), `$CRABTALK_HOME/env` loaded while
+//!   command line ([`cli`]: `run`, the kit's `check` ([`check`]), `-v`),
+//!   `$CRABTALK_HOME/env` loaded while
 //!   the process has one thread, [`logging`] to stderr, the rustls `ring`
 //!   provider installed once, a current-thread runtime, and the exit code
 //!   ([`exit`]: 78 for configuration, 69 for "not built", 1 otherwise).
@@ -25,6 +26,9 @@
 //!   to come up, reconnects after it restarts and re-subscribes what the
 //!   component follows.
 //!
+//! - [`tool_view`]: the answers of the web tools as people read them
+//!   (what the clients show instead of raw JSON).
+//!
 //! Without the default `service` feature the kit is only the command line,
 //! the config loader, logging, the shutdown signal and the daemon client:
 //! enough for `crabup` to read and write a component's config with the
@@ -37,9 +41,10 @@
 //!
 //! fn main() -> std::process::ExitCode {
 //!     let service = Service::new("search", "crabtalk-search", "meta-search").unwrap();
-//!     crabtalk_kit::main_run(service, "Meta-search for crabtalk agents", |component| async move {
-//!         #[derive(Default, serde::Deserialize)]
-//!         struct SearchConfig { engines: Vec<String> }
+//!     #[derive(Default, serde::Deserialize)]
+//!     struct SearchConfig { engines: Vec<String> }
+//!     let check = crabtalk_kit::check::optional::<SearchConfig>;
+//!     crabtalk_kit::main_run(service, "Meta-search for crabtalk agents", check, |component| async move {
 //!         let config: SearchConfig = component.config_or_default()?;
 //!         let daemon = component.daemon();
 //!         component.serve_mcp(crabtalk_kit::mcp::mcp_router(SearchTools::default)).await?;
@@ -50,6 +55,7 @@
 
 #[cfg(feature = "service")]
 mod access;
+pub mod check;
 pub mod cli;
 mod component;
 pub mod config;
@@ -73,6 +79,7 @@ pub mod suggest;
 pub mod tls;
 #[cfg(feature = "service")]
 pub mod tool_call;
+pub mod tool_view;
 
 pub use component::Component;
 #[cfg(feature = "service")]

@@ -1,10 +1,17 @@
 //! Logging set-up: tracing to stderr.
 //!
 //! A service's stderr is its log: the service manager appends it to
-//! `$CRABTALK_HOME/logs/<name>.log`. The level is what `-v` asks for
-//! ([`Verbosity::filter`]); `RUST_LOG`, which may come from the env file,
-//! overrides it with comma-separated `target=level` directives (or a bare
-//! level). Colour codes are written only to a terminal.
+//! `$CRABTALK_HOME/logs/<name>.log`. The level is what `-v` asks for, for
+//! the service or for a one-shot command ([`Verbosity::filter_for`]: a
+//! command logs only warnings, so no log line mixes with what it prints);
+//! `RUST_LOG`, which may come from the env file, overrides it with
+//! comma-separated `target=level` directives (or a bare level). Colour
+//! codes are written only to a terminal.
+//!
+//! `rmcp` is kept to warnings by default: at `info` it logs every MCP
+//! session's whole `peer_info` on each connect, which says nothing a
+//! person reading a service's log needs (`RUST_LOG=rmcp=info` brings it
+//! back).
 //!
 //! The filter is `tracing_subscriber`'s `Targets`, not `EnvFilter`:
 //! `EnvFilter` compiles regular expressions at start, which pulls a regex
@@ -13,11 +20,15 @@
 
 use tracing_subscriber::filter::Targets;
 
-use crate::cli::Verbosity;
+use crate::cli::{Mode, Verbosity};
 
-/// Sends tracing to stderr at the level `verbosity` asks for (`RUST_LOG`
-/// wins). Only the first call in a process has an effect.
-pub fn init(verbosity: Verbosity) {
+/// Targets whose `info` is noise in a service's log, kept to warnings
+/// unless `RUST_LOG` names them.
+const QUIET_TARGETS: &str = "rmcp=warn";
+
+/// Sends tracing to stderr at the level `verbosity` asks for in `mode`
+/// (`RUST_LOG` wins). Only the first call in a process has an effect.
+pub fn init(verbosity: Verbosity, mode: Mode) {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -26,8 +37,8 @@ pub fn init(verbosity: Verbosity) {
         .filter(|v| !v.trim().is_empty());
     let (filter, refused) = match from_env.as_deref().map(filter_of) {
         Some(Ok(filter)) => (filter, None),
-        Some(Err(err)) => (default_filter(verbosity), Some(err)),
-        None => (default_filter(verbosity), None),
+        Some(Err(err)) => (default_filter(verbosity, mode), Some(err)),
+        None => (default_filter(verbosity, mode), None),
     };
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
@@ -40,7 +51,7 @@ pub fn init(verbosity: Verbosity) {
     if let (true, Some(err)) = (installed, refused) {
         tracing::warn!(
             "RUST_LOG is not understood ({err}); logging at {}",
-            verbosity.filter()
+            verbosity.filter_for(mode)
         );
     }
 }
@@ -54,8 +65,16 @@ pub fn filter_of(directives: &str) -> Result<Targets, String> {
         .map_err(|err| format!("{directives:?}: {err}"))
 }
 
-fn default_filter(verbosity: Verbosity) -> Targets {
-    filter_of(verbosity.filter()).expect("the built-in levels parse")
+/// The filter without `RUST_LOG`: the level of `verbosity` in `mode`,
+/// with the quiet targets (dependencies that chatter) held to warnings unless `-v` asks for more.
+pub fn default_filter(verbosity: Verbosity, mode: Mode) -> Targets {
+    let level = verbosity.filter_for(mode);
+    let directives = if verbosity.verbose == 0 {
+        format!("{level},{QUIET_TARGETS}")
+    } else {
+        level.to_owned()
+    };
+    filter_of(&directives).expect("the built-in levels parse")
 }
 
 #[cfg(test)]
@@ -76,5 +95,19 @@ mod tests {
                 .would_enable("anything", &Level::INFO)
         );
         assert!(filter_of("crabtalk=loud").is_err());
+    }
+
+    #[test]
+    fn by_default_a_service_logs_info_without_rmcps_sessions_and_a_command_only_warnings() {
+        let service = default_filter(Verbosity::from_count(0), Mode::Service);
+        assert!(service.would_enable("crabtalk_kit::entry", &Level::INFO));
+        assert!(!service.would_enable("rmcp::service", &Level::INFO));
+        assert!(service.would_enable("rmcp::service", &Level::WARN));
+        let command = default_filter(Verbosity::from_count(0), Mode::Command);
+        assert!(!command.would_enable("crabtalk_kit::entry", &Level::INFO));
+        assert!(command.would_enable("crabtalk_kit::entry", &Level::WARN));
+        // -v asks for everything, rmcp's sessions included.
+        let verbose = default_filter(Verbosity::from_count(1), Mode::Command);
+        assert!(verbose.would_enable("rmcp::service", &Level::DEBUG));
     }
 }

@@ -9,7 +9,7 @@
 //! Only the owner's processes get past the door: every request but a bare
 //! `GET /health` needs the token in `run/token` as `Authorization: Bearer`,
 //! and requests from web pages of other origins are refused
-//! ([`access`](crate::access)); the sessions a caller can open are capped
+//! (the kit's access layer); the sessions a caller can open are capped
 //! ([`CappedSessions`]). The owner's programs connect with
 //! [`owner_client_config`].
 //!

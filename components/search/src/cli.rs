@@ -7,7 +7,8 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 use crabtalk_home::Service;
-use crabtalk_kit::cli::{ComponentCli, Verbosity};
+use crabtalk_kit::Component;
+use crabtalk_kit::cli::{ComponentCli, Mode, Verbosity};
 
 /// The executable's name.
 pub const BINARY: &str = "crabtalk-search";
@@ -20,15 +21,16 @@ pub fn service() -> Service {
     Service::new("search", BINARY, "crabtalk meta-search service").expect("a valid service name")
 }
 
-/// The clap definition `main` parses with.
+/// The clap definition `main` parses with (with the kit's `check`).
 pub fn command() -> clap::Command {
-    Cli::command()
+    crabtalk_kit::cli::with_check(Cli::command())
 }
 
 #[derive(Debug, Parser)]
 #[command(
     name = BINARY,
     bin_name = BINARY,
+    version,
     about = ABOUT,
     after_help = "Files: settings in $CRABTALK_HOME/config/search.toml (optional; CRABTALK_HOME defaults to \
                   ~/.crabtalk), engine health in $CRABTALK_HOME/search/health.json. While the service runs \
@@ -45,6 +47,17 @@ pub struct Cli {
 impl ComponentCli for Cli {
     fn verbosity(&self) -> Verbosity {
         self.verbosity
+    }
+
+    fn mode(&self) -> Mode {
+        match self.command {
+            Command::Run => Mode::Service,
+            _ => Mode::Command,
+        }
+    }
+
+    fn check(component: &Component) -> anyhow::Result<String> {
+        crate::check::check(component)
     }
 }
 

@@ -31,6 +31,7 @@ pub mod address;
 pub mod answer;
 #[cfg(feature = "service")]
 pub mod cache;
+pub mod check;
 pub mod cli;
 #[cfg(feature = "service")]
 pub mod commands;

@@ -7,16 +7,9 @@ use anyhow::Context;
 use crabtalk_kit::Component;
 use crabtalk_kit::mcp::{HealthProblems, accept_string_arguments, mcp_router};
 
-use crate::config::Settings;
+pub use crate::check::settings;
 use crate::tools::SearchTools;
 use crate::web::Web;
-
-/// The settings of the component's home: `search.toml` (optional) and the
-/// environment (API keys).
-pub fn settings(component: &Component) -> anyhow::Result<Settings> {
-    let config = crate::config::load(&component.config_path())?;
-    Ok(Settings::resolve(&config, |name| std::env::var(name).ok()))
-}
 
 /// Runs the service until the component is told to stop.
 pub async fn run(component: &Component) -> anyhow::Result<()> {

@@ -3,7 +3,8 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 use crabtalk_home::Service;
-use crabtalk_kit::cli::{ComponentCli, Verbosity};
+use crabtalk_kit::Component;
+use crabtalk_kit::cli::{ComponentCli, Mode, Verbosity};
 
 /// The executable's name.
 pub const BINARY: &str = "crabtalk-telegram";
@@ -16,15 +17,16 @@ pub fn service() -> Service {
     Service::new("telegram", BINARY, "crabtalk Telegram gateway").expect("a valid service name")
 }
 
-/// The clap definition `main` parses with.
+/// The clap definition `main` parses with (with the kit's `check`).
 pub fn command() -> clap::Command {
-    Cli::command()
+    crabtalk_kit::cli::with_check(Cli::command())
 }
 
 #[derive(Debug, Parser)]
 #[command(
     name = BINARY,
     bin_name = BINARY,
+    version,
     about = ABOUT,
     after_help = "Files: its configuration in $CRABTALK_HOME/config/telegram.toml (CRABTALK_HOME defaults \
                   to ~/.crabtalk; token, allow, pairing, groups), its state in $CRABTALK_HOME/telegram/ \
@@ -42,6 +44,17 @@ pub struct Cli {
 impl ComponentCli for Cli {
     fn verbosity(&self) -> Verbosity {
         self.verbosity
+    }
+
+    fn mode(&self) -> Mode {
+        match self.command {
+            Command::Run => Mode::Service,
+            Command::Pair(_) => Mode::Command,
+        }
+    }
+
+    fn check(component: &Component) -> anyhow::Result<String> {
+        crate::check::check(component)
     }
 }
 

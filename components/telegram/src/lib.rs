@@ -24,6 +24,7 @@
 //! ([`wire`]) and the token check ([`token`]): what crabup links for
 //! first-run setup.
 
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod token;

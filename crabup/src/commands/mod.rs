@@ -16,23 +16,27 @@ use clap::Parser;
 use crate::cli::{Cli, Command, OtherService};
 use crate::context::Context;
 
-pub use ps::{PsRow, ps_rows};
+pub use ps::{HealthStatus, HealthView, PsRow, ps_rows};
 
 /// Runs one parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Command::Supervise(args) = cli.command {
+        return Ok(supervise(args.args));
+    }
     let ctx = Context::from_env()?;
     match cli.command {
         Command::Pull(args) => pull::run(&ctx, &args).map(ok),
         Command::Rm(args) => rm::run(&ctx, &args).map(ok),
         Command::Update => update::run(&ctx).map(ok),
         Command::List => list::run(&ctx).map(ok),
-        Command::Ps(args) => ps::run(&ctx, &args).map(ok),
+        Command::Ps(args) => ps::run(&ctx, &args),
         Command::Up(args) => up::run(&ctx, &args).map(ok),
         Command::Doctor => doctor::run(&ctx),
         Command::Daemon(args) => service::run(&ctx, "daemon", &args.action),
         Command::Telegram(args) => service::run(&ctx, "telegram", &args.action),
         Command::Search(args) => service::run(&ctx, "search", &args.action),
         Command::Cron(args) => service::run(&ctx, "cron", &args.action),
+        Command::Supervise(_) => unreachable!("handled above"),
         Command::Other(words) => {
             let name = words[0].clone();
             let other = match OtherService::try_parse_from(&words) {
@@ -45,6 +49,20 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )?;
             service::run(&ctx, &name, &other.action)
         }
+    }
+}
+
+/// `crabup supervise`: the process backend's supervisor of one service.
+fn supervise(args: Vec<std::ffi::OsString>) -> ExitCode {
+    #[cfg(unix)]
+    {
+        crabtalk_command::manager::process::supervisor::main(args)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = args;
+        eprintln!("crabup: supervise: the process backend supervises services on Unix only");
+        ExitCode::FAILURE
     }
 }
 

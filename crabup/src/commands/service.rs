@@ -9,11 +9,11 @@ use crabtalk_command::logs::{Follower, last_lines};
 use crabtalk_command::manager::{
     READY_TIMEOUT, Readiness, Restarted, Started, Stopped, wait_until_ready,
 };
-use crabtalk_command::{ManagerKind, Service, ServiceManager, UnitSpec};
+use crabtalk_command::{ManagerKind, Service, ServiceManager, ServiceState, UnitSpec};
 
 use crate::cli::ServiceAction;
+use crate::config_check::{self, ConfigVerdict};
 use crate::context::Context;
-use crate::daemon_config::{self, ConfigVerdict};
 use crate::setup::{Prompt, ensure_ready};
 use crate::{NOT_RUNNING_EXIT, names};
 
@@ -52,6 +52,9 @@ fn start(ctx: &Context, service: &Service) -> anyhow::Result<()> {
     let manager = ctx.manager()?;
     let status = manager.status(&spec)?;
     if status.is_running() {
+        // Nothing is restarted, but a file the service would now refuse is
+        // said at once, not at its next restart.
+        config_accepted(ctx, service, &spec, Action::Start)?;
         println!(
             "{} is already running{}",
             service.name(),
@@ -59,8 +62,20 @@ fn start(ctx: &Context, service: &Service) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    config_accepted(ctx, service, &spec, "started")?;
-    first_run_setup(ctx, service)?;
+    if status.state == ServiceState::Restarting {
+        println!(
+            "{} failed and its supervisor starts it again{}; `crabup {} logs` says why it failed",
+            service.name(),
+            status
+                .detail
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default(),
+            service.name()
+        );
+        return Ok(());
+    }
+    ready_to_start(ctx, service, &spec, Action::Start)?;
     match manager.start(&spec)? {
         Started::AlreadyRunning { pid } => {
             println!("{} is already running{}", service.name(), pid_note(pid));
@@ -68,6 +83,38 @@ fn start(ctx: &Context, service: &Service) -> anyhow::Result<()> {
         Started::Started { .. } => report_ready(ctx, &*manager, &spec, "started")?,
     }
     Ok(())
+}
+
+/// Before `service` is started or restarted: its configuration, read by
+/// its own `check`, and what it cannot run without (first-run setup).
+/// When the service is not running and its file is refused because it is
+/// missing — or, on a terminal, for any reason first-run setup may fix
+/// (telegram's token) — the setup comes first, then the check again; a
+/// running service is never stopped for a file its check refuses.
+fn ready_to_start(
+    ctx: &Context,
+    service: &Service,
+    spec: &UnitSpec,
+    action: Action,
+) -> anyhow::Result<()> {
+    let config = names::lookup(service.name())
+        .and_then(|known| known.config)
+        .and_then(|file| ctx.home.component_config(file).ok());
+    let file_missing = config.as_ref().is_some_and(|path| !path.exists());
+    let setup_may_fix = file_missing
+        || (config.is_some()
+            && std::io::stdin().is_terminal()
+            && !ctx.manager()?.status(spec)?.is_running());
+    match config_verdict(ctx, service, spec) {
+        ConfigVerdict::Refused(_) if setup_may_fix => {
+            first_run_setup(ctx, service)?;
+            config_accepted(ctx, service, spec, action)
+        }
+        verdict => {
+            refuse_on(ctx, service, spec, action, verdict)?;
+            first_run_setup(ctx, service)
+        }
+    }
 }
 
 /// Whatever `service` cannot run without, asked for on the terminal when
@@ -92,42 +139,84 @@ fn first_run_setup(ctx: &Context, service: &Service) -> anyhow::Result<()> {
     )
 }
 
-/// For the daemon: asks `crabtalkd check` whether the daemon would take its
+/// What is being done to a service, for the words of a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Start,
+    Restart,
+}
+
+/// What the service's own `check` says of its configuration.
+fn config_verdict(ctx: &Context, service: &Service, spec: &UnitSpec) -> ConfigVerdict {
+    config_check::check(service, &spec.program, &ctx.home)
+}
+
+/// Asks the service's own `check` whether it would take its
 /// configuration, and refuses to go on when it would not, so a running
-/// daemon is never stopped for one that refuses to start. The problems
+/// service is never stopped for one that refuses to start. The problems
 /// come first in the error, then what was (not) done.
 fn config_accepted(
     ctx: &Context,
     service: &Service,
     spec: &UnitSpec,
-    verb: &str,
+    action: Action,
 ) -> anyhow::Result<()> {
-    if service.name() != "daemon" {
-        return Ok(());
-    }
-    match daemon_config::check(&spec.program, &ctx.home) {
-        ConfigVerdict::Fine(_) => Ok(()),
+    let verdict = config_verdict(ctx, service, spec);
+    refuse_on(ctx, service, spec, action, verdict)
+}
+
+fn refuse_on(
+    ctx: &Context,
+    service: &Service,
+    spec: &UnitSpec,
+    action: Action,
+    verdict: ConfigVerdict,
+) -> anyhow::Result<()> {
+    let problems = match verdict {
+        ConfigVerdict::Fine(_) => return Ok(()),
         ConfigVerdict::Unavailable(why) => {
             eprintln!("note: the configuration was not checked first: {why}");
-            Ok(())
+            return Ok(());
         }
-        ConfigVerdict::Refused(problems) => {
-            let running = ctx.manager()?.status(spec)?;
-            let state = if running.is_running() {
-                format!("it keeps running as it is{}", pid_note(running.pid))
-            } else {
-                "it is not running".to_owned()
-            };
-            bail!(
-                "{problems}\nThe daemon was not {verb}: crabtalkd would refuse this configuration; {state}. Fix the files above (`crabtalkd check` checks them again), then run `crabup daemon {}` again.",
-                if verb == "started" {
-                    "start"
-                } else {
-                    "restart"
-                }
-            )
-        }
+        ConfigVerdict::Refused(problems) => problems,
+    };
+    let name = service.name();
+    let binary = service.binary();
+    let who = if service.is_daemon() {
+        "The daemon".to_owned()
+    } else {
+        name.to_owned()
+    };
+    let running = ctx.manager()?.status(spec)?;
+    let state = if running.is_running() {
+        format!("it keeps running as it is{}", pid_note(running.pid))
+    } else {
+        "it is not running".to_owned()
+    };
+    let (verb, again) = match action {
+        Action::Start if running.is_running() => ("restarted", "start"),
+        Action::Start => ("started", "start"),
+        Action::Restart => ("restarted", "restart"),
+    };
+    let check = if service.is_daemon() {
+        "crabtalkd check".to_owned()
+    } else {
+        format!("{binary} check")
+    };
+    let (config, files) = if service.is_daemon() {
+        ("this configuration", "the files above")
+    } else {
+        ("its configuration", "the file above")
+    };
+    if action == Action::Start && running.is_running() {
+        bail!(
+            "{problems}\n{who} is running{}, but {binary} would refuse {config} now: its next restart would not start. Nothing was changed; {state}. Fix {files} (`{check}` checks again).",
+            pid_note(running.pid)
+        )
     }
+    bail!(
+        "{problems}\n{who} was not {verb}: {binary} would refuse {config}; {state}. Fix {files} (`{check}` checks again), then run `crabup {name} {again}` again."
+    )
 }
 
 /// Waits for the service to announce itself and says how it went.
@@ -194,8 +283,7 @@ fn restart(ctx: &Context, service: &Service) -> anyhow::Result<()> {
     let manager = ctx.manager()?;
     // A running service keeps running when its config is broken or went
     // missing.
-    config_accepted(ctx, service, &spec, "restarted")?;
-    first_run_setup(ctx, service)?;
+    ready_to_start(ctx, service, &spec, Action::Restart)?;
     let Restarted { old_pid, .. } = manager.restart(&spec)?;
     let verb = match old_pid {
         Some(old) => format!("restarted (was pid {old})"),

@@ -22,8 +22,8 @@ use crabtalk_command::Service;
 
 use super::pull::{self, Unpublished};
 use crate::cli::{PullArgs, ServiceAction, UpArgs};
+use crate::config_check::{self, ConfigVerdict};
 use crate::context::Context;
-use crate::daemon_config::{self, ConfigVerdict};
 use crate::names;
 
 /// What `up` installs besides the services: the client and crabup.
@@ -90,7 +90,8 @@ pub(super) fn run(ctx: &Context, args: &UpArgs) -> anyhow::Result<()> {
     // fresh binary checks it, in its restart.)
     if args.path.is_none()
         && let Some(binary) = ctx.binary(&Service::daemon())
-        && let ConfigVerdict::Refused(problems) = daemon_config::check(&binary, &ctx.home)
+        && let ConfigVerdict::Refused(problems) =
+            config_check::check(&Service::daemon(), &binary, &ctx.home)
     {
         anyhow::bail!(
             "{problems}\nNothing was started or restarted: crabtalkd would refuse this configuration (a running daemon keeps running as it is). Fix the files above (`crabtalkd check` checks them again), then run `crabup up` again."
@@ -188,25 +189,37 @@ fn install_all(ctx: &Context, args: &UpArgs) -> anyhow::Result<Vec<&'static str>
     Ok(failures)
 }
 
-/// What to type next, with the full path when cargo's bin folder is not
-/// on PATH.
+/// What to type next: the client by name when PATH finds it, else by the
+/// path where it really is (never a path that does not exist).
 fn next_steps(ctx: &Context) {
-    let bin = ctx.cargo.bin_dir();
-    let on_path = std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir == bin));
-    let tui = if on_path || ctx.cargo.find_binary("crabtalk-tui").is_none() {
-        "crabtalk-tui".to_owned()
-    } else {
-        bin.join("crabtalk-tui").display().to_string()
+    let on_path = |dir: &Path| {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|entry| entry == dir))
+    };
+    let tui = match ctx.cargo.find_binary("crabtalk-tui") {
+        Some(path) if path.parent().is_some_and(on_path) => "crabtalk-tui".to_owned(),
+        Some(path) => path.display().to_string(),
+        None => "crabtalk-tui".to_owned(),
     };
     let width = tui.len().max("crabup daemon logs -f".len());
-    println!("Next: {tui:<width$}  # chat (one prompt: {tui} -p \"hello\")");
+    if ctx.cargo.find_binary("crabtalk-tui").is_some() {
+        println!("Next: {tui:<width$}  # chat (one prompt: {tui} -p \"hello\")");
+    } else {
+        println!(
+            "Next: {:<width$}  # the chat client is not installed: crabup pull tui",
+            "crabup pull tui"
+        );
+    }
     println!("      {:<width$}  # what runs", "crabup ps");
     println!(
         "      {:<width$}  # what the daemon does",
         "crabup daemon logs -f"
     );
-    if !on_path {
+    let bin = ctx.cargo.bin_dir();
+    let installed_there = names::TABLE
+        .iter()
+        .any(|known| bin.join(crate::cargo::exe(known.binary)).is_file());
+    if installed_there && !on_path(&bin) {
         println!(
             "note: {} is not on PATH; add it (export PATH=\"{}:$PATH\") to run the binaries by name",
             bin.display(),

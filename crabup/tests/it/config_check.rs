@@ -71,7 +71,7 @@ fn a_broken_config_leaves_the_running_daemon_alone_and_says_why_first() {
         assert!(!err.contains("no LLM provider yet"), "{args:?}: {err}");
         assert_eq!(daemon_pid(&sandbox), pid, "{args:?} touched the daemon");
         let row = sandbox.ps_row("daemon");
-        assert!(row["health"].as_str().unwrap().starts_with("ok"), "{row}");
+        assert_eq!(row["health"]["status"], "ok", "{row}");
     }
 
     // doctor reports the same problem, and fails.
@@ -140,4 +140,28 @@ fn doctor_reports_a_provider_whose_base_url_does_not_answer() {
         "{report}"
     );
     drop(open);
+}
+
+/// A first `crabup daemon start` in a home that does not exist yet makes
+/// it, `run/` and `logs/` private (0700), so the daemon finds nothing to
+/// warn about in what crabup chose.
+#[test]
+fn a_first_start_makes_the_home_private_so_the_daemon_has_nothing_to_warn_about() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    install_daemon(&sandbox);
+    assert!(!sandbox.home.exists());
+    sandbox.ok(&["daemon", "start"]);
+    for dir in [
+        sandbox.home.clone(),
+        sandbox.home.join("run"),
+        sandbox.home.join("logs"),
+    ] {
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{} is {mode:o}", dir.display());
+    }
+    daemon_pid(&sandbox);
+    let log = std::fs::read_to_string(sandbox.home.join("logs/daemon.log")).unwrap();
+    assert!(!log.contains("has mode"), "{log}");
+    sandbox.ok(&["daemon", "stop"]);
 }

@@ -21,6 +21,7 @@ fn doctor_shows_a_refused_config_a_stopped_service_and_the_last_errors_of_a_log(
         "2026-01-01T00:00:00.000000Z  INFO crabtalk_telegram: polling\n\
          2026-01-01T00:00:01.000000Z  WARN crabtalk_telegram::poll: getUpdates failed: 409 Conflict\n\
          2026-01-01T00:00:02.000000Z ERROR crabtalk_telegram: the daemon did not answer\n\
+         2026-01-01T00:00:02.500000Z  WARN crabtalk_telegram: /home/someone/projects/crabtalk/sandbox/files has mode 755: other users can get at it, and it holds what chats sent; fix it with: chmod 700 /home/someone/projects/crabtalk/sandbox/files\n\
          2026-01-01T00:00:03.000000Z  INFO crabtalk_telegram: polling again\n",
     )
     .unwrap();
@@ -36,12 +37,17 @@ fn doctor_shows_a_refused_config_a_stopped_service_and_the_last_errors_of_a_log(
         "{text}"
     );
     assert!(
-        text.contains("[warn] telegram log: 2 warning/error lines in the last 4 lines of"),
+        text.contains("[warn] telegram log: 3 warning/error lines in the last 5 lines of"),
         "{text}"
     );
     assert!(
         text.contains("getUpdates failed: 409 Conflict")
             && text.contains("the daemon did not answer"),
+        "{text}"
+    );
+    // A long line is cut in its middle: the fix at its end is whole.
+    assert!(
+        text.contains("fix it with: chmod 700 /home/someone/projects/crabtalk/sandbox/files\n"),
         "{text}"
     );
 

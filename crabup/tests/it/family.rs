@@ -11,10 +11,14 @@
 //! formatted; the user asks for a reminder, the model schedules it
 //! (`cron__cron_add` with `in: "2s"`), cron fires it in that user's
 //! conversation, and the reply reaches the chat exactly once, with the run
-//! log saying `delivered` and the message id. Then each component is
-//! killed with SIGKILL in turn: the daemon and the others keep serving,
-//! the killed one's tools are no longer offered to the agent and `ps` says
-//! it failed, and `crabup <it> start` brings it and its tools back.
+//! log saying `delivered` and the message id. The search results reach the
+//! chat as a summary (titles as links, engines), never as JSON. Then each
+//! component is killed with SIGKILL in turn: its supervisor starts it
+//! again within its backoff, counted in `ps`, and its tools come back; and
+//! killed with its supervisor, it stays down: the daemon and the others
+//! keep serving, the killed one's tools are no longer offered, a call of
+//! one of them is answered with how to start it, `ps` says it failed and
+//! exits 3, and `crabup <it> start` brings it and its tools back.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,7 +31,7 @@ use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall};
 use serde_json::{Value, json};
 
-use crate::support::{Sandbox, TIMEOUT, stdout, wait_for};
+use crate::support::{Sandbox, TIMEOUT, built, kill, stdout, wait_for};
 
 /// The services `up` starts here, and their binaries.
 pub(crate) const SERVICES: [(&str, &str); 4] = [
@@ -39,18 +43,6 @@ pub(crate) const SERVICES: [(&str, &str); 4] = [
 
 /// The components, each with the prefix of the tools it offers agents.
 pub(crate) const COMPONENTS: [&str; 3] = ["cron", "search", "telegram"];
-
-/// `target/<profile>/<binary>`, built by `cargo test --workspace`.
-fn built(binary: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().unwrap().parent().unwrap().join(binary);
-    assert!(
-        path.exists(),
-        "{} is not built; run the tests through cargo test --workspace",
-        path.display()
-    );
-    path
-}
 
 /// The fixture of a search engine, from crabtalk-search's own tests.
 fn fixture(name: &str) -> String {
@@ -228,11 +220,7 @@ pub(crate) fn has_tools_of(tools: &[String], component: &str) -> bool {
 
 /// Whether `ps` shows `name` running, healthy, with a port.
 pub(crate) fn healthy(row: &Value) -> bool {
-    row["state"] == "running"
-        && row["port"].as_u64().is_some()
-        && row["health"]
-            .as_str()
-            .is_some_and(|h| h.starts_with("ok ("))
+    row["state"] == "running" && row["port"].as_u64().is_some() && row["health"]["status"] == "ok"
 }
 
 pub(crate) fn wait_healthy(sandbox: &Sandbox, name: &str) -> Value {
@@ -367,6 +355,21 @@ fn the_family_serves_a_telegram_user_searches_reminds_and_survives_each_componen
         "{shown}"
     );
     assert!(!shown.contains("**"), "{shown}");
+    // The search, as a person reads it: its name as it is, the hits as
+    // links with their engines — not the JSON the model read.
+    let html: String = messages.iter().filter_map(|m| m.html.clone()).collect();
+    assert!(html.contains("<i>search__web_search</i>"), "{html}");
+    assert!(
+        html.contains("results for \"rust programming language\"")
+            && html.contains(
+                "/wiki/Rust_(programming_language)\">Rust (programming language)</a> · wikipedia"
+            ),
+        "{html}"
+    );
+    assert!(
+        !shown.contains("\"engines\"") && !shown.contains("{\""),
+        "{shown}"
+    );
 
     step("question answered");
     // A reminder: cron_add with `in`, cron fires it in Alice's
@@ -423,15 +426,34 @@ fn the_family_serves_a_telegram_user_searches_reminds_and_survives_each_componen
     );
 
     step("reminder delivered");
-    // Each component dies in turn; the rest keep serving; start recovers.
     for dead in COMPONENTS {
-        let pid = sandbox.ps_row(dead)["pid"].as_u64().unwrap() as i32;
-        // SAFETY: SIGKILL to a service this test started.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        // Killed: its supervisor starts it again, and its tools come back.
+        let pid = sandbox.ps_row(dead)["pid"].as_u64().unwrap() as u32;
+        kill(pid, libc::SIGKILL);
+        let back = wait_for(&format!("{dead} back on its own"), TIMEOUT, || {
+            let row = sandbox.ps_row(dead);
+            (healthy(&row) && row["pid"].as_u64() != Some(u64::from(pid))).then_some(row)
+        });
+        assert_eq!(back["restarts"], 1, "{back}");
+        assert_eq!(back["last_exit"], "killed by signal 9 (SIGKILL)", "{back}");
+        step(&format!("{dead} restarted by its supervisor"));
+        world.wait_mcp(&client, dead, true);
+
+        // Killed with its supervisor: it stays down.
+        let file = sandbox.pid_file(dead).unwrap();
+        kill(file.supervisor.unwrap(), libc::SIGKILL);
+        kill(file.pid, libc::SIGKILL);
         wait_for(&format!("{dead} failed in ps"), TIMEOUT, || {
             (sandbox.ps_row(dead)["state"] == "failed").then_some(())
         });
         step(&format!("{dead} failed in ps"));
+        let ps = sandbox.crabup(&["ps"]);
+        assert_eq!(ps.status.code(), Some(3), "{}", stdout(&ps));
+        assert!(
+            stdout(&ps).contains(&format!("↳ fix: crabup {dead} start")),
+            "{}",
+            stdout(&ps)
+        );
         let doctor = sandbox.crabup(&["doctor"]);
         let text = stdout(&doctor);
         assert!(!doctor.status.success(), "{text}");
@@ -454,7 +476,25 @@ fn the_family_serves_a_telegram_user_searches_reminds_and_survives_each_componen
             healthy(&sandbox.ps_row("daemon")),
             "the daemon with {dead} dead"
         );
-        if dead != "telegram" {
+        if dead == "search" {
+            // The model calls a tool of the stopped component (as it did
+            // before): it is told what is wrong and how to fix it.
+            world.llm.push(Reply::tools(vec![ToolCall::new(
+                "search-2",
+                "search__web_search",
+                json!({"query": "rust"}),
+            )]));
+            world.llm.push(Reply::text("search is down"));
+            let before = world.llm.requests().len();
+            world.alice_says("search again", "search is down");
+            let answered = world.llm.requests()[before + 1]["messages"].to_string();
+            assert!(
+                answered.contains("crabtalk-search is not running")
+                    && answered.contains("start it with `crabup search start`"),
+                "{answered}"
+            );
+            assert!(!answered.contains("there is no tool named"), "{answered}");
+        } else if dead != "telegram" {
             world
                 .llm
                 .push(Reply::text(&format!("served without {dead}")));

@@ -60,11 +60,8 @@ fn a_live_component_is_healthy() {
     let row = sandbox.ps_row("search");
     assert_eq!(row["state"], "running (unmanaged)", "{row}");
     assert_eq!(row["port_file"], "live", "{row}");
-    assert_eq!(
-        row["health"],
-        format!("ok (search {})", env!("CARGO_PKG_VERSION")),
-        "{row}"
-    );
+    assert_eq!(row["health"]["status"], "ok", "{row}");
+    assert_eq!(row["version"], env!("CARGO_PKG_VERSION"), "{row}");
 }
 
 #[test]
@@ -81,8 +78,16 @@ fn a_port_that_accepts_but_does_not_answer_the_health_check_is_unhealthy() {
 
     let row = sandbox.ps_row("cron");
     assert_eq!(row["port_file"], "live", "the port does accept: {row}");
-    let health = row["health"].as_str().unwrap();
-    assert!(health.starts_with("no answer"), "{row}");
+    assert_eq!(row["health"]["status"], "no_answer", "{row}");
+    // Running, but not answering: something that should work does not.
+    assert_eq!(row["trouble"], true, "{row}");
+    assert!(
+        row["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("crabup cron restart"),
+        "{row}"
+    );
     drop(listener);
 }
 
@@ -100,7 +105,11 @@ fn a_component_answering_as_another_service_is_unhealthy() {
         .write(&home.port_file("telegram").unwrap())
         .unwrap();
     let row = sandbox.ps_row("telegram");
-    assert_eq!(row["health"], "wrong service: search answers", "{row}");
+    assert_eq!(row["health"]["status"], "wrong_service", "{row}");
+    assert_eq!(
+        row["health"]["error"], "search answers on its port",
+        "{row}"
+    );
 }
 
 /// The daemon reached over TCP only (its socket file removed, as on a
@@ -127,17 +136,113 @@ fn the_daemon_over_tcp_is_healthy_with_the_token_of_its_home() {
     sandbox.home = daemon.path().to_owned();
 
     let row = sandbox.ps_row("daemon");
-    let health = row["health"].as_str().unwrap();
-    assert!(health.starts_with("ok ("), "{row}");
+    assert_eq!(row["health"]["status"], "ok", "{row}");
+    assert!(
+        row["version"].as_str().is_some_and(|v| !v.is_empty()),
+        "{row}"
+    );
+    assert!(
+        row["protocol"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("crabtalk/")),
+        "{row}"
+    );
 
     let token = std::fs::read(home.token_file()).unwrap();
     std::fs::remove_file(home.token_file()).unwrap();
     let row = sandbox.ps_row("daemon");
-    let health = row["health"].as_str().unwrap();
+    assert_eq!(row["health"]["status"], "no_answer", "{row}");
     assert!(
-        health.starts_with("no answer") && health.contains("token"),
+        row["health"]["error"].as_str().unwrap().contains("token"),
         "{row}"
     );
     std::fs::write(home.token_file(), token).unwrap();
     drop(daemon);
+}
+
+/// `ps` fails (exit 3) while a service that should run does not, with a
+/// short state in the table and the command that fixes it under it; a
+/// service someone stopped is not a failure. `--json` is structured.
+#[test]
+fn ps_exits_3_while_something_that_should_run_does_not_and_says_how_to_fix_it() {
+    let sandbox = Sandbox::new();
+    sandbox.fake_binary(
+        "crabtalk-cron",
+        "trap 'exit 0' TERM\nwhile :; do sleep 0.05; done\n",
+    );
+    sandbox.ok(&["cron", "start"]);
+    let out = sandbox.crabup(&["ps"]);
+    assert!(out.status.success(), "{}", crate::support::stdout(&out));
+
+    // Gone, supervisor and all (a machine out of memory, say).
+    let file = sandbox.pid_file("cron").unwrap();
+    crate::support::kill(file.supervisor.unwrap(), libc::SIGKILL);
+    crate::support::kill(file.pid, libc::SIGKILL);
+    wait_for("cron failed", TIMEOUT, || {
+        (sandbox.ps_row("cron")["state"] == "failed").then_some(())
+    });
+    let out = sandbox.crabup(&["ps"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        crate::support::stdout(&out)
+    );
+    let table = crate::support::stdout(&out);
+    let lines: Vec<&str> = table.lines().collect();
+    let at = lines.iter().position(|l| l.starts_with("cron ")).unwrap();
+    assert!(
+        lines[at].split_whitespace().nth(1) == Some("failed"),
+        "{table}"
+    );
+    // Every table line stays short; what is wrong goes under it.
+    assert!(lines[at].chars().count() < 100, "{table}");
+    let notes: Vec<&str> = lines[at + 1..]
+        .iter()
+        .take_while(|l| l.starts_with("  ↳ "))
+        .copied()
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("are gone without being stopped")),
+        "{table}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("  ↳ fix: crabup cron start")),
+        "{table}"
+    );
+    let json = sandbox.crabup(&["ps", "--json"]);
+    assert_eq!(json.status.code(), Some(3));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&json.stdout).unwrap();
+    let cron = rows.iter().find(|row| row["name"] == "cron").unwrap();
+    assert_eq!(cron["state"], "failed", "{cron}");
+    assert_eq!(cron["trouble"], true, "{cron}");
+    assert_eq!(cron["pid"], file.pid, "{cron}");
+    assert_eq!(cron["health"]["status"], "unknown", "{cron}");
+    assert!(
+        cron["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("crabup cron start"),
+        "{cron}"
+    );
+    for key in [
+        "port",
+        "version",
+        "protocol",
+        "last_error",
+        "restarts",
+        "last_exit",
+    ] {
+        assert!(cron.get(key).is_some(), "{key} missing: {cron}");
+    }
+
+    // Started again and stopped by the user: nothing should run.
+    sandbox.ok(&["cron", "start"]);
+    sandbox.ok(&["cron", "stop"]);
+    let out = sandbox.crabup(&["ps"]);
+    assert!(out.status.success(), "{}", crate::support::stdout(&out));
 }

@@ -46,13 +46,18 @@ impl Drop for Sandbox {
             let Some(file) = crabtalk_command::manager::process::PidFile::read(&path) else {
                 continue;
             };
-            let pid = file.pid as i32;
-            // SAFETY: signals to a process group and a process this
-            // sandbox's services started (the process backend runs each
-            // service as the leader of its own session).
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-                libc::kill(pid, libc::SIGKILL);
+            // The supervisor first (it would start the service again),
+            // with its session's process group, which holds the service.
+            for pid in file.supervisor.into_iter().chain([file.pid]) {
+                let pid = pid as i32;
+                // SAFETY: signals to a process group and a process this
+                // sandbox's services started (the process backend runs
+                // each supervisor, or unsupervised service, as the leader
+                // of its own session).
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                    libc::kill(pid, libc::SIGKILL);
+                }
             }
         }
     }
@@ -161,9 +166,17 @@ impl Sandbox {
         String::from_utf8(out.stdout).unwrap()
     }
 
-    /// `crabup ps --json`, as JSON.
+    /// `crabup ps --json`, as JSON (its exit status says whether all that
+    /// should run does: 0, or 3 when not).
     pub(crate) fn ps(&self) -> Vec<serde_json::Value> {
-        serde_json::from_str(&self.ok(&["ps", "--json"])).unwrap()
+        let out = self.crabup(&["ps", "--json"]);
+        assert!(
+            matches!(out.status.code(), Some(0 | 3)),
+            "crabup ps failed ({}): {}",
+            out.status,
+            stderr(&out)
+        );
+        serde_json::from_str(&stdout(&out)).unwrap()
     }
 
     pub(crate) fn ps_row(&self, name: &str) -> serde_json::Value {
@@ -188,6 +201,52 @@ impl Sandbox {
             })
             .unwrap_or_default()
     }
+}
+
+/// `target/<profile>/<binary>` of this build (`cargo test --workspace`
+/// builds every binary next to the test's folder).
+pub(crate) fn built(binary: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join(binary);
+    assert!(
+        path.exists(),
+        "{} is not built; run the tests through cargo test --workspace",
+        path.display()
+    );
+    path
+}
+
+impl Sandbox {
+    /// Puts the built `binary` in `$CARGO_HOME/bin`, as `cargo install`
+    /// would.
+    pub(crate) fn install_built(&self, binary: &str) {
+        std::os::unix::fs::symlink(built(binary), self.cargo_home.join("bin").join(binary))
+            .unwrap();
+    }
+
+    /// Writes `config/<file>` in the home.
+    pub(crate) fn config(&self, file: &str, text: &str) -> PathBuf {
+        let path = self.home.join("config").join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// The pid file of `name`, when there is one.
+    pub(crate) fn pid_file(
+        &self,
+        name: &str,
+    ) -> Option<crabtalk_command::manager::process::PidFile> {
+        crabtalk_command::manager::process::PidFile::read(
+            &self.home.join("run").join(format!("{name}.pid")),
+        )
+    }
+}
+
+/// Sends `signal` to `pid`.
+pub(crate) fn kill(pid: u32, signal: i32) {
+    // SAFETY: kill(2) on a process a test's sandbox started.
+    unsafe { libc::kill(pid as i32, signal) };
 }
 
 /// What a fake service binary does with `check` (which crabup runs before

@@ -74,4 +74,13 @@ pub trait Hook: Send + Sync {
 
     /// Starts `call` if this hook owns its tool.
     fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture>;
+
+    /// Why `tool`, which no hook offers `agent` in a turn of `chain` now,
+    /// would be this hook's if it could be: the words the model gets
+    /// instead of "there is no tool" (a component that stopped, and how to
+    /// start it). `None` when the name means nothing to this hook.
+    fn unavailable(&self, agent: &AgentDef, chain: &Chain, tool: &str) -> Option<String> {
+        let _ = (agent, chain, tool);
+        None
+    }
 }

@@ -11,6 +11,11 @@
 //! file other than the daemon's own is a server at
 //! `http://127.0.0.1:<port>/mcp`, offered to every agent.
 //!
+//! A component that goes away is remembered: a call of one of its tools
+//! (a model repeating what it called before) is answered with the fact —
+//! `crabtalk-<name>` is not running, and `crabup <name> start` starts it —
+//! instead of "there is no tool" ([`McpHub::unavailable`]).
+//!
 //! Tools are named `server__tool` ([`names`]). An agent's own servers come
 //! first: a component with the same name as one of them is hidden from that
 //! agent, with a warning in the log. A turn that a component started
@@ -129,6 +134,8 @@ pub struct McpHub {
     closed: AtomicBool,
     /// `component/agent` pairs whose shadowing was logged.
     shadowed: Mutex<BTreeSet<String>>,
+    /// Components that were here and went away, by name: when.
+    gone: Mutex<BTreeMap<String, chrono::DateTime<chrono::Utc>>>,
 }
 
 impl McpHub {
@@ -140,6 +147,7 @@ impl McpHub {
             env: Mutex::new(BTreeMap::new()),
             closed: AtomicBool::new(false),
             shadowed: Mutex::new(BTreeSet::new()),
+            gone: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -227,11 +235,13 @@ impl McpHub {
             })
             .collect();
         let mut entries = self.entries.lock();
+        let mut gone = self.gone.lock();
         entries.retain(|print, entry| {
             let keep = !matches!(entry.peer.origin, Origin::Component { .. })
                 || wanted.contains_key(print);
             if !keep {
                 tracing::info!("component {} is gone", entry.peer.name);
+                gone.insert(entry.peer.name.clone(), chrono::Utc::now());
                 entry.peer.stop();
             }
             keep
@@ -244,6 +254,7 @@ impl McpHub {
                 continue;
             };
             tracing::info!("found component {name} on port {port}");
+            gone.remove(name);
             let peer = Peer::start(
                 name.clone(),
                 origin,
@@ -353,6 +364,48 @@ impl McpHub {
                 Some((peer, tool))
             })?;
         Some(async move { peer.call(&tool, arguments, &caller, timeout).await })
+    }
+
+    /// Why `qualified` (`server__tool`) cannot be called by `agent` now,
+    /// when its server is one the daemon knows: a component that went away
+    /// (and how to start it again), or a server that is not connected
+    /// (and why). `None` when the name is no server's.
+    pub fn unavailable(
+        &self,
+        agent: &AgentDef,
+        trigger: Option<&str>,
+        qualified: &str,
+    ) -> Option<String> {
+        let (server, _) = qualified.split_once(names::SEPARATOR)?;
+        if trigger == Some(server) {
+            return None;
+        }
+        if let Some(peer) = self
+            .servers_for(agent, trigger)
+            .into_iter()
+            .find(|peer| peer.name == server)
+        {
+            return match peer.status() {
+                Status::Connected => None,
+                Status::Connecting => Some(format!(
+                    "the MCP server {server} is still connecting, so {qualified} cannot be called \
+                     yet; try again in a moment"
+                )),
+                Status::Failed(why) | Status::Disconnected(why) => Some(format!(
+                    "the MCP server {server} is not connected ({why}), so {qualified} cannot be \
+                     called now"
+                )),
+            };
+        }
+        if agent.config.mcps.iter().any(|config| config.name == server) {
+            return None;
+        }
+        let since = *self.gone.lock().get(server)?;
+        Some(format!(
+            "crabtalk-{server} is not running; start it with `crabup {server} start`, then try \
+             again ({qualified} is one of its tools; the {server} component stopped at {})",
+            since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ))
     }
 
     /// Every server, or those `agent` declares (plus components), as the
@@ -498,6 +551,39 @@ mod tests {
             hub.settings.lock().clone(),
         );
         assert!(hub.list(None).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_component_that_went_away_is_named_with_how_to_start_it() {
+        let hub = hub();
+        let agent = AgentDef {
+            name: "a".into(),
+            config: Default::default(),
+            prompt: String::new(),
+        };
+        assert_eq!(hub.unavailable(&agent, None, "search__web_search"), None);
+        hub.set_components(vec![discovery::Component {
+            name: "search".into(),
+            port: 1,
+            port_file: "/nowhere/search.port".into(),
+        }]);
+        hub.set_components(Vec::new());
+        let message = hub.unavailable(&agent, None, "search__web_search").unwrap();
+        assert!(
+            message.starts_with(
+                "crabtalk-search is not running; start it with `crabup search start`, then try \
+                 again (search__web_search is one of its tools; the search component stopped at "
+            ),
+            "{message}"
+        );
+        // Not for the chains it triggered, nor for names of no server.
+        assert_eq!(
+            hub.unavailable(&agent, Some("search"), "search__web_search"),
+            None
+        );
+        assert_eq!(hub.unavailable(&agent, None, "bash"), None);
+        assert_eq!(hub.unavailable(&agent, None, "other__tool"), None);
+        hub.shutdown().await;
     }
 
     #[test]

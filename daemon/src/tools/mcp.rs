@@ -33,6 +33,10 @@ impl Hook for McpHook {
         self.hub.tools_for(agent, chain.trigger.as_deref())
     }
 
+    fn unavailable(&self, agent: &AgentDef, chain: &Chain, tool: &str) -> Option<String> {
+        self.hub.unavailable(agent, chain.trigger.as_deref(), tool)
+    }
+
     fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture> {
         let arguments =
             match serde_json::from_str::<serde_json::Value>(if call.arguments.trim().is_empty() {

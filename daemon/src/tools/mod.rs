@@ -200,6 +200,15 @@ impl Tools {
                 return Box::pin(async move { cap_output(running.await) });
             }
         }
+        // A tool that was there (a component that stopped) is explained,
+        // with how to bring it back, rather than said not to exist.
+        if let Some(message) = self
+            .hooks
+            .iter()
+            .find_map(|hook| hook.unavailable(&agent, &context.chain, &call.name))
+        {
+            return Box::pin(std::future::ready(ToolOutput::error(message)));
+        }
         let known: Vec<String> = self
             .specs_for(&agent, &context.chain)
             .into_iter()

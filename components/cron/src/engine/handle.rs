@@ -1,6 +1,8 @@
 //! [`EngineHandle`]: what other tasks (the MCP tools, the CLI's `run <id>`)
 //! ask of the running engine, as messages to its loop.
 
+use std::sync::{Arc, Mutex};
+
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
@@ -16,13 +18,41 @@ pub(super) enum Command {
     Reload,
 }
 
+/// The schedule a running engine keeps while `crons.toml` has a problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptSchedule {
+    /// Why the file was refused (`file:line:column: …`).
+    pub problem: String,
+    /// How many entries of the last good file keep running.
+    pub entries: usize,
+}
+
+impl std::fmt::Display for KeptSchedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}; the last good schedule keeps running ({} entr{}) until the file is fixed",
+            self.problem,
+            self.entries,
+            if self.entries == 1 { "y" } else { "ies" }
+        )
+    }
+}
+
 /// Talks to a running engine; cheap to clone.
 #[derive(Clone)]
 pub struct EngineHandle {
     pub(super) commands: mpsc::Sender<Command>,
+    pub(super) kept: Arc<Mutex<Option<KeptSchedule>>>,
 }
 
 impl EngineHandle {
+    /// The last good schedule the engine keeps because `crons.toml` now
+    /// has a problem; `None` while the file is fine.
+    pub fn kept_schedule(&self) -> Option<KeptSchedule> {
+        self.kept.lock().map_or(None, |kept| kept.clone())
+    }
+
     /// Runs entry `id` now; answers when it has started (with its slot)
     /// or could not (why).
     pub async fn run_now(&self, id: &str) -> Result<DateTime<Utc>, String> {

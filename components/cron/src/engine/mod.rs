@@ -57,7 +57,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use clock::{Clock, ManualClock, SystemClock};
 use handle::Command;
-pub use handle::EngineHandle;
+pub use handle::{EngineHandle, KeptSchedule};
 
 use crate::config::{Change, CronsFile, Entry, FileWatch, Missed, WatchMode};
 use crate::fire::{By, Firer, Job, Outcome};
@@ -138,6 +138,12 @@ pub struct Engine {
     loaded_text: Option<u64>,
     /// A hash of the last text refused (reported once, not at every event).
     refused_text: Option<u64>,
+    /// What the engine keeps while the file is refused (shared with the
+    /// handles, for `GET /health`).
+    kept: Arc<std::sync::Mutex<Option<KeptSchedule>>>,
+    /// The schedule the service checked before it started the engine,
+    /// taken at start as the last good one (see [`Engine::start_from`]).
+    checked: Option<(Vec<Entry>, u64)>,
     state: State,
     /// Each enabled entry's next slot after its cursor.
     next: HashMap<String, Option<DateTime<Utc>>>,
@@ -170,6 +176,7 @@ impl Engine {
         let (commands_tx, commands) = mpsc::channel(16);
         let (finished_tx, finished_rx) = mpsc::unbounded_channel();
         let now = clock.now();
+        let kept = Arc::new(std::sync::Mutex::new(None));
         let engine = Self {
             clock,
             firer,
@@ -179,6 +186,8 @@ impl Engine {
             entries: Vec::new(),
             loaded_text: None,
             refused_text: None,
+            kept: kept.clone(),
+            checked: None,
             state: State::default(),
             next: HashMap::new(),
             running: HashMap::new(),
@@ -194,6 +203,7 @@ impl Engine {
             engine,
             EngineHandle {
                 commands: commands_tx,
+                kept,
             },
         )
     }
@@ -257,6 +267,14 @@ impl Engine {
         }
     }
 
+    /// Starts from `entries`, read from `text` by the service's check
+    /// before the engine ran: the file is read again at start, and if it
+    /// changed in between into something that does not parse, these are
+    /// the last good schedule that keeps running (never none at all).
+    pub fn start_from(&mut self, entries: Vec<Entry>, text: &str) {
+        self.checked = Some((entries, text_hash(text)));
+    }
+
     /// Start-up: the state, claims left by a crash, the entries, the
     /// slots that were held back when the service stopped.
     fn start(&mut self) {
@@ -280,6 +298,10 @@ impl Engine {
             self.append(record);
         }
         self.save_state();
+        if let Some((entries, hash)) = self.checked.take() {
+            self.loaded_text = Some(hash);
+            self.adopt(entries);
+        }
         self.reconcile();
         self.release_held_at_start();
         tracing::info!(entries = self.entries.len(), at = %now, "scheduler started");
@@ -340,17 +362,26 @@ impl Engine {
             Ok(entries) => {
                 self.loaded_text = Some(hash);
                 self.refused_text = None;
+                self.set_kept(None);
                 self.adopt(entries);
             }
             Err(err) => {
-                tracing::error!(
-                    "{err}; keeping the last good schedule ({} entries)",
-                    self.entries.len()
-                );
+                let kept = KeptSchedule {
+                    problem: err.to_string(),
+                    entries: self.entries.len(),
+                };
+                tracing::error!("{kept}");
+                self.set_kept(Some(kept));
                 // A fix back to the last good text is noticed too.
                 self.loaded_text = None;
                 self.refused_text = Some(hash);
             }
+        }
+    }
+
+    fn set_kept(&self, kept: Option<KeptSchedule>) {
+        if let Ok(mut slot) = self.kept.lock() {
+            *slot = kept;
         }
     }
 

@@ -169,6 +169,41 @@ async fn a_second_service_for_the_same_home_says_so_and_exits_1() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_on_a_file_it_cannot_read_is_refused_with_78_and_where() {
+    let setup = Setup::start("[[cron]]\nid = \"a\"\nevry = \"5m\"\nmessage = \"m\"\n").await;
+    // Not a scheduler with every schedule silently gone: no start at all.
+    let run = setup.cli(&["run"]);
+    assert_eq!(run.status.code(), Some(78), "{}", text(&run));
+    assert!(
+        text(&run).contains("crons.toml:3:1: unknown key `evry`"),
+        "{}",
+        text(&run)
+    );
+    assert!(!setup.home().port_file("cron").unwrap().exists());
+    // `check` says the same without starting anything; a one-shot command
+    // logs no INFO lines around what it prints.
+    let check = setup.cli(&["check"]);
+    assert_eq!(check.status.code(), Some(78), "{}", text(&check));
+    assert_eq!(
+        text(&check).lines().count(),
+        1,
+        "only the problem: {}",
+        text(&check)
+    );
+    support::write_crons(
+        setup.daemon.path(),
+        "[[cron]]\nid = \"a\"\nevery = \"5m\"\nmessage = \"m\"\n",
+    );
+    let check = setup.cli(&["check"]);
+    assert!(check.status.success(), "{}", text(&check));
+    assert!(
+        text(&check).contains("the service would take it (1 entry, 1 enabled)"),
+        "{}",
+        text(&check)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_edit_is_picked_up_by_notify_and_by_polling_alone() {
     for env in [&[][..], &[("CRABTALK_CRON_WATCH", "poll")][..]] {
         let mut setup = Setup::start("").await;
@@ -194,9 +229,19 @@ async fn a_file_edit_is_picked_up_by_notify_and_by_polling_alone() {
         );
         eventually("the error in the log", || {
             setup.cron_log().contains("crons.toml:4:24: not valid TOML")
-                && setup.cron_log().contains("keeping the last good schedule")
+                && setup
+                    .cron_log()
+                    .contains("the last good schedule keeps running (1 entry)")
         })
         .await;
+        // ... and in `GET /health` (what `crabup ps` shows), which says the
+        // schedule keeps running rather than that the file is not used.
+        let problems = setup.health()["problems"].to_string();
+        assert!(
+            problems.contains("crons.toml:4:24: not valid TOML")
+                && problems.contains("the last good schedule keeps running (1 entry)"),
+            "{problems}"
+        );
         let before = setup.runs().len();
         setup
             .runs_where("runs after the broken edit", before + 2, |r| {
@@ -205,7 +250,7 @@ async fn a_file_edit_is_picked_up_by_notify_and_by_polling_alone() {
             .await;
         let reported = setup
             .cron_log()
-            .matches("keeping the last good schedule")
+            .matches("the last good schedule keeps running")
             .count();
         assert_eq!(
             reported,

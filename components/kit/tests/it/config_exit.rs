@@ -74,3 +74,59 @@ fn an_unknown_key_exits_78_pointing_at_the_key() {
         "{stderr}"
     );
 }
+
+/// `kit-probe check` with `config` (or none): its exit code, stdout and
+/// stderr. The env file names a variable, as a real home's does.
+fn check(config: Option<&str>) -> (tempfile::TempDir, Home, Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path());
+    std::fs::write(home.env_file(), "PROBE_KEY=1\n").unwrap();
+    let path = home.component_config("probe").unwrap();
+    if let Some(config) = config {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, config).unwrap();
+    }
+    let out = Command::new(probe_binary())
+        .arg("check")
+        .env("CRABTALK_HOME", home.root())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (dir, home, out)
+}
+
+#[test]
+fn check_reads_the_config_as_run_would_and_says_only_that() {
+    let (_dir, home, out) = check(Some("greeting = \"hi\"\ngreting = \"hi\"\n"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{stderr}");
+    let path = home.component_config("probe").unwrap();
+    // One line: the problem at its place; no log line before it.
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "kit-probe: error: {}:2:1: unknown key `greting`; check its spelling (a key this \
+             version does not know is refused rather than ignored)",
+            path.display()
+        )
+    );
+    assert!(out.stdout.is_empty());
+    assert!(!probe_service().port_file(&home).exists());
+
+    let (_dir, home, out) = check(Some("greeting = \"hi\"\n"));
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stderr.is_empty(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.trim_end(),
+        format!(
+            "{}: the service would take it",
+            home.component_config("probe").unwrap().display()
+        )
+    );
+
+    let (_dir, _home, out) = check(None);
+    assert_eq!(out.status.code(), Some(78), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("probe.toml: missing"));
+}

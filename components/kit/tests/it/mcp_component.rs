@@ -80,6 +80,39 @@ fn answers_tools_list_at_its_port_and_removes_the_port_file_on_sigterm() {
 }
 
 #[test]
+fn a_client_connecting_leaves_no_mcp_session_dump_in_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::new(dir.path());
+    let mut child = Command::new(echo_binary())
+        .arg("run")
+        .env("CRABTALK_HOME", home.root())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let path = echo_service().port_file(&home);
+    let file = wait_for("the port file", TIMEOUT, || PortFile::read(&path).ok());
+    crabtalk_kit::tls::install_ring();
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let transport = StreamableHttpClientTransport::from_config(
+            crabtalk_kit::mcp::owner_client_config(&home, file.port).unwrap(),
+        );
+        let client = ().serve(transport).await.expect("MCP handshake");
+        client.list_all_tools().await.expect("tools/list");
+        client.cancel().await.unwrap();
+    });
+    signal(&child, libc::SIGTERM);
+    let mut log = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut log).unwrap();
+    assert!(child.wait().unwrap().success(), "{log}");
+    // rmcp's `info` dumps the whole client description on every session.
+    assert!(!log.contains("peer_info"), "{log}");
+    assert!(log.contains("serving MCP at"), "{log}");
+}
+
+#[test]
 fn a_killed_component_leaves_a_port_file_seen_as_stale() {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::new(dir.path());

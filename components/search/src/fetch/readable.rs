@@ -1,6 +1,6 @@
 //! HTML → the page's readable content, as Markdown or plain text.
 //!
-//! First the page's [shape](super::shape) is measured with the tokenizer
+//! First the page's [shape] is measured with the tokenizer
 //! alone: a page that nests deeper than [`shape::MAX_DEPTH`] or would have
 //! more than [`shape::MAX_ELEMENTS`] elements is never parsed into a tree
 //! (the tree builder, Readability and the Markdown writer all cost more

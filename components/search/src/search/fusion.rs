@@ -13,7 +13,7 @@
 //! twice (two spellings of its URL) has one place for it, its best rank:
 //! the multiplier counts engines that agree, not an engine repeating
 //! itself. A merged result keeps the longest title and snippet and prefers
-//! an https URL. The order is by
+//! an https URL, shown [`clean`] of its tracking parameters. The order is by
 //! score, highest first, then by key, so the same lists always give the
 //! same order.
 
@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use crate::config::EngineId;
 use crate::engine::Hit;
 
-use super::normalize::normalize;
+use super::normalize::{clean, normalize};
 
 /// One engine's list, best first.
 #[derive(Debug, Clone)]
@@ -81,14 +81,14 @@ pub fn fuse(lists: &[EngineList]) -> Vec<Fused> {
                         merged.snippet = hit.snippet.clone();
                     }
                     if !merged.url.starts_with("https:") && hit.url.starts_with("https:") {
-                        merged.url = hit.url.clone();
+                        merged.url = clean(&hit.url);
                     }
                 }
                 None => {
                     by_key.insert(key.clone(), fused.len());
                     fused.push(Fused {
                         key,
-                        url: hit.url.clone(),
+                        url: clean(&hit.url),
                         title: hit.title.clone(),
                         snippet: hit.snippet.clone(),
                         score: 0.0,
@@ -229,6 +229,14 @@ mod tests {
         assert_eq!(fused.len(), 1);
         let only = &fused[0];
         assert_eq!(only.url, "https://example.org/a#top");
+        // A result only one engine gave with tracking parameters is shown
+        // without them.
+        let tracked = fuse(&[EngineList {
+            engine: EngineId::Bing,
+            weight: 1.0,
+            hits: vec![hit("https://example.org/b?utm_source=bing&id=2", "B", "")],
+        }]);
+        assert_eq!(tracked[0].url, "https://example.org/b?id=2");
         assert_eq!(only.title, "A much longer title");
         assert_eq!(only.snippet, "A longer snippet here");
         assert!((only.score - 4.0).abs() < 1e-12);

@@ -8,6 +8,11 @@
 //! character in the path is the character itself (`/enc/%61` is `/enc/a`,
 //! RFC 3986 §6.2.2.2) while other escapes get upper-case hex. Other query
 //! parameters keep their order: they may choose the page.
+//!
+//! The URL a result is *shown* with is [`clean`]ed the same way of its
+//! tracking parameters (and nothing else: scheme, host, path, the other
+//! parameters and the fragment stay as the engine gave them), so neither
+//! the model nor a person passes `?utm_source=…` on.
 
 /// The de-duplication key of `url`, or `None` for anything that is not an
 /// http(s) URL.
@@ -41,6 +46,29 @@ pub fn normalize(url: &str) -> Option<String> {
         key.push_str(&query);
     }
     Some(key)
+}
+
+/// `url` without its tracking parameters (`utm_*`, `fbclid`, `gclid`);
+/// anything else is kept as it is. A URL that does not parse, or has no
+/// tracking parameter, comes back unchanged.
+pub fn clean(url: &str) -> String {
+    let Ok(mut parsed) = url::Url::parse(url.trim()) else {
+        return url.to_owned();
+    };
+    if !parsed.query_pairs().any(|(name, _)| is_tracking(&name)) {
+        return url.to_owned();
+    }
+    let kept: Vec<(String, String)> = parsed
+        .query_pairs()
+        .filter(|(name, _)| !is_tracking(name))
+        .map(|(name, value)| (name.into_owned(), value.into_owned()))
+        .collect();
+    if kept.is_empty() {
+        parsed.set_query(None);
+    } else {
+        parsed.query_pairs_mut().clear().extend_pairs(kept);
+    }
+    parsed.into()
 }
 
 fn is_tracking(name: &str) -> bool {
@@ -78,7 +106,33 @@ fn path_key(path: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::normalize;
+    use super::{clean, normalize};
+
+    #[test]
+    fn the_shown_url_loses_only_its_tracking_parameters() {
+        for (url, shown) in [
+            (
+                "http://www.example.org/a/?utm_source=bing&utm_medium=x",
+                "http://www.example.org/a/",
+            ),
+            (
+                "https://example.org/a?id=3&fbclid=abc#top",
+                "https://example.org/a?id=3#top",
+            ),
+            (
+                "https://example.org/a?gclid=1&q=rust",
+                "https://example.org/a?q=rust",
+            ),
+            (
+                "https://example.org/a?q=rust",
+                "https://example.org/a?q=rust",
+            ),
+            ("https://Example.org/A?x=%20", "https://Example.org/A?x=%20"),
+            ("not a url", "not a url"),
+        ] {
+            assert_eq!(clean(url), shown, "{url}");
+        }
+    }
 
     #[test]
     fn the_normalisation_table() {

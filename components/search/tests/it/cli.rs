@@ -11,7 +11,8 @@ fn the_library_cli_is_the_binarys() {
     let command = crabtalk_search::cli::command();
     assert_eq!(command.get_name(), "crabtalk-search");
     let names: Vec<&str> = command.get_subcommands().map(|c| c.get_name()).collect();
-    assert_eq!(names, ["run", "search", "fetch", "engines"]);
+    // `check` is the kit's, as every component's.
+    assert_eq!(names, ["run", "search", "fetch", "engines", "check"]);
     assert_eq!(crabtalk_search::cli::service().name(), "search");
     let home = tempfile::tempdir().unwrap();
     let help = support::cli(home.path(), &["--help"]);
@@ -57,6 +58,18 @@ async fn search_prints_fused_results_and_every_engine() {
     let answer: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(answer["results"].as_array().unwrap().len(), 3);
     assert_eq!(answer["engines"][0]["status"], "not_requested");
+    // A result shown with the URL an engine gave, tracking parameters
+    // and all, is shown clean (as it is keyed for de-duplication).
+    let ddg = cli_async(
+        home.path(),
+        &["search", "rust", "--engines", "duckduckgo", "-n", "10"],
+    )
+    .await;
+    let shown = String::from_utf8_lossy(&ddg.stdout);
+    assert!(
+        shown.contains("\n    http://www.rust-lang.org/learn/\n") && !shown.contains("utm_"),
+        "{shown}"
+    );
     let bad = cli_async(home.path(), &["search", "x", "-n", "50"]).await;
     assert_eq!(bad.status.code(), Some(1));
     assert!(
@@ -193,4 +206,27 @@ async fn environment_proxies_are_not_used() {
     assert!(searched.status.success(), "{}", text(&searched));
     assert_eq!(proxy.hits(), 0, "nothing went through the proxy");
     assert_eq!(page.hits(), 1);
+}
+
+/// A command prints what it was asked and nothing of the service's log:
+/// the env file's key is loaded (the engines table says Brave is on) but
+/// no `INFO … loaded BRAVE_API_KEY` line comes with it.
+#[test]
+fn a_command_prints_its_answer_without_log_lines() {
+    let home = TestHome::new("[engines.searxng]\nenabled = false\n");
+    std::fs::write(home.path().join("env"), "BRAVE_API_KEY=from-the-env-file\n").unwrap();
+    let out = home.cli(&["engines"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown
+            .lines()
+            .any(|line| line.starts_with("brave") && line.contains(" on ")),
+        "{shown}"
+    );
 }

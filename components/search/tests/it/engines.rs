@@ -65,7 +65,7 @@ async fn each_engine_parses_its_fixture() {
         urls(&ddg),
         [
             "https://doc.rust-lang.org/book/ch04-01-what-is-ownership.html",
-            "http://www.rust-lang.org/learn/?utm_source=ddg",
+            "http://www.rust-lang.org/learn/",
             "https://blog.rust-lang.org/ownership-explained",
             "https://stackoverflow.com/questions/tagged/rust",
             "https://github.com/rust-lang/rust",

@@ -4,12 +4,16 @@
 //! `telegram`) and returns once it is sent, so the poller may record the
 //! update as handled (a refusal arrives as the stream's first frame and is
 //! told to the chat); the rest runs in its own task: `typing` every 4 s, text into a
-//! [`LiveReply`], tool calls as status lines, thinking left out,
-//! questions handed to [`ask`](super::ask), errors in words.
+//! [`LiveReply`], tool calls as status lines (the web tools' answers
+//! summarised under theirs: titles, links, engines; a page's title and
+//! length), thinking left out, questions handed to [`ask`](super::ask),
+//! errors in words.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crabtalk_kit::tool_view::{self, ToolView};
 use crabtalk_proto::client::{ClientError, ReplyStream};
 use crabtalk_proto::msg::{StreamEvent, StreamMsg, stream_event::Event};
 use futures::StreamExt;
@@ -149,6 +153,8 @@ struct TurnView<'a> {
     /// show (a reply waiting for text would hold up the chat's queue).
     reply: Option<Arc<LiveReply>>,
     run_id: Option<u64>,
+    /// The tools called so far, by call id (a result names only its call).
+    calls: HashMap<String, String>,
 }
 
 impl<'a> TurnView<'a> {
@@ -158,6 +164,7 @@ impl<'a> TurnView<'a> {
             conversation,
             reply: None,
             run_id: None,
+            calls: HashMap::new(),
         }
     }
 
@@ -179,6 +186,7 @@ impl<'a> TurnView<'a> {
             Event::Chunk(chunk) if !chunk.content.is_empty() => self.reply().push(&chunk.content),
             Event::ToolStart(start) => {
                 for call in start.calls.iter().filter(|c| c.name != "ask_user") {
+                    self.calls.insert(call.id.clone(), call.name.clone());
                     if let Some(line) =
                         status_line(self.gateway.config.tool_status, &call.name, &call.arguments)
                     {
@@ -204,6 +212,13 @@ impl<'a> TurnView<'a> {
                 self.gateway
                     .asks
                     .tool_result(self.gateway, &result.call_id, "(no answer in time)");
+                if let Some(name) = self.calls.remove(&result.call_id)
+                    && !result.is_error
+                    && let Some(summary) =
+                        result_summary(self.gateway.config.tool_status, &name, &result.output)
+                {
+                    self.reply().push_line(&summary);
+                }
             }
             Event::End(end) => {
                 if !end.error.is_empty() {
@@ -218,9 +233,10 @@ impl<'a> TurnView<'a> {
     }
 }
 
-/// A tool call's status line, as configured.
+/// A tool call's status line, as configured. The name is escaped, so
+/// `cron__cron_add` shows as it is, not as Markdown emphasis.
 pub fn status_line(status: ToolStatus, name: &str, arguments: &str) -> Option<String> {
-    let name: String = name.chars().filter(|c| !"*_`[]".contains(*c)).collect();
+    let name = escape_markdown(name);
     match status {
         ToolStatus::Off => None,
         ToolStatus::Name => Some(format!("🔧 _{name}_")),
@@ -235,5 +251,104 @@ pub fn status_line(status: ToolStatus, name: &str, arguments: &str) -> Option<St
             }
             Some(format!("🔧 _{name}_ `{}`", args.replace('`', "'")))
         }
+    }
+}
+
+/// How many results of a search are shown under its status line.
+const HITS_SHOWN: usize = 3;
+
+/// A web tool's answer for people (Markdown), under its status line:
+/// `↳ 3 results for "rust" (duckduckgo, wikipedia)` and the first hits as
+/// links with their engines; a page's title as a link and its length.
+/// `None` for other tools, and when tools are not shown.
+pub fn result_summary(status: ToolStatus, name: &str, output: &str) -> Option<String> {
+    if status == ToolStatus::Off {
+        return None;
+    }
+    Some(match tool_view::view(name, output)? {
+        ToolView::Search(found) => {
+            let mut lines = vec![format!("↳ {}", escape_markdown(&found.headline()))];
+            for hit in found.hits.iter().take(HITS_SHOWN) {
+                let mut line = format!("• {}", link(&hit.title, &hit.url));
+                if !hit.engines.is_empty() {
+                    line.push_str(&format!(" · {}", escape_markdown(&hit.engines.join(", "))));
+                }
+                lines.push(line);
+            }
+            lines.join("\n")
+        }
+        ToolView::Page(page) => format!(
+            "↳ {} — {} characters",
+            link(page.title.as_deref().unwrap_or(&page.url), &page.url),
+            tool_view::thousands(page.chars)
+        ),
+    })
+}
+
+/// A Markdown link whose text and address stay as they are (a title with
+/// brackets, an address with parentheses).
+fn link(text: &str, url: &str) -> String {
+    let url: String = url.chars().filter(|c| !"<>\n\r".contains(*c)).collect();
+    format!("[{}](<{url}>)", escape_markdown(text))
+}
+
+/// `text` with every ASCII punctuation character backslash-escaped, so
+/// Markdown reads it as plain text.
+pub fn escape_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars().filter(|c| !c.is_control()) {
+        if c.is_ascii_punctuation() {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn to_html(markdown: &str) -> String {
+        crate::render::render(markdown)
+            .into_iter()
+            .map(|part| part.html)
+            .collect()
+    }
+
+    #[test]
+    fn tool_names_are_shown_as_they_are_not_as_markdown() {
+        let line = status_line(ToolStatus::Name, "cron__cron_add", "{}").unwrap();
+        assert_eq!(to_html(&line), "🔧 <i>cron__cron_add</i>");
+        let detail = status_line(ToolStatus::Detail, "a_*b*_[c]", r#"{"x":"`y`"}"#).unwrap();
+        assert_eq!(
+            to_html(&detail),
+            "🔧 <i>a_*b*_[c]</i> <code>{\"x\":\"'y'\"}</code>"
+        );
+    }
+
+    #[test]
+    fn web_answers_are_summarised_with_links_and_engines() {
+        let answer = r#"{"query":"rust","results":[
+            {"title":"Rust (programming language)","url":"https://en.wikipedia.org/wiki/Rust_(programming_language)","snippet":"","score":1,"engines":[{"engine":"wikipedia","rank":1}]},
+            {"title":"<b>Rust</b> [home]","url":"https://www.rust-lang.org/","snippet":"","score":1,"engines":[{"engine":"duckduckgo","rank":1},{"engine":"wikipedia","rank":4}]}],
+            "engines":[{"engine":"bing","status":"disabled"},{"engine":"duckduckgo","status":"ok"},{"engine":"wikipedia","status":"ok"}],"cached":false}"#;
+        let summary = result_summary(ToolStatus::Name, "search__web_search", answer).unwrap();
+        assert_eq!(
+            to_html(&summary),
+            "↳ 2 results for \"rust\" (duckduckgo, wikipedia)\n\
+             • <a href=\"https://en.wikipedia.org/wiki/Rust_(programming_language)\">Rust (programming language)</a> · wikipedia\n\
+             • <a href=\"https://www.rust-lang.org/\">&lt;b&gt;Rust&lt;/b&gt; [home]</a> · duckduckgo, wikipedia"
+        );
+        let page = "# The Book\n<https://doc.rust-lang.org/book/> (text/html, HTTP 200)\n\nhello\n";
+        assert_eq!(
+            to_html(&result_summary(ToolStatus::Detail, "search__web_fetch", page).unwrap()),
+            "↳ <a href=\"https://doc.rust-lang.org/book/\">The Book</a> — 5 characters"
+        );
+        assert_eq!(
+            result_summary(ToolStatus::Off, "search__web_fetch", page),
+            None
+        );
+        assert_eq!(result_summary(ToolStatus::Name, "bash", "anything"), None);
     }
 }

@@ -3,8 +3,12 @@
 //! A call is one line: the tool's name and its arguments as `key: value`
 //! pairs, cut to the width. A result is its first few lines, cut, with a
 //! note of how much more there is and how to see it (`/expand N`); errors
-//! are red and marked `✗`. The full output is kept in a [`ToolRecord`].
+//! are red and marked `✗`. The answers of the web tools are shown as
+//! people read them (the kit's [`tool_view`]): the hits' titles, addresses
+//! and engines, a page's title and length — not the JSON the model reads.
+//! The full output is kept in a [`ToolRecord`].
 
+use crabtalk_kit::tool_view::{self, ToolView};
 use serde_json::Value;
 
 use crate::text::wrap::{Wrap, wrap};
@@ -101,6 +105,11 @@ impl ToolRecord {
         let Some(output) = &self.output else {
             return Vec::new();
         };
+        if !self.is_error
+            && let Some(view) = tool_view::view(&self.name, output)
+        {
+            return self.view_lines(&view, width, RESULT_PREVIEW_LINES);
+        }
         let output = sanitize(output);
         let style = if self.is_error {
             Style::PLAIN.fg(Color::Red)
@@ -142,6 +151,74 @@ impl ToolRecord {
         lines
     }
 
+    /// A web tool's answer: a headline, then up to `hits` results, each
+    /// its title, the engines that found it, and its address.
+    fn view_lines(&self, view: &ToolView, width: usize, hits: usize) -> Vec<Line> {
+        let style = Style::PLAIN.dim();
+        let room = width.saturating_sub(4);
+        let cut = |text: &str| truncate(&sanitize(text), room).into_owned();
+        let mut lines = Vec::new();
+        match view {
+            ToolView::Search(found) => {
+                lines.push(Line::new(vec![
+                    Span::new("  ⎿ ", style),
+                    Span::new(cut(&found.headline()), style),
+                ]));
+                for (n, hit) in found.hits.iter().take(hits).enumerate() {
+                    let title = format!("{}. {}", n + 1, hit.title);
+                    let engines = hit.engines.join(", ");
+                    let mut line = Line::new(vec![
+                        Span::plain("    "),
+                        Span::new(
+                            truncate(&sanitize(&title), room.saturating_sub(engines.len() + 3))
+                                .into_owned(),
+                            Style::PLAIN,
+                        ),
+                    ]);
+                    if !engines.is_empty() {
+                        line.push(Span::new(format!(" · {engines}"), style));
+                    }
+                    lines.push(line);
+                    lines.push(Line::new(vec![
+                        Span::plain("       "),
+                        Span::new(
+                            truncate(&sanitize(&hit.url), width.saturating_sub(7)).into_owned(),
+                            Style::PLAIN.fg(Color::Cyan),
+                        ),
+                    ]));
+                }
+                let hidden = found.hits.len().saturating_sub(hits);
+                if hidden > 0 {
+                    lines.push(Line::styled(
+                        truncate(
+                            &format!("    … {hidden} more · /expand {}", self.number),
+                            width,
+                        )
+                        .into_owned(),
+                        style,
+                    ));
+                }
+            }
+            ToolView::Page(page) => {
+                lines.push(Line::new(vec![
+                    Span::new("  ⎿ ", style),
+                    Span::new(cut(&page.headline()), style),
+                ]));
+                if hits < usize::MAX {
+                    lines.push(Line::styled(
+                        truncate(
+                            &format!("    … /expand {} for the page", self.number),
+                            width,
+                        )
+                        .into_owned(),
+                        style,
+                    ));
+                }
+            }
+        }
+        lines
+    }
+
     /// The call and its whole output, wrapped (for `/expand`).
     pub fn expanded(&self, width: usize) -> Vec<Line> {
         let mut lines = vec![self.call_line(width)];
@@ -156,6 +233,19 @@ impl ToolRecord {
         ));
         match &self.output {
             None => lines.push(Line::styled("  (still running)", Style::PLAIN.dim())),
+            Some(output)
+                if !self.is_error
+                    && matches!(
+                        tool_view::view(&self.name, output),
+                        Some(ToolView::Search(_))
+                    ) =>
+            {
+                // Every hit, readable; the model's JSON says nothing more
+                // a person needs.
+                if let Some(view) = tool_view::view(&self.name, output) {
+                    lines.extend(self.view_lines(&view, width, usize::MAX));
+                }
+            }
             Some(output) => {
                 let style = if self.is_error {
                     Style::PLAIN.fg(Color::Red)
@@ -234,6 +324,52 @@ mod tests {
         "#]]
         .assert_eq(&plain_lines(&lines));
         assert_eq!(record.expanded(60).len(), 1 + 4 + 10);
+    }
+
+    #[test]
+    fn web_search_answers_show_hits_not_json() {
+        let answer = r#"{"query":"rust","results":[
+            {"title":"Rust (programming language)","url":"https://en.wikipedia.org/wiki/Rust_(programming_language)","snippet":"","score":1.0,"engines":[{"engine":"wikipedia","rank":1},{"engine":"duckduckgo","rank":3}]},
+            {"title":"Rust","url":"https://www.rust-lang.org/","snippet":"","score":0.9,"engines":[{"engine":"duckduckgo","rank":1}]},
+            {"title":"Rust book","url":"https://doc.rust-lang.org/book/","snippet":"","score":0.5,"engines":[{"engine":"duckduckgo","rank":2}]},
+            {"title":"Rustlings","url":"https://github.com/rust-lang/rustlings","snippet":"","score":0.4,"engines":[{"engine":"duckduckgo","rank":4}]}],
+            "engines":[{"engine":"bing","status":"disabled"},{"engine":"duckduckgo","status":"ok"},{"engine":"wikipedia","status":"ok"}],"cached":false}"#;
+        let search = ToolRecord {
+            name: "search__web_search".into(),
+            arguments: r#"{"query":"rust"}"#.into(),
+            ..record(answer, false)
+        };
+        expect![[r#"
+            ⚙ search__web_search  query: "rust"
+              ⎿ 4 results for "rust" (duckduckgo, wikipedia)
+                1. Rust (programming language) · wikipedia, duckduckgo
+                   https://en.wikipedia.org/wiki/Rust_(programming_language)
+                2. Rust · duckduckgo
+                   https://www.rust-lang.org/
+                3. Rust book · duckduckgo
+                   https://doc.rust-lang.org/book/
+                … 1 more · /expand 3
+        "#]]
+        .assert_eq(&plain_lines(
+            &[vec![search.call_line(80)], search.result_lines(80)].concat(),
+        ));
+        assert!(!plain_lines(&search.expanded(80)).contains("\"score\""));
+        let page = ToolRecord {
+            name: "search__web_fetch".into(),
+            arguments: r#"{"url":"https://doc.rust-lang.org/book/"}"#.into(),
+            ..record(
+                "# The Rust Book\n<https://doc.rust-lang.org/book/> (text/html, HTTP 200)\n\nChapter one.\n",
+                false,
+            )
+        };
+        expect![[r#"
+            ⚙ search__web_fetch  url: "https://doc.rust-lang.org/book/"
+              ⎿ The Rust Book — https://doc.rust-lang.org/book/ (12 characters)
+                … /expand 3 for the page
+        "#]]
+        .assert_eq(&plain_lines(
+            &[vec![page.call_line(80)], page.result_lines(80)].concat(),
+        ));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::process::Command;
 use crabtalk_telegram::config::TelegramConfig;
 
 use super::{Report, Verdict};
-use crate::commands::PsRow;
+use crate::commands::{HealthStatus, PsRow};
 use crate::context::Context;
 use crate::names;
 
@@ -24,8 +24,12 @@ const LOG_LINES: usize = 400;
 /// How many of the errors found are shown.
 const ERRORS_SHOWN: usize = 3;
 
-/// A log line shown at most this long.
+/// A log line shown at most this long; a longer one loses its middle, so
+/// the fix a warning ends with (`chmod 700 <path>`) is shown whole.
 const LINE_CHARS: usize = 240;
+
+/// How much of the start of a cut line is kept (the rest is its end).
+const LINE_HEAD_CHARS: usize = 80;
 
 /// Every check of every installed component; the daemon's log too.
 pub(super) fn check(ctx: &Context, rows: &[PsRow], report: &mut Report) {
@@ -63,7 +67,7 @@ fn service_check(row: &PsRow, report: &mut Report) {
         (None, Some(port)) => format!("port {port}"),
         (None, None) => "no pid, no port".to_owned(),
     };
-    if running && row.health.starts_with("ok") {
+    if running && row.health.is_ok() {
         report.line(
             Verdict::Ok,
             &what,
@@ -72,7 +76,7 @@ fn service_check(row: &PsRow, report: &mut Report) {
                 row.state, row.health
             ),
         );
-    } else if running && row.health.starts_with("degraded") {
+    } else if running && row.health.status == HealthStatus::Degraded {
         report.line(
             Verdict::Warn,
             &what,
@@ -85,6 +89,17 @@ fn service_check(row: &PsRow, report: &mut Report) {
             format!(
                 "{} ({where_}), port file {}, health: {}; `crabup {name} restart`, and `crabup {name} logs` shows why",
                 row.state, row.port_file, row.health
+            ),
+        );
+    } else if row.state == "restarting" {
+        report.line(
+            Verdict::Warn,
+            &what,
+            format!(
+                "restarting ({}); `crabup {name} logs` shows why it failed",
+                row.detail
+                    .as_deref()
+                    .unwrap_or("its supervisor starts it again")
             ),
         );
     } else if row.state == "failed" || row.state == "stale" {
@@ -158,11 +173,18 @@ fn is_trouble(line: &str) -> bool {
     matches!(words.next(), Some("WARN" | "ERROR"))
 }
 
+/// `line` within [`LINE_CHARS`]: its start and its end, the middle cut.
 fn clip(line: &str) -> String {
-    match line.char_indices().nth(LINE_CHARS) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line.to_owned(),
+    let chars = line.chars().count();
+    if chars <= LINE_CHARS {
+        return line.to_owned();
     }
+    let head: String = line.chars().take(LINE_HEAD_CHARS).collect();
+    let tail: String = line
+        .chars()
+        .skip(chars - (LINE_CHARS - LINE_HEAD_CHARS))
+        .collect();
+    format!("{head} … {tail}")
 }
 
 /// `telegram.toml`, when the gateway is installed or the file exists:
@@ -397,5 +419,29 @@ fn search_check(ctx: &Context, report: &mut Report) {
             "search",
             format!("{source}; engines' last health: {}", described.join(", ")),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_line_keeps_its_end_where_the_fix_is() {
+        let path = "/home/someone/projects/crabtalk/sandbox/.crabtalk-home";
+        let line = format!(
+            "2026-01-01T00:00:00.000000Z  WARN crabtalkd::private: {path} has mode 755: other \
+             users can get at it, and it holds the daemon's conversations, memory and secrets; \
+             fix it with: chmod 700 {path}"
+        );
+        assert!(line.chars().count() > LINE_CHARS);
+        let shown = clip(&line);
+        assert!(shown.chars().count() <= LINE_CHARS + 3, "{shown}");
+        assert!(
+            shown.starts_with("2026-01-01T00:00:00.000000Z  WARN"),
+            "{shown}"
+        );
+        assert!(shown.ends_with(&format!("chmod 700 {path}")), "{shown}");
+        assert_eq!(clip("short"), "short");
     }
 }

@@ -13,8 +13,8 @@ use crabtalk_command::liveness::{PortProbe, pid_alive};
 use crabtalk_command::manager::process::PidFile;
 use crabtalk_command::manager::{MANAGER_ENV, systemd};
 
+use crate::config_check::{self, ConfigVerdict};
 use crate::context::Context;
-use crate::daemon_config::{self, ConfigVerdict};
 use crate::providers;
 use crate::reach;
 
@@ -129,7 +129,11 @@ pub(super) fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
                     }
                 }
                 Some("pid") => {
-                    if let Some(file) = PidFile::read(&path).filter(|f| !pid_alive(f.pid)) {
+                    // A supervisor waiting to start its service again is
+                    // not a leftover.
+                    if let Some(file) = PidFile::read(&path)
+                        .filter(|f| !pid_alive(f.pid) && !f.supervisor.is_some_and(pid_alive))
+                    {
                         stale.push(format!("{} (pid {} is gone)", path.display(), file.pid));
                     }
                 }
@@ -152,10 +156,14 @@ pub(super) fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
 
     let rows = super::ps_rows(ctx)?;
     match rows.iter().find(|row| row.name == "daemon") {
-        Some(row) if row.health.starts_with("ok") => report.line(
+        Some(row) if row.health.is_ok() => report.line(
             Verdict::Ok,
             "daemon",
-            format!("answers ping: {}", row.health),
+            format!(
+                "answers ping: {} {}",
+                row.version.as_deref().unwrap_or("?"),
+                row.protocol.as_deref().unwrap_or("")
+            ),
         ),
         Some(row) if row.state.starts_with("running") => report.line(
             Verdict::Fail,
@@ -227,7 +235,7 @@ fn check_config(ctx: &Context, report: &mut Report) -> bool {
         );
         return true;
     };
-    match daemon_config::check(&binary, &ctx.home) {
+    match config_check::check(&crabtalk_command::Service::daemon(), &binary, &ctx.home) {
         ConfigVerdict::Fine(summary) => {
             report.line(Verdict::Ok, "configuration", summary);
             true

@@ -67,6 +67,26 @@ impl Setup {
             .port
     }
 
+    /// What the running service answers the owner at `GET /health` (a
+    /// stranger is told only that it is alive).
+    pub(crate) fn health(&self) -> serde_json::Value {
+        use std::io::{Read, Write};
+        let token = crabtalk_home::token::read_token(&self.home()).unwrap();
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.cron_port())).unwrap();
+        stream
+            .write_all(
+                format!(
+                    "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+        serde_json::from_str(body).unwrap_or_else(|err| panic!("{err}: {answer}"))
+    }
+
     pub(crate) fn kill9_cron(&mut self) {
         if let Some(mut child) = self.cron.take() {
             let _ = child.kill();

@@ -1,10 +1,11 @@
-//! The daemon's configuration, checked before a running daemon is touched.
+//! A service's configuration, checked before the service is touched.
 //!
-//! `crabup` does not read the daemon's files itself (it must not know the
-//! daemon's insides): it asks the installed `crabtalkd check`, which runs
-//! the very checks a start or reload would. A restart with a broken
-//! `config.toml` would stop a working daemon and start one that refuses to
-//! run; asking first leaves the running daemon as it is and puts the
+//! `crabup` does not read a service's files itself (it must not know their
+//! insides): it asks the installed binary's own `check` — `crabtalkd
+//! check`, and for every component the `check` the component kit gives it
+//! — which runs the very loader a start would. A restart with a broken
+//! file would stop a working service and start one that refuses to run;
+//! asking first leaves the running service as it is and puts the
 //! problems, with their file, line and column, in front of the person.
 
 use std::io::Read;
@@ -12,45 +13,59 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crabtalk_command::Service;
 use crabtalk_home::Home;
 
-/// What `crabtalkd check` said.
+/// What `<binary> check` said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigVerdict {
-    /// The daemon would take every file; its one-line summary.
+    /// The service would take every file; its one-line summary.
     Fine(String),
-    /// The daemon would refuse a file: every problem, one per line.
+    /// The service would refuse a file: every problem, one per line.
     Refused(String),
-    /// The check could not be run (an older `crabtalkd` without `check`, or
+    /// The check could not be run (an older binary without `check`, or
     /// it failed for another reason); why.
     Unavailable(String),
 }
 
-/// The exit status of `crabtalkd check` for refused files (EX_CONFIG).
+/// The exit status of `check` for refused files (EX_CONFIG).
 const REFUSED: i32 = 78;
 
-/// How long `crabtalkd check` may take; it only reads files, so a binary
-/// that takes longer is not answering (and is stopped).
+/// How long `check` may take; it only reads files, so a binary that takes
+/// longer is not answering (and is stopped).
 const CHECK_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Runs `crabtalkd --home HOME check` with the installed `binary`.
-pub fn check(binary: &Path, home: &Home) -> ConfigVerdict {
-    let output = match run_bounded(binary, home) {
+/// Runs the `check` of `service` with its installed `binary`: `crabtalkd
+/// --home HOME check`, `<component> check` with `CRABTALK_HOME=HOME`.
+pub fn check(service: &Service, binary: &Path, home: &Home) -> ConfigVerdict {
+    let output = match run_bounded(service, binary, home) {
         Ok(output) => output,
         Err(why) => return ConfigVerdict::Unavailable(why),
     };
     let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+    // What a binary puts before its error: `crabtalkd: `, `<binary>:
+    // error: ` (the kit's).
+    let name = binary
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let stderr = stderr
-        .strip_prefix("crabtalkd: ")
-        .unwrap_or(&stderr)
-        .to_owned();
+        .lines()
+        .map(|line| {
+            line.strip_prefix(&format!("{name}: error: "))
+                .or_else(|| line.strip_prefix(&format!("{name}: ")))
+                .unwrap_or(line)
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
     match output.status.code() {
         Some(0) => ConfigVerdict::Fine(stdout),
         Some(REFUSED) => ConfigVerdict::Refused(stderr),
         _ if stderr.contains("unrecognized subcommand") => ConfigVerdict::Unavailable(format!(
-            "{} has no `check` command (an older crabtalkd; `crabup pull daemon` updates it)",
-            binary.display()
+            "{} has no `check` command (an older version; `crabup pull {}` updates it)",
+            binary.display(),
+            service.name()
         )),
         _ => ConfigVerdict::Unavailable(format!(
             "`{} check` failed ({}): {stderr}",
@@ -60,11 +75,17 @@ pub fn check(binary: &Path, home: &Home) -> ConfigVerdict {
     }
 }
 
-/// Runs `binary --home HOME check`, stopping it after [`CHECK_TIMEOUT`].
-fn run_bounded(binary: &Path, home: &Home) -> Result<std::process::Output, String> {
-    let mut child = Command::new(binary)
-        .arg("--home")
-        .arg(home.root())
+/// Runs `binary [--home HOME] check`, stopping it after [`CHECK_TIMEOUT`].
+fn run_bounded(
+    service: &Service,
+    binary: &Path,
+    home: &Home,
+) -> Result<std::process::Output, String> {
+    let mut command = Command::new(binary);
+    if service.is_daemon() {
+        command.arg("--home").arg(home.root());
+    }
+    let mut child = command
         .arg("check")
         .env("CRABTALK_HOME", home.root())
         .env_remove("RUST_LOG")
@@ -132,16 +153,31 @@ mod tests {
     fn what_the_check_says_is_read_from_its_exit_status() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::new(dir.path());
+        let daemon = Service::daemon();
         let fine = script(dir.path(), "fine", "echo all fine\n");
-        assert_eq!(check(&fine, &home), ConfigVerdict::Fine("all fine".into()));
+        assert_eq!(
+            check(&daemon, &fine, &home),
+            ConfigVerdict::Fine("all fine".into())
+        );
         let refused = script(
             dir.path(),
-            "refused",
+            "crabtalkd",
             "echo 'crabtalkd: a.toml:1:1: bad' >&2\nexit 78\n",
         );
         assert_eq!(
-            check(&refused, &home),
+            check(&daemon, &refused, &home),
             ConfigVerdict::Refused("a.toml:1:1: bad".into())
+        );
+        // A component: no --home, and the kit's `<binary>: error: ` prefix.
+        let search = Service::new("search", "crabtalk-search", "search").unwrap();
+        let component = script(
+            dir.path(),
+            "crabtalk-search",
+            "[ \"$1\" = check ] || exit 9\necho \"crabtalk-search: error: s.toml:2:1: unknown key\" >&2\nexit 78\n",
+        );
+        assert_eq!(
+            check(&search, &component, &home),
+            ConfigVerdict::Refused("s.toml:2:1: unknown key".into())
         );
         let old = script(
             dir.path(),
@@ -149,7 +185,7 @@ mod tests {
             "echo \"error: unrecognized subcommand 'check'\" >&2\nexit 2\n",
         );
         assert!(
-            matches!(check(&old, &home), ConfigVerdict::Unavailable(why) if why.contains("older crabtalkd"))
+            matches!(check(&search, &old, &home), ConfigVerdict::Unavailable(why) if why.contains("older version; `crabup pull search`"))
         );
     }
 }
