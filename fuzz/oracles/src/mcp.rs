@@ -44,8 +44,7 @@ pub fn mcp_stdio_reply(data: &[u8]) {
         return;
     };
     let limit = 8 + usize::from(pick);
-    let mut out = Vec::new();
-    runtime().block_on(crabtalkd::fuzzing::guard_replies(stream, &mut out, limit));
+    let out = guard(stream, limit);
 
     // Walk the input and the output together.
     let mut at = 0;
@@ -65,21 +64,45 @@ pub fn mcp_stdio_reply(data: &[u8]) {
         if !complete {
             break;
         }
-        let answered = replacement(&out[at..], line.len() - 1);
+        // What the guard makes of this line alone is what it made of it
+        // in the stream (nothing carries over from one line to the next);
+        // two oversized lines of one length cannot be told apart in the
+        // stream's output otherwise.
+        let alone = guard(line, limit);
+        assert_eq!(
+            out.get(at..at + alone.len()).map(String::from_utf8_lossy),
+            Some(String::from_utf8_lossy(&alone)),
+            "an oversized line was answered otherwise in the stream than alone"
+        );
+        at += alone.len();
+        let answered = replacement(&alone, line.len() - 1);
+        assert!(
+            alone.is_empty()
+                || answered
+                    .as_ref()
+                    .is_some_and(|(_, len)| *len == alone.len()),
+            "an oversized line became something else than one answer: {:?}",
+            String::from_utf8_lossy(&alone)
+        );
         match (reply_id(line), answered) {
-            (Verdict::Reply(id), Some((answer, len))) => {
+            (Verdict::Reply(id), Some((answer, _))) => {
                 assert_eq!(answer, id, "the answer is for another call");
-                at += len;
             }
             (Verdict::Reply(id), None) => panic!("the oversized reply to {id} got no answer"),
             (Verdict::NotReply, Some((answer, _))) => {
                 panic!("an oversized line that answers nothing was answered as {answer}")
             }
-            (Verdict::NotReply, None) => {}
-            (Verdict::Either, answered) => at += answered.map_or(0, |(_, len)| len),
+            (Verdict::NotReply, None) | (Verdict::Either, _) => {}
         }
     }
     assert_eq!(at, out.len(), "the guard wrote more than it was given");
+}
+
+/// The guard's output for `stream`, with a line limit of `limit` bytes.
+fn guard(stream: &[u8], limit: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    runtime().block_on(crabtalkd::fuzzing::guard_replies(stream, &mut out, limit));
+    out
 }
 
 /// What the guard must do with an oversized line.
