@@ -118,12 +118,16 @@ pub fn conversation_log(data: &[u8]) {
         if line.trim().is_empty() {
             continue;
         }
+        // A line that starts as a marker is one, even when it cannot be
+        // read (its summary damaged): the history restarts there, and the
+        // line itself is reported.
+        if line.starts_with("{\"compact\":") {
+            messages.clear();
+            unreadable = 0;
+        }
         match serde_json::from_str::<Entry>(line) {
             Ok(Entry::Message(message)) => messages.push(message),
-            Ok(Entry::Compact(_)) => {
-                messages.clear();
-                unreadable = 0;
-            }
+            Ok(Entry::Compact(_)) => messages.clear(),
             Err(_) => unreadable += 1,
         }
     }
