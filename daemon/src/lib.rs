@@ -35,6 +35,9 @@ pub mod bus;
 pub mod cli;
 pub mod commands;
 pub mod config;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod hook;
 pub mod leftovers;
 pub mod lock;

@@ -27,6 +27,11 @@ pub const MAX_FRAME_LEN: usize = 16 * 1024 * 1024;
 /// The reader reserves at most this much ahead of the bytes that arrived.
 const READ_CHUNK: usize = 64 * 1024;
 
+/// [`READ_CHUNK`], for the fuzz oracle of the allocation guarantee.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub const READ_AHEAD: usize = READ_CHUNK;
+
 /// A reader keeps a buffer at most this large between frames.
 const RETAINED_BUFFER: usize = 1024 * 1024;
 
@@ -164,10 +169,11 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         Ok(())
     }
 
-    /// The bytes currently reserved by the reader (for tests of the
-    /// allocation guarantee).
-    #[cfg(test)]
-    fn reserved(&self) -> usize {
+    /// The bytes currently reserved by the reader (for tests and the fuzz
+    /// oracle of the allocation guarantee).
+    #[cfg(any(test, feature = "fuzzing"))]
+    #[doc(hidden)]
+    pub fn reserved(&self) -> usize {
         self.buf.capacity()
     }
 }

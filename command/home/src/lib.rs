@@ -33,6 +33,7 @@
 //! - [`exit`]: the exit codes, defined once.
 //! - [`token`]: `run/token`, the owner's credential every TCP port of the
 //!   family asks for.
+//! - [`utf8_text`]: a hand-written file's text, or where it is not UTF-8.
 //! - [`provider_env`]: the variables that offer the daemon a language
 //!   model (provider keys, `OLLAMA_HOST`), read by the daemon and crabup.
 //!
@@ -57,6 +58,7 @@ mod port_file;
 mod private_dir;
 pub mod provider_env;
 mod service;
+mod text;
 pub mod token;
 
 pub use atomic::{
@@ -69,3 +71,4 @@ pub use paths::{DAEMON_RUN_NAME, HOME_ENV, Home, HomeError, validate_service_nam
 pub use port_file::{PortFile, PortFileError};
 pub use private_dir::create_private_dir;
 pub use service::{RUN_ARGS, Service};
+pub use text::{NotUtf8, utf8_text};

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::load::{ConfigError, PRESET_HINT, parse_toml, served_list, unknown_key_problems};
+use super::load::{
+    ConfigError, PRESET_HINT, not_utf8, parse_toml, served_list, unknown_key_problems,
+};
 use super::problem::{KeyPath, Problem};
 use super::{REDACTED, ServedModels, UnknownKey};
 
@@ -194,6 +196,44 @@ impl AgentConfig {
         ));
         keys.extend(unknown_mcp_keys(text));
         keys
+    }
+
+    /// Parses and checks the text of an agent's file at `path`, as
+    /// [`AgentStore::load`] does. `served`: the models the providers
+    /// serve, when known.
+    pub fn parse(
+        path: &Path,
+        text: &str,
+        served: Option<&BTreeSet<String>>,
+    ) -> Result<Self, ConfigError> {
+        let config: AgentConfig = parse_toml(path, text)?;
+        let mut problems = unknown_key_problems(path, text, &config.unknown_keys(text));
+        if let Err(message) = config.check_mcps() {
+            problems.push(Problem::at_key(
+                path,
+                text,
+                &KeyPath::keys(&["mcps"]),
+                message,
+            ));
+        }
+        if let (Some(model), Some(served)) = (&config.model, served)
+            && !served.contains(model)
+        {
+            problems.push(Problem::at_key(
+                path,
+                text,
+                &KeyPath::keys(&["model"]),
+                format!(
+                    "model {model:?} is not served by any provider; the providers list {} (or remove `model` to use the default model); {PRESET_HINT}",
+                    served_list(served)
+                ),
+            ));
+        }
+        if !problems.is_empty() {
+            problems.sort_by_key(|problem| problem.position);
+            return Err(ConfigError { problems });
+        }
+        Ok(config)
     }
 
     /// Checks the MCP servers: each name follows [`validate_server_name`]
@@ -410,40 +450,14 @@ impl AgentStore {
         served: Option<&ServedModels>,
     ) -> Result<Option<AgentDef>, ConfigError> {
         let path = self.toml_path(name);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
+        let text = match std::fs::read(&path) {
+            Ok(bytes) => crabtalk_home::utf8_text(bytes).map_err(|err| not_utf8(&path, &err))?,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => {
                 return Err(Problem::in_file(&path, format!("cannot read it: {err}")).into());
             }
         };
-        let config: AgentConfig = parse_toml(&path, &text)?;
-        let mut problems = unknown_key_problems(&path, &text, &config.unknown_keys(&text));
-        if let Err(message) = config.check_mcps() {
-            problems.push(Problem::at_key(
-                &path,
-                &text,
-                &KeyPath::keys(&["mcps"]),
-                message,
-            ));
-        }
-        if let (Some(model), Some(served)) = (&config.model, served)
-            && !served.serves(model)
-        {
-            problems.push(Problem::at_key(
-                &path,
-                &text,
-                &KeyPath::keys(&["model"]),
-                format!(
-                    "model {model:?} is not served by any provider; the providers list {} (or remove `model` to use the default model); {PRESET_HINT}",
-                    served_list(served)
-                ),
-            ));
-        }
-        if !problems.is_empty() {
-            problems.sort_by_key(|problem| problem.position);
-            return Err(ConfigError { problems });
-        }
+        let config = AgentConfig::parse(&path, &text, served)?;
         let prompt = match std::fs::read_to_string(self.prompt_path(name)) {
             Ok(prompt) => prompt,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),

@@ -61,6 +61,15 @@ pub(crate) fn parse_toml<T: DeserializeOwned>(path: &Path, text: &str) -> Result
     })
 }
 
+/// A file that is not UTF-8, refused at its first bad byte.
+pub(crate) fn not_utf8(path: &Path, err: &crabtalk_home::NotUtf8) -> Problem {
+    Problem {
+        path: path.to_owned(),
+        position: Some((err.line, err.column)),
+        message: err.to_string(),
+    }
+}
+
 /// Problems for keys nobody reads.
 pub(crate) fn unknown_key_problems(path: &Path, text: &str, keys: &[UnknownKey]) -> Vec<Problem> {
     keys.iter()
@@ -71,8 +80,8 @@ pub(crate) fn unknown_key_problems(path: &Path, text: &str, keys: &[UnknownKey])
 impl DaemonConfig {
     /// Loads `config.toml`; a missing file is the default configuration.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
+        let text = match std::fs::read(path) {
+            Ok(bytes) => crabtalk_home::utf8_text(bytes).map_err(|err| not_utf8(path, &err))?,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(err) => return Err(Problem::in_file(path, format!("cannot read it: {err}")).into()),
         };
@@ -248,6 +257,25 @@ mod tests {
         let config = DaemonConfig::load(&dir.path().join("config.toml")).unwrap();
         assert_eq!(config.default_agent, "crab");
         assert_eq!(config.transport.tcp, "127.0.0.1:6688");
+    }
+
+    /// Found by the fuzzer (`fuzz/corpus/daemon_config/not-utf8`): a
+    /// `config.toml` or an agent's file that is not UTF-8 was refused
+    /// without a line and column.
+    #[test]
+    fn a_file_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, b"default_agent = \"cr\xffab\"\n").unwrap();
+        let err = DaemonConfig::load(&path).unwrap_err();
+        assert_eq!(err.problems.len(), 1);
+        assert_eq!(err.problems[0].position, Some((1, 20)));
+        assert!(err.to_string().contains("byte 0xff is not UTF-8"), "{err}");
+
+        let agents = crate::config::agent::AgentStore::new(dir.path());
+        std::fs::write(dir.path().join("scout.toml"), b"model = \"x\"\n\n\x80").unwrap();
+        let err = agents.load("scout", None).unwrap_err();
+        assert_eq!(err.problems[0].position, Some((3, 1)));
     }
 
     #[test]

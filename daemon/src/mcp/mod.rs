@@ -34,7 +34,7 @@ pub mod discovery;
 mod exits;
 mod failure;
 pub mod names;
-mod oversize;
+pub(crate) mod oversize;
 mod peer;
 mod stderr;
 mod stdio;

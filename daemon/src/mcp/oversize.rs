@@ -26,7 +26,7 @@ const TOO_LARGE_CODE: i64 = -32603;
 /// Copies messages from `from` (a server's stdout) to `to` (what rmcp
 /// reads) until either ends, replacing lines over `limit` bytes as the
 /// module says.
-pub(super) async fn guard_replies(
+pub(crate) async fn guard_replies(
     mut from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     limit: usize,

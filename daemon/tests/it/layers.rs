@@ -9,7 +9,7 @@
 //! | tool contract | `hook` |
 //! | capabilities | `tools`, `mcp` |
 //! | runtime | `runtime` |
-//! | edge | `server`, `process`, `commands`, `bridge`, `cli` |
+//! | edge | `server`, `process`, `commands`, `bridge`, `cli`, `fuzzing` |
 //!
 //! A module may name modules of its own layer or of lower ones. The test
 //! reads every file under `daemon/src`, finds the paths it names into the
@@ -51,7 +51,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("tool contract", &["hook"]),
     ("capabilities", &["tools", "mcp"]),
     ("runtime", &["runtime"]),
-    ("edge", &["server", "process", "commands", "bridge", "cli"]),
+    (
+        "edge",
+        &["server", "process", "commands", "bridge", "cli", "fuzzing"],
+    ),
 ];
 
 /// One path from a module into another top-level module of the crate.

@@ -70,8 +70,13 @@ impl CronsFile {
 
     /// The file's text; a missing file is an empty one.
     pub fn read_text(&self) -> Result<String, LoadError> {
-        match std::fs::read_to_string(&self.path) {
-            Ok(text) => Ok(text),
+        match std::fs::read(&self.path) {
+            Ok(bytes) => crabtalk_home::utf8_text(bytes).map_err(|err| LoadError::Invalid {
+                path: self.path.clone(),
+                line: err.line,
+                column: err.column,
+                message: err.to_string(),
+            }),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
             Err(source) => Err(LoadError::Io {
                 path: self.path.clone(),

@@ -82,8 +82,15 @@ impl Zone {
             .local_minus_utc()
     }
 
-    /// `at` as an RFC 3339 time in this zone.
+    /// `at` as an RFC 3339 time in this zone, which [`super::parse_at`]
+    /// reads back to `at`. RFC 3339 offsets are whole minutes; where the
+    /// zone's is not (its local mean time before standard time, such as
+    /// Kathmandu's +05:41:16 until 1920), `at` is written in UTC instead,
+    /// since the wall clock and a rounded offset would name another second.
     pub fn show(self, at: DateTime<Utc>) -> String {
+        if self.offset_secs(at) % 60 != 0 {
+            return at.to_rfc3339();
+        }
         at.with_timezone(&self.0).to_rfc3339()
     }
 
@@ -162,6 +169,32 @@ impl fmt::Display for Zone {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `cron_in_at` fuzz target (RFC 0090): in a zone whose
+    /// offset had seconds, the written time read back 28 seconds off.
+    #[test]
+    fn a_time_is_shown_as_what_reads_back_to_it_even_with_an_offset_in_seconds() {
+        for (name, at) in [
+            ("Asia/Kathmandu", "0011-12-30T09:06:32Z"),
+            ("Asia/Kathmandu", "1900-06-01T12:00:00Z"),
+            ("Africa/Monrovia", "1970-06-01T12:00:00Z"),
+            ("Europe/Berlin", "2026-03-29T01:30:00Z"),
+        ] {
+            let zone = Zone::named(name).unwrap();
+            let at = utc(at);
+            let shown = zone.show(at);
+            assert_eq!(
+                super::super::parse_at(&shown, zone),
+                Ok(at),
+                "{name}: {shown}"
+            );
+        }
+        let berlin = Zone::named("Europe/Berlin").unwrap();
+        assert_eq!(
+            berlin.show(utc("2026-06-01T10:00:00Z")),
+            "2026-06-01T12:00:00+02:00"
+        );
+    }
 
     fn wall(text: &str) -> NaiveDateTime {
         NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M").unwrap()

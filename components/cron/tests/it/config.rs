@@ -26,6 +26,30 @@ fn refusal(text: &str) -> String {
 
 const GOOD: &str = "# my schedules\n\n[[cron]]\nid = \"standup\" # the morning one\ncron = \"0 9 * * 1-5\"\ntz = \"Europe/Berlin\"\nmessage = \"stand-up time\"\n\n# a second one\n[[cron]]\nid = \"feeds\"\nevery = \"2h\"\ntz = \"UTC\"\nskill = \"check-feeds\"\nargs = \"tech\"\n";
 
+/// Found by the fuzzer (`fuzz/corpus/crons_toml/not-utf8`): a file that
+/// is not UTF-8 was refused as unreadable, with no line or column.
+#[test]
+fn a_file_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+    let (_dir, file) = file_with("");
+    std::fs::write(
+        file.path(),
+        b"[[cron]]\nid = \"a\"\nmessage = \"\xc3\x28\"\n",
+    )
+    .unwrap();
+    match file.load(Zone::UTC) {
+        Err(LoadError::Invalid {
+            line: 3,
+            column: 12,
+            message,
+            ..
+        }) => assert_eq!(
+            message,
+            "byte 0xc3 is not UTF-8 text; save the file as UTF-8"
+        ),
+        other => panic!("expected a refusal at 3:12, got {other:?}"),
+    }
+}
+
 #[test]
 fn a_good_file_loads_with_defaults() {
     let (_dir, file) = file_with(GOOD);

@@ -100,8 +100,16 @@ impl ConfigFile {
 
     /// Reads the file at `path`; `None` when it does not exist.
     pub fn read(path: &Path) -> Result<Option<Self>, ConfigError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => Ok(Some(Self::new(path, text))),
+        match std::fs::read(path) {
+            Ok(bytes) => match crabtalk_home::utf8_text(bytes) {
+                Ok(text) => Ok(Some(Self::new(path, text))),
+                Err(err) => Err(ConfigError::At {
+                    path: path.to_owned(),
+                    line: err.line,
+                    column: err.column,
+                    message: err.to_string(),
+                }),
+            },
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(ConfigError::Read {
                 path: path.to_owned(),
@@ -311,5 +319,31 @@ mod tests {
         std::fs::write(&path, "chats = 7\n").unwrap();
         let err = load_or_default::<Gateway>(&path).unwrap_err().to_string();
         assert!(err.contains("gw.toml:1:9:"), "{err}");
+    }
+
+    /// Found by the fuzzer (`fuzz/corpus/telegram_toml/not-utf8`): a
+    /// file that is not UTF-8 was refused without a place.
+    #[test]
+    fn a_file_that_is_not_utf8_is_refused_at_its_first_bad_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gw.toml");
+        std::fs::write(&path, b"token = \"a\"\nchats = [7] # caf\xe9\n").unwrap();
+        let err = load::<Gateway>(&path).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ConfigError::At {
+                    line: 2,
+                    column: 18,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .ends_with("gw.toml:2:18: byte 0xe9 is not UTF-8 text; save the file as UTF-8"),
+            "{err}"
+        );
     }
 }

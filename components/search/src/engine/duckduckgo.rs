@@ -85,7 +85,9 @@ fn target(href: &str) -> Option<String> {
         .ok()?;
     if absolute.path() == "/l/" {
         let (_, uddg) = absolute.query_pairs().find(|(key, _)| key == "uddg")?;
-        return Some(uddg.into_owned());
+        // The wrapped target is as untrusted as the page: only a web page.
+        let inner = url::Url::parse(&uddg).ok()?;
+        return matches!(inner.scheme(), "http" | "https").then(|| uddg.into_owned());
     }
     matches!(absolute.scheme(), "http" | "https").then(|| absolute.to_string())
 }
@@ -106,5 +108,19 @@ mod tests {
             Some("https://example.org/a")
         );
         assert_eq!(target("javascript:void(0)"), None);
+    }
+
+    /// Found by the `engine_pages` fuzz target (RFC 0090): the wrapped
+    /// target was returned unchecked, so a hit could be no URL at all or a
+    /// `javascript:` link.
+    #[test]
+    fn a_wrapped_target_that_is_not_a_web_page_is_no_hit() {
+        for href in [
+            "//duckduckgo.com/l/?uddg=httpsJ%2F%2Fblog.rust-lang.org%2Fx&rut=abc",
+            "//duckduckgo.com/l/?uddg=javascript%3Aalert(1)&rut=abc",
+            "//duckduckgo.com/l/?uddg=&rut=abc",
+        ] {
+            assert_eq!(target(href), None, "{href}");
+        }
     }
 }
