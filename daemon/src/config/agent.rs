@@ -204,7 +204,7 @@ impl AgentConfig {
     pub fn parse(
         path: &Path,
         text: &str,
-        served: Option<&BTreeSet<String>>,
+        served: Option<&ServedModels>,
     ) -> Result<Self, ConfigError> {
         let config: AgentConfig = parse_toml(path, text)?;
         let mut problems = unknown_key_problems(path, text, &config.unknown_keys(text));
@@ -217,7 +217,7 @@ impl AgentConfig {
             ));
         }
         if let (Some(model), Some(served)) = (&config.model, served)
-            && !served.contains(model)
+            && !served.serves(model)
         {
             problems.push(Problem::at_key(
                 path,

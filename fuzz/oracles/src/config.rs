@@ -8,7 +8,6 @@
 //! go through the loaders' file reading (a temp file), which must point
 //! at the first bad byte like any other problem.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use crabtalk_cron::config::{CronsFile, LoadError, parse_entries};
@@ -78,7 +77,10 @@ pub fn daemon_config(data: &[u8]) {
 
 pub fn agent_config(data: &[u8]) {
     // Half the time the providers' models are known, as after discovery.
-    let served: BTreeSet<String> = ["gpt-4o", "claude"].map(String::from).into();
+    let served = crabtalkd::config::ServedModels {
+        names: ["gpt-4o", "claude"].map(String::from).into(),
+        presets: vec!["groq".to_owned()],
+    };
     let served = data.len().is_multiple_of(2).then_some(&served);
     let result = match std::str::from_utf8(data) {
         Ok(text) => AgentConfig::parse(Path::new("agents/a.toml"), text, served),
