@@ -422,9 +422,15 @@ impl Admin {
     /// What `GET /health` reports: failing entries and a `crons.toml`
     /// that does not parse.
     pub fn problems(&self) -> Vec<String> {
+        self.problems_or(|problem| format!("crons.toml is not used: {problem}"))
+    }
+
+    /// [`Admin::problems`], with a file that does not parse said by
+    /// `unparsed` (given the problem, `file:line:column: …`).
+    pub fn problems_or(&self, unparsed: impl FnOnce(String) -> String) -> Vec<String> {
         let entries = match self.crons.load(self.machine_zone) {
             Ok(entries) => entries,
-            Err(err) => return vec![format!("crons.toml is not used: {err}")],
+            Err(err) => return vec![unparsed(err.to_string())],
         };
         let state = self.state.load_quietly();
         let failing: Vec<String> = entries

@@ -12,7 +12,7 @@ use crabtalk_kit::mcp::{HealthProblems, accept_string_arguments, mcp_router};
 
 use crate::admin::Admin;
 use crate::config::{CronsFile, WatchMode};
-use crate::engine::{Clock, Engine, EngineHandle, Files, SystemClock};
+use crate::engine::{Clock, Engine, EngineHandle, Files, KeptSchedule, SystemClock};
 use crate::fire::daemon::DaemonFirer;
 use crate::lock::FileLock;
 use crate::runlog::RunLog;
@@ -94,7 +94,16 @@ pub async fn run(component: &Component) -> anyhow::Result<()> {
         let handle = handle.clone();
         Arc::new(move || match handle.kept_schedule() {
             Some(kept) => vec![kept.to_string()],
-            None => admin.problems(),
+            // The engine reads an edit once the file has settled; until
+            // then a file that does not parse is what it will keep its
+            // schedule through, not a file that is not used.
+            None => admin.problems_or(|problem| {
+                KeptSchedule {
+                    problem,
+                    entries: handle.schedule_len(),
+                }
+                .to_string()
+            }),
         })
     };
     let tools = CronTools::new(admin, handle, clock);

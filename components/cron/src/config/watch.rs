@@ -11,6 +11,12 @@ use tokio::sync::mpsc;
 
 use super::CronsFile;
 
+/// How long the file must be left alone before it is read again.
+const SETTLE: Duration = Duration::from_millis(100);
+
+/// The longest a stream of changes can hold a reload back.
+const SETTLE_AT_MOST: Duration = Duration::from_secs(1);
+
 /// How changes are noticed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WatchMode {
@@ -73,10 +79,21 @@ impl FileWatch {
         }
     }
 
-    /// Resolves when the file may have changed.
+    /// Resolves when the file may have changed and has then been left
+    /// alone for 100 ms (at most 1 s after the first change): a save that
+    /// empties the file and then writes it (a shell's `>`, some editors) is
+    /// read once, whole, not as an empty schedule followed by the new one.
     pub async fn changed(&mut self) {
         if self.changes.recv().await.is_none() {
             std::future::pending::<()>().await;
+        }
+        let deadline = tokio::time::Instant::now() + SETTLE_AT_MOST;
+        loop {
+            let quiet_until = (tokio::time::Instant::now() + SETTLE).min(deadline);
+            match tokio::time::timeout_at(quiet_until, self.changes.recv()).await {
+                Ok(Some(())) if tokio::time::Instant::now() < deadline => continue,
+                _ => return,
+            }
         }
     }
 }

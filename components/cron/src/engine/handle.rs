@@ -44,6 +44,7 @@ impl std::fmt::Display for KeptSchedule {
 pub struct EngineHandle {
     pub(super) commands: mpsc::Sender<Command>,
     pub(super) kept: Arc<Mutex<Option<KeptSchedule>>>,
+    pub(super) schedule_len: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl EngineHandle {
@@ -51,6 +52,11 @@ impl EngineHandle {
     /// has a problem; `None` while the file is fine.
     pub fn kept_schedule(&self) -> Option<KeptSchedule> {
         self.kept.lock().map_or(None, |kept| kept.clone())
+    }
+
+    /// How many entries the running schedule has.
+    pub fn schedule_len(&self) -> usize {
+        self.schedule_len.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Runs entry `id` now; answers when it has started (with its slot)

@@ -141,6 +141,8 @@ pub struct Engine {
     /// What the engine keeps while the file is refused (shared with the
     /// handles, for `GET /health`).
     kept: Arc<std::sync::Mutex<Option<KeptSchedule>>>,
+    /// How many entries the schedule has, for the handle.
+    schedule_len: Arc<std::sync::atomic::AtomicUsize>,
     /// The schedule the service checked before it started the engine,
     /// taken at start as the last good one (see [`Engine::start_from`]).
     checked: Option<(Vec<Entry>, u64)>,
@@ -177,6 +179,7 @@ impl Engine {
         let (finished_tx, finished_rx) = mpsc::unbounded_channel();
         let now = clock.now();
         let kept = Arc::new(std::sync::Mutex::new(None));
+        let schedule_len = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let engine = Self {
             clock,
             firer,
@@ -187,6 +190,7 @@ impl Engine {
             loaded_text: None,
             refused_text: None,
             kept: kept.clone(),
+            schedule_len: schedule_len.clone(),
             checked: None,
             state: State::default(),
             next: HashMap::new(),
@@ -204,6 +208,7 @@ impl Engine {
             EngineHandle {
                 commands: commands_tx,
                 kept,
+                schedule_len,
             },
         )
     }
@@ -272,6 +277,8 @@ impl Engine {
     /// changed in between into something that does not parse, these are
     /// the last good schedule that keeps running (never none at all).
     pub fn start_from(&mut self, entries: Vec<Entry>, text: &str) {
+        self.schedule_len
+            .store(entries.len(), std::sync::atomic::Ordering::Relaxed);
         self.checked = Some((entries, text_hash(text)));
     }
 
@@ -428,6 +435,8 @@ impl Engine {
             .retain(|id, _| ids.contains(id.as_str()) && !rescheduled.contains(id.as_str()));
         drop((ids, rescheduled));
         self.entries = entries;
+        self.schedule_len
+            .store(self.entries.len(), std::sync::atomic::Ordering::Relaxed);
         if changed {
             self.save_state();
         }

@@ -262,6 +262,45 @@ async fn a_file_edit_is_picked_up_by_notify_and_by_polling_alone() {
     }
 }
 
+/// A save that empties the file first and writes it a moment later (a
+/// shell's `>`, some editors): the empty moment is not read as a schedule
+/// of no entries, so a typo in what is written keeps the real last good
+/// schedule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_save_that_empties_the_file_first_is_read_once_whole() {
+    use std::io::Write;
+    let mut setup = Setup::start("").await;
+    setup.start_cron(&[]).await;
+    support::write_crons(
+        setup.daemon.path(),
+        "[[cron]]\nid = \"new\"\nevery = \"1s\"\nmessage = \"m\"\n",
+    );
+    setup
+        .runs_where("the entry's first run", 1, |r| r.entry == "new")
+        .await;
+    let path = setup.daemon.path().join("config").join("crons.toml");
+    let mut file = std::fs::File::create(&path).unwrap();
+    // The writer is slow between emptying the file and writing it; the
+    // pause is the edit being tried, not a wait for the service.
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    file.write_all(b"[[cron]]\nid = \"new\"\nevry = \"1s\"\nmessage = \"m\"\n")
+        .unwrap();
+    drop(file);
+    eventually("the refusal in the log", || {
+        setup
+            .cron_log()
+            .contains("the last good schedule keeps running")
+    })
+    .await;
+    let log = setup.cron_log();
+    assert!(
+        log.contains("the last good schedule keeps running (1 entry)"),
+        "{log}"
+    );
+    assert!(!log.contains("0 entries"), "{log}");
+    setup.kill9_cron();
+}
+
 // ─── MCP ────────────────────────────────────────────────────────────────────
 
 async fn call(
