@@ -238,7 +238,7 @@ mod tests {
                 .build()
                 .unwrap();
             runtime.block_on(async move {
-                let api = crabtalk_testkit::telegram::FakeBotApi::start().await;
+                let api = crabtalk_fake_bot_api::FakeBotApi::start().await;
                 url_tx.send(api.url()).unwrap();
                 let _ = stop_rx.await;
             });
@@ -257,7 +257,7 @@ mod tests {
         }
         .save(&home)
         .unwrap();
-        let good = crabtalk_testkit::telegram::TOKEN;
+        let good = crabtalk_fake_bot_api::TOKEN;
         let mut input = Cursor::new(format!("not a token\n123:refused\n{good}\n"));
         let mut output = Vec::new();
         let prompt = Prompt {
@@ -375,7 +375,7 @@ mod tests {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         let mine = format!("# the bot of the house\napi_base_url = \"{url}\"\n");
         std::fs::write(&path, &mine).unwrap();
-        let good = crabtalk_testkit::telegram::TOKEN;
+        let good = crabtalk_fake_bot_api::TOKEN;
         let (outcome, said) = telegram_setup(&home, &format!("{good}\n"));
         outcome.unwrap();
         stop.send(()).unwrap();

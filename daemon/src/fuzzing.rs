@@ -1,4 +1,4 @@
-//! What the fuzz oracles (`fuzz/oracles`, RFC 0090) drive that the
+//! What the fuzz oracles (`components/fuzz/oracles`, RFC 0090) drive that the
 //! daemon's public API does not show. Only with the `fuzzing` feature;
 //! nothing in the daemon uses it.
 

@@ -1,5 +1,5 @@
-//! `crabtalk-docs`: checks that keep the book and the repository's own
-//! Markdown whole. The book itself is in `src/` (built with mdbook); this
+//! `crabtalk-docs`: checks that keep the book, the repository's own
+//! Markdown and the code map whole. The book itself is in `src/` (built with mdbook); this
 //! crate is only what reads it:
 //!
 //! - [`broken_links`]: every relative link in a Markdown file (and every
@@ -8,6 +8,9 @@
 //! - [`uncited_rfcs`]: every project RFC cited in source code (`RFC 0NNN`,
 //!   four digits with a leading zero; IETF RFCs such as RFC 3339 have no
 //!   leading zero) exists as `docs/src/rfcs/0NNN-*.md`.
+//! - [`code_map_problems`]: `ARCHITECTURE.md`'s code map has a section per
+//!   crate of the workspace, at its folder, in the order of the floors
+//!   ([`FLOORS`]), and every source file a section names is in that crate.
 //!
 //! ```no_run
 //! let root = std::path::Path::new("..");
@@ -15,10 +18,15 @@
 //! assert!(problems.is_empty(), "{problems:#?}");
 //! ```
 
+mod code_map;
 mod links;
 mod rfcs;
 mod walk;
 
+pub use code_map::{
+    FLOORS, MapSection, Member, code_map, code_map_problems, floor_of, named_sources,
+    workspace_crates,
+};
 pub use links::{BrokenLink, broken_links, headings, link_targets};
 pub use rfcs::{UncitedRfc, cited_rfcs, uncited_rfcs};
-pub use walk::{markdown_files, source_files};
+pub use walk::{markdown_files, schema_files, source_files};

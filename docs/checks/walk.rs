@@ -43,6 +43,11 @@ pub fn markdown_files(root: &Path) -> Vec<PathBuf> {
     files_with(root, &[".md"])
 }
 
+/// Every protobuf schema of the repository at `root`.
+pub fn schema_files(root: &Path) -> Vec<PathBuf> {
+    files_with(root, &[".proto"])
+}
+
 /// Every Rust source file of the repository at `root`.
 pub fn source_files(root: &Path) -> Vec<PathBuf> {
     files_with(root, &[".rs"])

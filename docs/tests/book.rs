@@ -1,6 +1,6 @@
 //! The repository's Markdown, read as a reader follows it: every relative
 //! link (the book's `SUMMARY.md` entries included) resolves, and every
-//! project RFC the code cites is in the book.
+//! project RFC the code, the schema and the Markdown cite is in the book.
 
 use std::path::{Path, PathBuf};
 
@@ -34,11 +34,14 @@ fn every_relative_link_and_summary_entry_resolves() {
 }
 
 #[test]
-fn every_rfc_cited_in_code_is_in_the_book() {
+fn every_rfc_cited_in_code_and_prose_is_in_the_book() {
     let root = repository();
-    // The checker's own tests cite made-up numbers on purpose.
+    // The checker's own tests cite made-up numbers on purpose. The seeds'
+    // own RFCs are cited as `seed RFC-0NNN`, which the check leaves alone.
     let sources: Vec<PathBuf> = crabtalk_docs::source_files(&root)
         .into_iter()
+        .chain(crabtalk_docs::markdown_files(&root))
+        .chain(crabtalk_docs::schema_files(&root))
         .filter(|file| !file.starts_with(root.join("docs/checks")))
         .collect();
     let missing = crabtalk_docs::uncited_rfcs(&sources, &root.join("docs/src/rfcs"));
@@ -50,5 +53,15 @@ fn every_rfc_cited_in_code_is_in_the_book() {
             .map(|m| format!("  {}:{}: RFC {}", m.file.display(), m.line, m.number))
             .collect::<Vec<_>>()
             .join("\n")
+    );
+}
+
+#[test]
+fn the_code_map_matches_the_tree() {
+    let problems = crabtalk_docs::code_map_problems(&repository());
+    assert!(
+        problems.is_empty(),
+        "ARCHITECTURE.md's code map is not the tree:\n  {}",
+        problems.join("\n  ")
     );
 }

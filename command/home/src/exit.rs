@@ -13,8 +13,10 @@ pub const FAILURE: u8 = 1;
 /// A command line that does not parse (what clap exits with).
 pub const USAGE: u8 = 2;
 
-/// The service cannot run here: its binary exists only as a command line
-/// (`EX_UNAVAILABLE` in `sysexits.h`).
+/// The service cannot run on this machine, and saying so again after a
+/// restart would not change it (`EX_UNAVAILABLE` in `sysexits.h`). No
+/// program of the family exits with it today; the units and the process
+/// supervisor still honour it for one that does.
 pub const EX_UNAVAILABLE: u8 = 69;
 
 /// Missing or invalid configuration: fix a file, then start again

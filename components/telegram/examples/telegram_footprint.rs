@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crabtalk_testkit::telegram::{FakeBotApi, TOKEN};
+use crabtalk_fake_bot_api::{FakeBotApi, TOKEN};
 use crabtalk_testkit::usage;
 
 fn binary() -> PathBuf {

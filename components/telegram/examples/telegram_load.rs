@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crabtalk_testkit::telegram::{FakeBotApi, TOKEN, TgUser, pace};
+use crabtalk_fake_bot_api::{FakeBotApi, TOKEN, TgUser, pace};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary};
 use tokio::time::Instant;
 

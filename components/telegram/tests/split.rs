@@ -6,7 +6,7 @@
 //! rendered text.
 
 use crabtalk_telegram::render::{LIMIT, markdown, render, split, units};
-use crabtalk_testkit::telegram::html;
+use crabtalk_fake_bot_api::html;
 use proptest::prelude::*;
 
 const WORDS: &[&str] = &[

@@ -66,7 +66,7 @@ fn help_explains_every_command() {
 
 // The sandbox's paths hold no quotes, escapes, `%` or `$`, so these
 // decoders stay small; every escape and hostile value is checked in
-// command/tests/units.rs.
+// command/command/tests/it/units.rs.
 
 /// The argv of the `ExecStart=` line of a rendered systemd unit.
 fn systemd_argv(unit: &str) -> Vec<String> {

@@ -26,7 +26,7 @@ use std::time::Duration;
 use crabtalk_home::Home;
 use crabtalk_proto::Client;
 use crabtalk_proto::msg::{ListMcpsMsg, McpStatus};
-use crabtalk_testkit::telegram::{FakeBotApi, TOKEN, TgUser};
+use crabtalk_fake_bot_api::{FakeBotApi, TOKEN, TgUser};
 use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall};
 use serde_json::{Value, json};

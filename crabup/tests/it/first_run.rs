@@ -237,7 +237,7 @@ fn the_bot_token_is_not_shown_while_it_is_typed() {
     let sandbox = Sandbox::new();
     sandbox.fake_binary("crabtalk-telegram", RUNS_UNTIL_TERM);
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let api = runtime.block_on(crabtalk_testkit::telegram::FakeBotApi::start());
+    let api = runtime.block_on(crabtalk_fake_bot_api::FakeBotApi::start());
     std::fs::create_dir_all(sandbox.home.join("config")).unwrap();
     std::fs::write(
         sandbox.home.join("config/telegram.toml"),
@@ -246,7 +246,7 @@ fn the_bot_token_is_not_shown_while_it_is_typed() {
     .unwrap();
     let mut terminal = Terminal::start(&sandbox, &["telegram", "start"]);
     terminal.wait_for("Telegram bot token");
-    let token = crabtalk_testkit::telegram::TOKEN;
+    let token = crabtalk_fake_bot_api::TOKEN;
     terminal.type_line(token);
     terminal.wait_for("Telegram knows this token");
     let shown = terminal.wait_for("Saved the token");

@@ -9,7 +9,7 @@
 //! daemon's side is `config_check.rs`), in a home whose env file names a
 //! key, so a log line leaking into the error would show first.
 
-use crabtalk_testkit::telegram::{FakeBotApi, TOKEN};
+use crabtalk_fake_bot_api::{FakeBotApi, TOKEN};
 
 use crate::support::{Sandbox, TIMEOUT, stderr, stdout, wait_for};
 

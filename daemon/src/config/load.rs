@@ -259,7 +259,7 @@ mod tests {
         assert_eq!(config.transport.tcp, "127.0.0.1:6688");
     }
 
-    /// Found by the fuzzer (`fuzz/corpus/daemon_config/not-utf8`): a
+    /// Found by the fuzzer (`components/fuzz/corpus/daemon_config/not-utf8`): a
     /// `config.toml` or an agent's file that is not UTF-8 was refused
     /// without a line and column.
     #[test]

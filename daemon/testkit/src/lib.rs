@@ -22,9 +22,9 @@
 //! - [`mcp_host`]: real MCP hosts for the tests of `crabtalkd mcp` — the
 //!   official MCP Python SDK's client and the MCP inspector's CLI — each
 //!   skipped, with the reason, where the machine lacks it.
-//! - [`telegram`]: a fake Telegram Bot API (long poll, messages, edits,
-//!   keyboards, files) that reads HTML as Telegram does, answers scripted
-//!   429s, 409s and 400s, and records every call with its time.
+//!
+//! The fake Telegram Bot API is `crabtalk-fake-bot-api`, beside the
+//! gateway it stands in front of (`components/telegram/fake-bot-api`).
 
 pub mod bridge;
 pub mod corpus;
@@ -32,7 +32,6 @@ pub mod cpu;
 mod daemon;
 mod llm;
 pub mod mcp_host;
-pub mod telegram;
 pub mod turn;
 pub mod usage;
 

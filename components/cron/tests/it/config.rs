@@ -26,7 +26,7 @@ fn refusal(text: &str) -> String {
 
 const GOOD: &str = "# my schedules\n\n[[cron]]\nid = \"standup\" # the morning one\ncron = \"0 9 * * 1-5\"\ntz = \"Europe/Berlin\"\nmessage = \"stand-up time\"\n\n# a second one\n[[cron]]\nid = \"feeds\"\nevery = \"2h\"\ntz = \"UTC\"\nskill = \"check-feeds\"\nargs = \"tech\"\n";
 
-/// Found by the fuzzer (`fuzz/corpus/crons_toml/not-utf8`): a file that
+/// Found by the fuzzer (`components/fuzz/corpus/crons_toml/not-utf8`): a file that
 /// is not UTF-8 was refused as unreadable, with no line or column.
 #[test]
 fn a_file_that_is_not_utf8_is_refused_at_its_first_bad_byte() {

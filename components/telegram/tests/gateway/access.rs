@@ -3,7 +3,7 @@
 use std::process::Command;
 
 use crabtalk_testkit::Reply;
-use crabtalk_testkit::telegram::TgUser;
+use crabtalk_fake_bot_api::TgUser;
 
 use crate::support::{BIN, Setup, alice, mallory};
 

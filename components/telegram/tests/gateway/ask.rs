@@ -1,6 +1,6 @@
 //! `ask_user` as inline keyboards.
 
-use crabtalk_testkit::telegram::{FakeBotApi, Fault, Sent};
+use crabtalk_fake_bot_api::{FakeBotApi, Fault, Sent};
 use crabtalk_testkit::{Reply, ToolCall};
 use serde_json::{Value, json};
 

@@ -3,7 +3,7 @@
 //! message waiting for its file survives a crash.
 
 use crabtalk_testkit::Reply;
-use crabtalk_testkit::telegram::TgUser;
+use crabtalk_fake_bot_api::TgUser;
 
 use crate::support::{Setup, alice};
 

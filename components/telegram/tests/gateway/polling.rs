@@ -89,7 +89,7 @@ async fn a_poll_without_an_answer_is_started_again() {
 async fn a_refused_token_keeps_the_gateway_running_until_the_file_is_fixed() {
     let mut setup = Setup::start("").await;
     let good = std::fs::read_to_string(setup.home().component_config("telegram").unwrap()).unwrap();
-    let bad = good.replace(crabtalk_testkit::telegram::TOKEN, "700000001:WRONG");
+    let bad = good.replace(crabtalk_fake_bot_api::TOKEN, "700000001:WRONG");
     crabtalk_home::write_atomic_private(
         &setup.home().component_config("telegram").unwrap(),
         bad.as_bytes(),

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crabtalk_testkit::telegram::{Fault, pace};
+use crabtalk_fake_bot_api::{Fault, pace};
 use crabtalk_testkit::{Reply, ToolCall};
 use serde_json::json;
 
@@ -239,7 +239,7 @@ async fn a_group_gets_at_most_one_message_or_edit_every_three_seconds() {
 async fn a_message_during_a_running_turn_waits_its_turn_and_holds_up_nobody() {
     let mut setup = Setup::start("allow = [111, 222]").await;
     setup.start_gateway().await;
-    let bob = crabtalk_testkit::telegram::TgUser::new(222, "Bob");
+    let bob = crabtalk_fake_bot_api::TgUser::new(222, "Bob");
     setup.llm.push(Reply::Gated("first done".into()));
     setup.llm.push(Reply::text("bob's answer"));
     setup.llm.push(Reply::text("second done"));
@@ -264,7 +264,7 @@ async fn typing_is_shown_every_four_seconds_while_a_turn_runs_and_stops_with_it(
     let mut setup = Setup::start("").await;
     setup.start_gateway().await;
     let chat = alice().id;
-    let typing_calls = |api: &crabtalk_testkit::telegram::FakeBotApi| {
+    let typing_calls = |api: &crabtalk_fake_bot_api::FakeBotApi| {
         api.calls_of("sendChatAction")
             .into_iter()
             .filter(|c| c.chat() == Some(chat))

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crabtalk_home::{Home, PortFile};
-use crabtalk_testkit::telegram::{FakeBotApi, TOKEN, TgUser};
+use crabtalk_fake_bot_api::{FakeBotApi, TOKEN, TgUser};
 use crabtalk_testkit::{ScriptedLlm, TestDaemon, daemon_binary, eventually};
 use serde_json::Value;
 
@@ -211,7 +211,7 @@ impl Setup {
             .daemon
             .path()
             .join("telegram")
-            .join(format!("offset-{}", crabtalk_testkit::telegram::BOT_ID));
+            .join(format!("offset-{}", crabtalk_fake_bot_api::BOT_ID));
         std::fs::read_to_string(path).ok()?.trim().parse().ok()
     }
 }

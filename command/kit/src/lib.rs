@@ -1,0 +1,88 @@
+//! `crabtalk-kit`: everything a crabtalk component has in common, so a
+//! component's own code is only what it does.
+//!
+//! A component is a program of its own, run as a service: it finds its
+//! files under `$CRABTALK_HOME`, reads `config/<name>.toml`, serves MCP
+//! tools to the daemon on a port it announces in `run/<name>.port`, and
+//! often is a client of the daemon too (a gateway starts turns, a scheduler
+//! follows events). The kit gives it, in this order of a process's life:
+//!
+//! - [`main_run`], [`main_mcp`], [`main_with`]: the whole `main` — the
+//!   command line ([`cli`]: `run`, the kit's `check` ([`check`]), `-v`),
+//!   `$CRABTALK_HOME/env` loaded while
+//!   the process has one thread, [`logging`] to stderr, the rustls `ring`
+//!   provider installed once, a current-thread runtime, and the exit code
+//!   ([`exit`]: 78 for configuration, 1 otherwise).
+//! - [`Component`]: what the component's code is handed — the home, its
+//!   [`Service`](crabtalk_home::Service), the [`Shutdown`] signal
+//!   (SIGINT/SIGTERM, Ctrl-C on Windows) shared by every task, its typed
+//!   [`config`] (`config/<name>.toml`, errors at `file:line:col`, unknown
+//!   keys refused), MCP serving and the daemon link.
+//! - [`mcp`] (feature `service`): [`run_mcp`](mcp::run_mcp) serves the
+//!   component's `rmcp` tools at `/mcp`, plus `GET /health`, on
+//!   `127.0.0.1`, writes the port file and removes it on the way out.
+//! - [`daemon`]: finding the daemon of a home ([`daemon::connect`]) and
+//!   [`DaemonLink`](daemon::DaemonLink), a client that waits for the daemon
+//!   to come up, reconnects after it restarts and re-subscribes what the
+//!   component follows.
+//!
+//! - [`tool_view`]: the answers of the web tools as people read them
+//!   (what the clients show instead of raw JSON).
+//!
+//! Without the default `service` feature the kit is only the command line,
+//! the config loader, logging, the shutdown signal and the daemon client:
+//! enough for `crabup` to read and write a component's config with the
+//! component's own types without linking an HTTP server or MCP.
+//!
+//! ```no_run
+//! # #[derive(Clone, Default)] struct SearchTools;
+//! # impl rmcp::ServerHandler for SearchTools {}
+//! use crabtalk_home::Service;
+//!
+//! fn main() -> std::process::ExitCode {
+//!     let service = Service::new("search", "crabtalk-search", "meta-search").unwrap();
+//!     #[derive(Default, serde::Deserialize)]
+//!     struct SearchConfig { engines: Vec<String> }
+//!     let check = crabtalk_kit::check::optional::<SearchConfig>;
+//!     crabtalk_kit::main_run(service, "Meta-search for crabtalk agents", check, |component| async move {
+//!         let config: SearchConfig = component.config_or_default()?;
+//!         let daemon = component.daemon();
+//!         component.serve_mcp(crabtalk_kit::mcp::mcp_router(SearchTools::default)).await?;
+//!         Ok(())
+//!     })
+//! }
+//! ```
+
+#[cfg(feature = "service")]
+mod access;
+pub mod check;
+pub mod cli;
+mod component;
+pub mod config;
+pub mod daemon;
+mod entry;
+pub mod exit;
+pub mod footprint;
+#[cfg(feature = "service")]
+mod health;
+pub mod lock;
+pub mod logging;
+#[cfg(feature = "service")]
+pub mod mcp;
+#[cfg(feature = "service")]
+mod sessions;
+mod shutdown;
+#[cfg(feature = "service")]
+mod string_arguments;
+pub mod suggest;
+#[cfg(feature = "service")]
+pub mod tls;
+#[cfg(feature = "service")]
+pub mod tool_call;
+pub mod tool_view;
+
+pub use component::Component;
+#[cfg(feature = "service")]
+pub use entry::main_mcp;
+pub use entry::{RUNTIME_GRACE, main_run, main_with, prepare, prepare_home};
+pub use shutdown::Shutdown;
