@@ -10,6 +10,11 @@
 //! turn's control (kill, steer), the questions waiting for an answer, and the
 //! latest metadata for listings.
 //!
+//! The files: `history.rs` (the history a turn holds, appended to the log
+//! first), `tickets.rs` (turn order, the running turn's guard, questions
+//! waiting), `meta_writer.rs` (the metadata file, written in the
+//! background), `set.rs` ([`Conversations`]).
+//!
 //! [`Conversations`] keeps at most a configured number of them in RAM; idle
 //! ones (no turn, no question, nobody holding them) are evicted, least
 //! recently used first, and reloaded on demand.
@@ -17,7 +22,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -25,160 +30,25 @@ use tokio::sync::{MutexGuard, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::sessions::SessionFeed;
-use crate::storage::{
-    CompactMarker, ConversationFiles, Entry, Message, Meta, Role, SessionLog, Storage, now_rfc3339,
-};
+use crate::storage::{ConversationFiles, Meta, SessionLog, now_rfc3339};
 use crabtalk_session_index::SessionIndex;
+
+mod history;
+mod meta_writer;
+mod set;
+mod tickets;
+
+pub use self::history::{History, MAX_TITLE_CHARS, title_of};
+use self::meta_writer::MetaWriter;
+pub use self::set::Conversations;
+use self::tickets::TurnOrder;
+pub use self::tickets::{AskTicket, RunGuard, TurnTicket};
 
 /// `(agent, sender)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConversationKey {
     pub agent: String,
     pub sender: String,
-}
-
-/// The history of a conversation, held by the running turn.
-pub struct History {
-    loaded: bool,
-    /// Messages since the last compact marker.
-    pub messages: Vec<Message>,
-    pub marker: Option<CompactMarker>,
-    pub meta: Meta,
-    log: SessionLog,
-    /// The number the next message gets in the whole log (see
-    /// `storage::numbering`); session search refers to messages by it.
-    next_number: u64,
-    feed: SessionFeed,
-}
-
-impl History {
-    /// Appends a message to the log, then to memory and the session index.
-    pub fn append(&mut self, message: Message) -> io::Result<()> {
-        self.log.append(&Entry::Message(message.clone()))?;
-        self.feed.message(self.next_number, &message);
-        self.next_number += 1;
-        self.messages.push(message);
-        self.meta.message_count = self.next_number;
-        self.meta.updated_at = now_rfc3339();
-        Ok(())
-    }
-
-    /// How many messages the whole log holds (before and after markers).
-    pub fn message_count(&self) -> u64 {
-        self.next_number
-    }
-
-    /// Appends a compact marker: the history continues from its summary
-    /// (from nothing, for a marker without one: a fresh start). The marker
-    /// records how many messages came before it.
-    pub fn append_marker(&mut self, mut marker: CompactMarker) -> io::Result<()> {
-        marker.messages_before = Some(self.next_number);
-        self.log.append(&Entry::Compact(marker.clone()))?;
-        let summary = Some(marker.compact.clone()).filter(|summary| !summary.trim().is_empty());
-        self.feed.summary(summary.as_deref());
-        self.messages.clear();
-        if summary.is_none() {
-            // A fresh start: the next first message names the conversation.
-            self.meta.title.clear();
-        }
-        self.meta.summary = summary;
-        self.meta.compactions += 1;
-        self.meta.updated_at = now_rfc3339();
-        self.marker = Some(marker);
-        Ok(())
-    }
-
-    /// Names the conversation after its first message, if it has no title
-    /// yet: the message's first line, cut to [`MAX_TITLE_CHARS`].
-    pub fn title_from(&mut self, message: &str) {
-        if !self.meta.title.is_empty() {
-            return;
-        }
-        let title = title_of(message);
-        if title.is_empty() {
-            return;
-        }
-        // Not indexed: the message it comes from is.
-        self.meta.title = title;
-        self.meta.auto_title = true;
-    }
-
-    /// What the model is told in place of the history before the last
-    /// compaction (nothing after a fresh start).
-    pub fn summary_message(&self) -> Option<Message> {
-        self.marker
-            .as_ref()
-            .filter(|marker| !marker.compact.trim().is_empty())
-            .map(|marker| {
-                Message::user(format!(
-                    "Summary of the earlier part of this conversation:\n\n{}",
-                    marker.compact
-                ))
-            })
-    }
-
-    /// Gives every tool call of the last assistant message that has no
-    /// result a result saying why (a cancelled turn must leave a history
-    /// every provider accepts).
-    pub fn close_dangling_calls(&mut self, reason: &str) -> io::Result<()> {
-        let Some(position) = self
-            .messages
-            .iter()
-            .rposition(|m| m.role == Role::Assistant)
-        else {
-            return Ok(());
-        };
-        let answered: Vec<String> = self.messages[position + 1..]
-            .iter()
-            .filter_map(|m| m.tool_call_id.clone())
-            .collect();
-        let missing: Vec<_> = self.messages[position]
-            .tool_calls
-            .iter()
-            .filter(|call| !answered.contains(&call.id))
-            .cloned()
-            .collect();
-        for call in missing {
-            self.append(Message::tool_result(&call, reason, true))?;
-        }
-        Ok(())
-    }
-}
-
-/// The longest title taken from a first message, in characters.
-pub const MAX_TITLE_CHARS: usize = 60;
-
-/// A title from a message: its first non-empty line, whitespace collapsed,
-/// cut between words to [`MAX_TITLE_CHARS`] (with `…` when cut).
-pub fn title_of(message: &str) -> String {
-    let line = message
-        .lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .unwrap_or_default();
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let line = words.join(" ");
-    if line.chars().count() <= MAX_TITLE_CHARS {
-        return line;
-    }
-    let mut title = String::new();
-    for word in words {
-        let next = if title.is_empty() {
-            word.to_owned()
-        } else {
-            format!("{title} {word}")
-        };
-        if next.chars().count() > MAX_TITLE_CHARS - 1 {
-            break;
-        }
-        title = next;
-    }
-    if title.is_empty() {
-        // One long word: cut it between characters.
-        title = line.chars().take(MAX_TITLE_CHARS - 1).collect();
-    }
-    title.push('…');
-    title
 }
 
 /// The running turn of a conversation.
@@ -479,284 +349,10 @@ impl Conversation {
     }
 }
 
-/// How long metadata changes are gathered before the file is rewritten.
-/// The sidecar is a cache of what the log says (counts, times); rewriting
-/// it after every turn would cost two fsyncs and a rename per turn.
-const META_DEBOUNCE: Duration = Duration::from_secs(1);
-
-/// Writes a conversation's metadata file in the background: changes within
-/// [`META_DEBOUNCE`] are written once, and [`MetaWriter::flush`] writes
-/// whatever is pending at once (before files move, at shutdown).
-struct MetaWriter {
-    path: std::path::PathBuf,
-    pending: Mutex<Option<Meta>>,
-    scheduled: AtomicBool,
-    /// Serialises saves, so an older snapshot never overwrites a newer one.
-    saving: Mutex<()>,
-}
-
-impl MetaWriter {
-    fn schedule(self: &Arc<Self>, meta: Meta) {
-        *self.pending.lock() = Some(meta);
-        if self.scheduled.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let writer = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(META_DEBOUNCE).await;
-            writer.scheduled.store(false, Ordering::Release);
-            let _ = tokio::task::spawn_blocking(move || writer.flush()).await;
-        });
-    }
-
-    /// Writes the pending metadata now, if there is any.
-    fn flush(&self) {
-        let _saving = self.saving.lock();
-        let Some(meta) = self.pending.lock().take() else {
-            return;
-        };
-        if let Err(err) = meta.save(&self.path) {
-            tracing::warn!("cannot save {}: {err}", self.path.display());
-        }
-    }
-}
-
-/// Which turn of a conversation may run: tickets are numbered as turns are
-/// started; `serving` is the lowest number not yet finished.
-#[derive(Default)]
-struct TurnOrder {
-    next: u64,
-    serving: u64,
-    /// Finished tickets above `serving` (a turn that gave up its place).
-    done: std::collections::BTreeSet<u64>,
-}
-
-/// A turn's place in its conversation's queue. Turns on one conversation
-/// run in the order they were started, not in the order their tasks happen
-/// to be scheduled; dropping the ticket lets the next one go.
-pub struct TurnTicket {
-    conversation: Arc<Conversation>,
-    number: u64,
-}
-
-impl TurnTicket {
-    /// Resolves when every turn started before this one has finished.
-    pub async fn wait(&self) {
-        loop {
-            let changed = self.conversation.order_changed.notified();
-            if self.conversation.order.lock().serving == self.number {
-                return;
-            }
-            changed.await;
-        }
-    }
-}
-
-impl Drop for TurnTicket {
-    fn drop(&mut self) {
-        let mut order = self.conversation.order.lock();
-        order.done.insert(self.number);
-        loop {
-            let serving = order.serving;
-            if !order.done.remove(&serving) {
-                break;
-            }
-            order.serving += 1;
-        }
-        drop(order);
-        self.conversation.order_changed.notify_waiters();
-    }
-}
-
-/// Clears the running-turn marker when the turn ends.
-pub struct RunGuard {
-    conversation: Arc<Conversation>,
-    run_id: u64,
-    cancel: CancellationToken,
-}
-
-impl RunGuard {
-    /// Resolves when the turn is cancelled.
-    pub async fn cancelled(&self) {
-        self.cancel.cancelled().await
-    }
-
-    /// Why the turn was cancelled.
-    pub fn reason(&self) -> String {
-        self.conversation
-            .run
-            .lock()
-            .as_ref()
-            .and_then(|control| control.reason.clone())
-            .unwrap_or_else(|| "cancelled".into())
-    }
-}
-
-impl Drop for RunGuard {
-    fn drop(&mut self) {
-        let mut run = self.conversation.run.lock();
-        if run
-            .as_ref()
-            .is_some_and(|control| control.run_id == self.run_id)
-        {
-            *run = None;
-        }
-    }
-}
-
-/// A question waiting for its answer.
-pub struct AskTicket {
-    conversation: Arc<Conversation>,
-    call_id: String,
-    answer: Option<oneshot::Receiver<String>>,
-}
-
-impl AskTicket {
-    /// The answer, or `None` if the question was withdrawn.
-    pub async fn answer(mut self) -> Option<String> {
-        self.answer.take()?.await.ok()
-    }
-}
-
-impl Drop for AskTicket {
-    fn drop(&mut self) {
-        self.conversation
-            .asks
-            .lock()
-            .retain(|ask| ask.call_id != self.call_id);
-    }
-}
-
-/// The conversations held in memory.
-pub struct Conversations {
-    map: Mutex<HashMap<ConversationKey, Arc<Conversation>>>,
-    storage: Storage,
-    /// Every appended message is indexed here.
-    index: SessionIndex,
-    max_in_memory: usize,
-}
-
-impl Conversations {
-    pub fn new(storage: Storage, max_in_memory: usize) -> Self {
-        Self {
-            map: Mutex::new(HashMap::new()),
-            storage,
-            index: SessionIndex::new(),
-            max_in_memory: max_in_memory.max(1),
-        }
-    }
-
-    pub fn storage(&self) -> &Storage {
-        &self.storage
-    }
-
-    /// The session index the conversations feed.
-    pub fn index(&self) -> &SessionIndex {
-        &self.index
-    }
-
-    /// The conversation `key`, created in memory on first reference (its
-    /// files are created by its first turn).
-    pub fn get_or_create(&self, key: &ConversationKey) -> Arc<Conversation> {
-        let mut map = self.map.lock();
-        if let Some(conversation) = map.get(key) {
-            return conversation.clone();
-        }
-        if map.len() >= self.max_in_memory {
-            let excess = map.len() + 1 - self.max_in_memory;
-            evict_lru(&mut map, excess);
-        }
-        let files = self.storage.files(&key.agent, &key.sender);
-        let conversation = Arc::new(Conversation::new(key.clone(), files, self.index.clone()));
-        map.insert(key.clone(), conversation.clone());
-        conversation
-    }
-
-    pub fn get(&self, key: &ConversationKey) -> Option<Arc<Conversation>> {
-        self.map.lock().get(key).cloned()
-    }
-
-    /// Every conversation in memory, sorted by key.
-    pub fn all(&self) -> Vec<Arc<Conversation>> {
-        let mut all: Vec<_> = self.map.lock().values().cloned().collect();
-        all.sort_by(|a, b| a.key.cmp(&b.key));
-        all
-    }
-
-    pub fn len(&self) -> usize {
-        self.map.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Evicts idle conversations beyond the cap (least recently used first);
-    /// called when a turn lets go of its conversation.
-    pub fn trim(&self) {
-        let mut map = self.map.lock();
-        if map.len() > self.max_in_memory {
-            let excess = map.len() - self.max_in_memory;
-            evict_lru(&mut map, excess);
-        }
-    }
-
-    /// Drops idle conversations unused for longer than `idle`.
-    pub fn evict_idle(&self, idle: Duration) -> usize {
-        let mut map = self.map.lock();
-        let before = map.len();
-        map.retain(|_, conversation| {
-            !(conversation.is_idle() && conversation.last_used.lock().elapsed() >= idle)
-        });
-        before - map.len()
-    }
-
-    /// Takes the conversations whose key matches out of memory, unless one
-    /// of them is busy (a turn runs or a question waits): then nothing is
-    /// taken and the busy keys are returned. Await [`Conversation::settled`]
-    /// on what was taken before touching its files.
-    pub fn take_where(
-        &self,
-        mut matches: impl FnMut(&ConversationKey) -> bool,
-    ) -> Result<Vec<Arc<Conversation>>, Vec<ConversationKey>> {
-        let mut map = self.map.lock();
-        let matching: Vec<ConversationKey> =
-            map.keys().filter(|key| matches(key)).cloned().collect();
-        let busy: Vec<ConversationKey> = matching
-            .iter()
-            .filter(|key| map[*key].is_busy())
-            .cloned()
-            .collect();
-        if !busy.is_empty() {
-            return Err(busy);
-        }
-        Ok(matching.iter().filter_map(|key| map.remove(key)).collect())
-    }
-
-    /// Cancels every running turn (at shutdown).
-    pub fn kill_all(&self, reason: &str) {
-        for conversation in self.all() {
-            conversation.kill(reason);
-        }
-    }
-}
-
-/// Evicts up to `count` idle conversations, least recently used first.
-fn evict_lru(map: &mut HashMap<ConversationKey, Arc<Conversation>>, count: usize) {
-    let mut idle: Vec<(Instant, ConversationKey)> = map
-        .iter()
-        .filter(|(_, conversation)| conversation.is_idle())
-        .map(|(key, conversation)| (*conversation.last_used.lock(), key.clone()))
-        .collect();
-    idle.sort();
-    for (_, key) in idle.into_iter().take(count) {
-        map.remove(&key);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::{CompactMarker, Message, Storage};
 
     fn key(sender: &str) -> ConversationKey {
         ConversationKey {

@@ -17,28 +17,27 @@
 //! change is published as an MCP event. Stopping the peer closes the
 //! connection and ends a stdio server in order (see [`super::stdio`]).
 
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use crabtalk_proto::msg::{McpEventKind, McpEventMsg, McpStatus};
 use parking_lot::Mutex;
-use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock, JsonObject, PingRequest,
 };
-use rmcp::service::{Peer as Connection, RoleClient, RunningService};
+use rmcp::service::{Peer as Connection, RoleClient};
 use tokio::sync::{Notify, broadcast};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+mod supervisor;
+
+use self::supervisor::Supervisor;
 use super::Origin;
-use super::backoff::{Backoff, RestartPolicy};
+use super::backoff::RestartPolicy;
 use super::caller::Caller;
-use super::client::DaemonClient;
-use super::failure::{call_failure, connect_failure};
-use super::names::qualify_all;
+use super::failure::call_failure;
 use super::stderr::StderrTail;
-use super::stdio::{Launch, StdioProcess};
 use crate::hook::ToolOutput;
 use crate::storage::now_rfc3339;
 
@@ -387,342 +386,6 @@ struct Event<'a> {
     retry_in: Option<Duration>,
 }
 
-/// A live connection: the rmcp service, and the process behind a stdio one.
-struct Live {
-    running: RunningService<RoleClient, DaemonClient>,
-    process: Option<StdioProcess>,
-    tools_changed: Arc<Notify>,
-}
-
-/// How a connection ended.
-enum Ending {
-    /// The peer was stopped.
-    Stopped,
-    /// It ended by itself or broke (why).
-    Lost(String),
-}
-
-/// The task of one peer.
-struct Supervisor {
-    peer: Weak<Peer>,
-    broken: Arc<Notify>,
-    settings: PeerSettings,
-    events: broadcast::Sender<McpEventMsg>,
-    owners: String,
-    stop: CancellationToken,
-}
-
-impl Supervisor {
-    async fn run(self) {
-        let mut backoff = Backoff::new(self.settings.restart);
-        let mut first = true;
-        loop {
-            let Some(peer) = self.peer.upgrade() else {
-                return;
-            };
-            if !first {
-                peer.state.lock().restarts += 1;
-            }
-            first = false;
-            peer.set(Status::Connecting);
-            peer.publish(&self.events, self.event(McpEventKind::Connecting));
-            let attempt = tokio::select! {
-                () = self.stop.cancelled() => return,
-                attempt = tokio::time::timeout(self.settings.connect_timeout, self.connect(&peer)) => attempt,
-            };
-            let attempt = attempt.unwrap_or_else(|_| {
-                Err(format!(
-                    "no answer within {} s ([mcp] connect_timeout_secs)",
-                    self.settings.connect_timeout.as_secs()
-                ))
-            });
-            let pause = match attempt {
-                Ok((live, tools)) => {
-                    let names: Vec<String> = tools.iter().map(|tool| tool.name.clone()).collect();
-                    let epoch = peer.connected(tools, live.running.peer().clone());
-                    tracing::info!("MCP server {} connected", peer.name);
-                    peer.publish(
-                        &self.events,
-                        Event {
-                            tools: names,
-                            ..self.event(McpEventKind::Connected)
-                        },
-                    );
-                    drop(peer);
-                    let since = Instant::now();
-                    let ending = self.serve(live, epoch).await;
-                    let Some(peer) = self.peer.upgrade() else {
-                        return;
-                    };
-                    let reason = match ending {
-                        Ending::Stopped => return,
-                        Ending::Lost(reason) => peer.with_stderr(reason),
-                    };
-                    let pause = backoff.pause_after(Some(since.elapsed()));
-                    tracing::warn!(
-                        "MCP server {} disconnected: {reason}; connecting again in {} ms",
-                        peer.name,
-                        pause.as_millis()
-                    );
-                    peer.log_stderr();
-                    peer.disconnected(Status::Disconnected(reason.clone()));
-                    peer.publish(
-                        &self.events,
-                        Event {
-                            error: &reason,
-                            retry_in: Some(pause),
-                            ..self.event(McpEventKind::Disconnected)
-                        },
-                    );
-                    pause
-                }
-                Err(error) => {
-                    let error = peer.with_stderr(error);
-                    let pause = backoff.pause_after(None);
-                    tracing::warn!(
-                        "MCP server {}: {error}; trying again in {} ms",
-                        peer.name,
-                        pause.as_millis()
-                    );
-                    peer.log_stderr();
-                    peer.disconnected(Status::Failed(error.clone()));
-                    peer.publish(
-                        &self.events,
-                        Event {
-                            error: &error,
-                            retry_in: Some(pause),
-                            ..self.event(McpEventKind::Failed)
-                        },
-                    );
-                    pause
-                }
-            };
-            tokio::select! {
-                () = self.stop.cancelled() => return,
-                () = tokio::time::sleep(pause) => {}
-            }
-        }
-    }
-
-    fn event(&self, kind: McpEventKind) -> Event<'_> {
-        Event {
-            kind,
-            tools: Vec::new(),
-            error: "",
-            owners: &self.owners,
-            retry_in: None,
-        }
-    }
-
-    /// Connects and lists the tools.
-    async fn connect(&self, peer: &Peer) -> Result<(Live, Vec<RemoteTool>), String> {
-        let tools_changed = Arc::new(Notify::new());
-        let client = DaemonClient::new(tools_changed.clone());
-        let (running, process) = match &peer.origin {
-            Origin::Declared(config) => match (&config.command, &config.url) {
-                (Some(command), _) => {
-                    let launch = Launch {
-                        command,
-                        args: &config.args,
-                        env: [&self.settings.env, &config.env],
-                    };
-                    let spawned = StdioProcess::spawn(&launch, &peer.name, peer.stderr.clone())?;
-                    let mut process = spawned.process;
-                    match client.serve((spawned.stdout, spawned.stdin)).await {
-                        Ok(running) => (running, Some(process)),
-                        Err(err) => {
-                            let status = process.reap().await;
-                            let exited = status
-                                .map(|status| format!("; the process exited ({status})"))
-                                .unwrap_or_default();
-                            return Err(format!(
-                                "the MCP handshake with {command} failed: {}{exited}",
-                                connect_failure(&err)
-                            ));
-                        }
-                    }
-                }
-                (None, Some(url)) => {
-                    let mut transport_config =
-                        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                    if let Some(auth) = &config.auth {
-                        transport_config = transport_config
-                            .auth_header(auth.trim_start_matches("Bearer ").to_owned());
-                    }
-                    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
-                        transport_config,
-                    );
-                    let running = client.serve(transport).await.map_err(|err| {
-                        format!(
-                            "the MCP handshake with {url} failed: {}",
-                            connect_failure(&err)
-                        )
-                    })?;
-                    (running, None)
-                }
-                (None, None) => return Err("the server has neither a command nor a url".into()),
-            },
-            Origin::Component {
-                port, port_file, ..
-            } => {
-                // The owner's token, read at every connect: a component
-                // admits nobody else, and follows the file when it changes.
-                let token_file = super::component_token_file(port_file);
-                let token = match crabtalk_home::token::TokenFile::inspect(&token_file) {
-                    crabtalk_home::token::TokenFile::Usable(token) => token,
-                    _ => {
-                        return Err(format!(
-                            "no usable token in {} to present to the component",
-                            token_file.display()
-                        ));
-                    }
-                };
-                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
-                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
-                        format!("http://127.0.0.1:{port}/mcp"),
-                    )
-                    .auth_header(token),
-                );
-                let running = client.serve(transport).await.map_err(|err| {
-                    format!(
-                        "the MCP handshake on port {port} failed: {}",
-                        connect_failure(&err)
-                    )
-                })?;
-                (running, None)
-            }
-        };
-        let mut live = Live {
-            running,
-            process,
-            tools_changed,
-        };
-        match list_tools(&peer.name, live.running.peer()).await {
-            Ok(tools) => Ok((live, tools)),
-            Err(error) => {
-                let exited = live
-                    .close()
-                    .await
-                    .map(|status| format!("; the process exited ({status})"))
-                    .unwrap_or_default();
-                Err(format!("{error}{exited}"))
-            }
-        }
-    }
-
-    /// Serves a connection until it ends.
-    async fn serve(&self, live: Live, epoch: u64) -> Ending {
-        let Live {
-            running,
-            mut process,
-            tools_changed,
-        } = live;
-        let connection = running.peer().clone();
-        let cancel = running.cancellation_token();
-        let quit = running.waiting();
-        tokio::pin!(quit);
-        let broken = async {
-            loop {
-                let notified = self.broken.notified();
-                let lost = self.peer.upgrade().is_none_or(|peer| peer.is_lost(epoch));
-                if lost {
-                    return;
-                }
-                notified.await;
-            }
-        };
-        tokio::pin!(broken);
-        loop {
-            tokio::select! {
-                _ = &mut quit => {
-                    break Ending::Lost(match process.as_mut() {
-                        Some(process) => match process.reap().await {
-                            Some(status) => format!("the server process exited ({status})"),
-                            None => "the server closed its output".to_owned(),
-                        },
-                        None => "the server ended the connection".to_owned(),
-                    });
-                }
-                () = &mut broken => {
-                    cancel.cancel();
-                    let _ = tokio::time::timeout(super::stdio::EXIT_GRACE, &mut quit).await;
-                    if let Some(process) = process.as_mut() {
-                        process.stop().await;
-                    }
-                    let reason = self
-                        .peer
-                        .upgrade()
-                        .map(|peer| peer.status().error().to_owned())
-                        .unwrap_or_default();
-                    break Ending::Lost(reason);
-                }
-                () = tools_changed.notified() => self.refresh_tools(&connection, epoch).await,
-                () = self.stop.cancelled() => {
-                    cancel.cancel();
-                    let _ = tokio::time::timeout(super::stdio::EXIT_GRACE, &mut quit).await;
-                    if let Some(process) = process.as_mut() {
-                        process.stop().await;
-                    }
-                    break Ending::Stopped;
-                }
-            }
-        }
-    }
-
-    /// Lists the tools again after the server said they changed.
-    async fn refresh_tools(&self, connection: &Connection<RoleClient>, epoch: u64) {
-        let Some(peer) = self.peer.upgrade() else {
-            return;
-        };
-        let listed = tokio::time::timeout(
-            self.settings.connect_timeout,
-            list_tools(&peer.name, connection),
-        )
-        .await
-        .unwrap_or_else(|_| Err("tools/list did not answer".into()));
-        match listed {
-            Ok(tools) => {
-                let names: Vec<String> = tools.iter().map(|tool| tool.name.clone()).collect();
-                {
-                    let mut state = peer.state.lock();
-                    if state.epoch != epoch || state.connection.is_none() {
-                        return;
-                    }
-                    state.tools = tools;
-                }
-                tracing::info!(
-                    "MCP server {}: its tools changed ({})",
-                    peer.name,
-                    names.join(", ")
-                );
-                peer.publish(
-                    &self.events,
-                    Event {
-                        tools: names,
-                        ..self.event(McpEventKind::Connected)
-                    },
-                );
-            }
-            Err(error) => tracing::warn!(
-                "MCP server {} said its tools changed, but listing them failed: {error}",
-                peer.name
-            ),
-        }
-    }
-}
-
-impl Live {
-    /// Closes a connection that is not being served yet; for a stdio
-    /// server, says how its process exited.
-    async fn close(&mut self) -> Option<std::process::ExitStatus> {
-        let _ = self
-            .running
-            .close_with_timeout(super::stdio::EXIT_GRACE)
-            .await;
-        self.process.as_mut()?.stop().await
-    }
-}
-
 /// How long a server gets to answer a ping after a call failed.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -735,30 +398,6 @@ async fn still_answers(connection: &Connection<RoleClient>) -> bool {
     }
     let ping = connection.send_request(ClientRequest::PingRequest(PingRequest::default()));
     matches!(tokio::time::timeout(PROBE_TIMEOUT, ping).await, Ok(Ok(_)))
-}
-
-/// Every tool of the server, named for agents.
-async fn list_tools(
-    server: &str,
-    connection: &Connection<RoleClient>,
-) -> Result<Vec<RemoteTool>, String> {
-    let tools = connection
-        .list_all_tools()
-        .await
-        .map_err(|err| format!("tools/list failed: {}", call_failure(&err).message))?;
-    let names: Vec<String> = tools.iter().map(|tool| tool.name.to_string()).collect();
-    let qualified = qualify_all(server, &names);
-    Ok(tools
-        .into_iter()
-        .zip(qualified)
-        .map(|(tool, qualified)| RemoteTool {
-            description: format!("[{server}] {}", tool.description.as_deref().unwrap_or("")),
-            schema: serde_json::Value::Object((*tool.input_schema).clone()),
-            qualified,
-            name: tool.name.to_string(),
-            listed: Arc::new(tool),
-        })
-        .collect())
 }
 
 /// The text a model reads for a tool result.
