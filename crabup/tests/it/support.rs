@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -297,21 +297,8 @@ pub(crate) fn script(path: &Path, body: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// Polls `condition` until it returns `Some`, failing after `timeout`.
-pub(crate) fn wait_for<T>(
-    what: &str,
-    timeout: Duration,
-    mut condition: impl FnMut() -> Option<T>,
-) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = condition() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
+/// Polls `condition` from this thread until it returns `Some`.
+pub(crate) use crabtalk_testkit::wait_for;
 
 pub(crate) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()

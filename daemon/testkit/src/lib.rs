@@ -9,7 +9,8 @@
 //!   dropped.
 //! - [`TestDaemon`]: the real `crabtalkd` binary running in a temp
 //!   `CRABTALK_HOME`, reached with the real protocol client.
-//! - [`eventually`]: wait for a condition with a timeout instead of
+//! - [`eventually`], [`poll_until`] (asynchronous attempts) and [`wait_for`]
+//!   (from a plain thread): wait for a condition with a timeout instead of
 //!   sleeping.
 //! - [`cpu`]: how much CPU a process uses over a window (idle checks).
 //! - [`corpus`]: synthetic chat-like text with Zipf word frequencies, for
@@ -55,10 +56,37 @@ pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
 
 /// Polls `condition` until it holds, failing the test after [`PATIENCE`].
 pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    poll_until(what, async || condition().then_some(())).await
+}
+
+/// Polls the asynchronous `attempt` (a request to a daemon, a read of a
+/// component's state) every 10 ms until it answers `Some`, and returns that
+/// value; fails the test after [`PATIENCE`].
+pub async fn poll_until<T>(what: &str, mut attempt: impl AsyncFnMut() -> Option<T>) -> T {
     within(what, async {
-        while !condition() {
+        loop {
+            if let Some(value) = attempt().await {
+                return value;
+            }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await
+}
+
+/// Polls `condition` from a plain thread until it returns `Some`, failing
+/// the test after `timeout`: for tests that drive processes without a
+/// runtime.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut condition: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Some(value) = condition() {
+            return value;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -362,17 +362,15 @@ async fn memory_conversations_and_agents_through_the_bridge() {
     let listed = structured(&conversations)["conversations"].clone();
     assert_eq!(listed[0]["conversation"], "mcp");
     assert_eq!(listed[0]["messages"], 2);
-    let hits = crabtalk_testkit::within("the session index", async {
-        loop {
-            let found = bridge
-                .call("search_sessions", json!({"query": "Lisbon"}))
-                .await;
-            let matches = structured(&found)["matches"].clone();
-            if matches.as_array().is_some_and(|m| !m.is_empty()) {
-                return matches;
-            }
-            tokio::task::yield_now().await;
-        }
+    let hits = crabtalk_testkit::poll_until("the session index", async || {
+        let found = bridge
+            .call("search_sessions", json!({"query": "Lisbon"}))
+            .await;
+        let matches = structured(&found)["matches"].clone();
+        matches
+            .as_array()
+            .is_some_and(|m| !m.is_empty())
+            .then_some(matches)
     })
     .await;
     assert_eq!(hits[0]["conversation"], "mcp");

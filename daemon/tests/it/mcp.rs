@@ -8,7 +8,8 @@ use crabtalk_proto::Client;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{
-    Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, eventually, example_binary, within,
+    Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, eventually, example_binary,
+    poll_until, within,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -38,21 +39,16 @@ async fn agent_with_calc(client: &Client, agent: &str, env: serde_json::Value) {
 
 /// Waits until `agent` sees a connected server `name`.
 async fn connected(client: &Client, agent: &str, name: &str) -> McpInfo {
-    within(&format!("{name} to connect"), async {
-        loop {
-            let list = client
-                .list_mcps(ListMcpsMsg {
-                    agent: agent.into(),
-                })
-                .await
-                .unwrap();
-            if let Some(info) = list.mcps.into_iter().find(|info| info.name == name)
-                && info.status == McpStatus::Connected as i32
-            {
-                return info;
-            }
-            tokio::task::yield_now().await;
-        }
+    poll_until(&format!("{name} to connect"), async || {
+        let list = client
+            .list_mcps(ListMcpsMsg {
+                agent: agent.into(),
+            })
+            .await
+            .unwrap();
+        list.mcps
+            .into_iter()
+            .find(|info| info.name == name && info.status == McpStatus::Connected as i32)
     })
     .await
 }
@@ -348,17 +344,9 @@ async fn components_are_discovered_from_their_port_files() {
 
     drop(component);
     std::fs::remove_file(&port_file).unwrap();
-    within("the component to be forgotten", async {
-        while client
-            .list_mcps(ListMcpsMsg::default())
-            .await
-            .unwrap()
-            .mcps
-            .iter()
-            .any(|info| info.name == "calc")
-        {
-            tokio::task::yield_now().await;
-        }
+    poll_until("the component to be forgotten", async || {
+        let list = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
+        (!list.mcps.iter().any(|info| info.name == "calc")).then_some(())
     })
     .await;
 }
@@ -457,16 +445,9 @@ async fn servers_are_managed_through_the_protocol() {
         .unwrap();
     let toml = std::fs::read_to_string(daemon.path().join("agents/crab.toml")).unwrap();
     assert!(!toml.contains("calc"), "{toml}");
-    within("the server to close", async {
-        while !client
-            .list_mcps(ListMcpsMsg::default())
-            .await
-            .unwrap()
-            .mcps
-            .is_empty()
-        {
-            tokio::task::yield_now().await;
-        }
+    poll_until("the server to close", async || {
+        let list = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
+        list.mcps.is_empty().then_some(())
     })
     .await;
 }

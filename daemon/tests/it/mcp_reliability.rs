@@ -11,7 +11,8 @@ use crabtalk_proto::client::ReplyStream;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{
-    Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, eventually, example_binary, within,
+    Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, eventually, example_binary,
+    poll_until, within,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -45,16 +46,11 @@ async fn listed(
     what: &str,
     ready: impl Fn(&McpInfo) -> bool,
 ) -> McpInfo {
-    within(what, async {
-        loop {
-            let list = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
-            if let Some(info) = list.mcps.into_iter().find(|info| info.name == name)
-                && ready(&info)
-            {
-                return info;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+    poll_until(what, async || {
+        let list = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
+        list.mcps
+            .into_iter()
+            .find(|info| info.name == name && ready(info))
     })
     .await
 }
@@ -543,18 +539,12 @@ async fn a_component_hidden_by_an_agents_own_server_is_reported() {
     declare(&client, "crab", "calc", json!({})).await;
     let port_file = daemon.path().join("run/calc.port");
     let _component = Process::http_server(&port_file, &[]);
-    within("the component to be found", async {
-        loop {
-            let list = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
-            if list
-                .mcps
-                .iter()
-                .any(|info| info.source_kind == SourceKind::External as i32)
-            {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+    poll_until("the component to be found", async || {
+        let list = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
+        list.mcps
+            .iter()
+            .any(|info| info.source_kind == SourceKind::External as i32)
+            .then_some(())
     })
     .await;
     let log = daemon.log();

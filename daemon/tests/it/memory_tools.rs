@@ -8,7 +8,7 @@ use std::process::Output;
 use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
-use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, within};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, poll_until};
 use serde_json::{Value, json};
 
 async fn setup() -> (ScriptedLlm, TestDaemon) {
@@ -292,14 +292,11 @@ async fn renaming_an_agent_moves_its_memory_and_its_searchable_conversations() {
     let found = client.search_sessions(search("scout")).await.unwrap_err();
     assert_eq!(found.code(), Some(404));
     // The index moves in the background after the rename answers.
-    let hits = within("the renamed conversation in the index", async {
-        loop {
-            let hits = client.search_sessions(search("ranger")).await.unwrap().hits;
-            if hits.iter().any(|hit| hit.msg_idx == Some(1)) {
-                return hits;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+    let hits = poll_until("the renamed conversation in the index", async || {
+        let hits = client.search_sessions(search("ranger")).await.unwrap().hits;
+        hits.iter()
+            .any(|hit| hit.msg_idx == Some(1))
+            .then_some(hits)
     })
     .await;
     assert!(

@@ -9,7 +9,9 @@ use crabtalk_proto::Client;
 use crabtalk_proto::codec::{FrameReader, MAX_FRAME_LEN, encode_frame};
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::usage::Usage;
-use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary, eventually, within};
+use crabtalk_testkit::{
+    Reply, ScriptedLlm, TestDaemon, daemon_binary, eventually, poll_until, within,
+};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
@@ -155,10 +157,8 @@ async fn saved(client: &Client, tag: &str) -> u64 {
 
 /// Waits until the conversations of `tag` hold their replies.
 async fn wait_saved(client: &Client, tag: &str) {
-    within("the turns saved", async {
-        while saved(client, tag).await < TURNS {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+    poll_until("the turns saved", async || {
+        (saved(client, tag).await >= TURNS).then_some(())
     })
     .await;
 }
@@ -351,10 +351,8 @@ async fn a_turn_waiting_for_a_client_goes_on_as_soon_as_the_client_leaves() {
     .await;
     assert_eq!(saved(&client, "leaver").await, 0, "the turn is waiting");
     drop(stalled);
-    within("the turn saved after its client left", async {
-        while saved(&client, "leaver").await == 0 {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+    poll_until("the turn saved after its client left", async || {
+        (saved(&client, "leaver").await > 0).then_some(())
     })
     .await;
 }

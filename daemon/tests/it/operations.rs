@@ -2,7 +2,7 @@
 
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
-use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary, within};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary, poll_until};
 
 async fn setup() -> (ScriptedLlm, TestDaemon) {
     let llm = ScriptedLlm::start().await;
@@ -367,17 +367,12 @@ async fn idle_conversations_are_evicted_and_reloaded_on_demand() {
         Turn::run(&client, message("crab", sender, &format!("I am {sender}"))).await;
     }
     // The cap is enforced as each turn lets go of its conversation.
-    within("eviction down to the cap", async {
-        loop {
-            let active = client
-                .list_active_conversations(ListActiveConversationsMsg::default())
-                .await
-                .unwrap();
-            if active.conversations.len() <= 2 {
-                return;
-            }
-            tokio::task::yield_now().await;
-        }
+    poll_until("eviction down to the cap", async || {
+        let active = client
+            .list_active_conversations(ListActiveConversationsMsg::default())
+            .await
+            .unwrap();
+        (active.conversations.len() <= 2).then_some(())
     })
     .await;
     llm.push(Reply::text("still here"));
@@ -410,10 +405,8 @@ async fn conversations_idle_past_the_reloaded_limit_leave_memory_and_come_back_w
     std::fs::write(daemon.path().join("config.toml"), config).unwrap();
     client.reload(ReloadMsg {}).await.unwrap();
     let reloaded = std::time::Instant::now();
-    within("eviction of the idle conversation", async {
-        while active().await > 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+    poll_until("eviction of the idle conversation", async || {
+        (active().await == 0).then_some(())
     })
     .await;
     // At most an idle time plus a sweep (half of it) after the reload.

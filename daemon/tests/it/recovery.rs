@@ -5,7 +5,7 @@
 use crabtalk_proto::Client;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
-use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary, within};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary, poll_until};
 use serde_json::Value;
 
 async fn start() -> (ScriptedLlm, TestDaemon) {
@@ -140,15 +140,10 @@ async fn message_counts_are_true_after_a_crash() {
     daemon.kill9();
     daemon.spawn().await;
     let client = daemon.client().await;
-    within("the listing to show every message", async {
-        loop {
-            let listed = conversations(&client, "crab").await;
-            let counts: Vec<u64> = listed.iter().map(|info| info.message_count).collect();
-            if listed.len() == senders.len() && counts.iter().all(|&count| count == 6) {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+    poll_until("the listing to show every message", async || {
+        let listed = conversations(&client, "crab").await;
+        let counts: Vec<u64> = listed.iter().map(|info| info.message_count).collect();
+        (listed.len() == senders.len() && counts.iter().all(|&count| count == 6)).then_some(())
     })
     .await;
 }

@@ -6,7 +6,7 @@ use std::process::Command;
 use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
-use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary, within};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary, poll_until, within};
 
 async fn setup() -> (ScriptedLlm, TestDaemon) {
     let llm = ScriptedLlm::start().await;
@@ -312,14 +312,9 @@ async fn a_local_ollama_and_provider_keys_are_detected_when_nothing_is_configure
     .await;
     let client = daemon.client().await;
     // Ollama's models are discovered in the background.
-    within("ollama's models", async {
-        loop {
-            let models = client.list_models(ListModelsMsg {}).await.unwrap().models;
-            if models.iter().any(|m| m.name == "scripted") {
-                return;
-            }
-            tokio::task::yield_now().await;
-        }
+    poll_until("ollama's models", async || {
+        let models = client.list_models(ListModelsMsg {}).await.unwrap().models;
+        models.iter().any(|m| m.name == "scripted").then_some(())
     })
     .await;
     let mut request = message("crab", "user", "hi");

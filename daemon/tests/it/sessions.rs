@@ -10,7 +10,7 @@ use crabtalk_proto::Client;
 use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
-use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, within};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, poll_until};
 use serde_json::json;
 
 async fn setup() -> (ScriptedLlm, TestDaemon) {
@@ -52,14 +52,9 @@ async fn search_until(
     request: SearchSessionsMsg,
     done: impl Fn(&[SessionHit]) -> bool,
 ) -> Vec<SessionHit> {
-    within("the expected search hits", async {
-        loop {
-            let hits = search(client, request.clone()).await;
-            if done(&hits) {
-                return hits;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+    poll_until("the expected search hits", async || {
+        let hits = search(client, request.clone()).await;
+        done(&hits).then_some(hits)
     })
     .await
 }

@@ -1,7 +1,7 @@
 //! Shared by the integration tests: the echo component binary and polling.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The kit's `echo_component` example (a real component), which
 /// `cargo test --workspace` builds next to the test binaries.
@@ -36,20 +36,7 @@ pub(crate) fn supervisor_binary() -> PathBuf {
     path
 }
 
-/// Polls `condition` until it returns `Some`, failing after `timeout`.
-pub(crate) fn wait_for<T>(
-    what: &str,
-    timeout: Duration,
-    mut condition: impl FnMut() -> Option<T>,
-) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = condition() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+/// Polls `condition` from this thread until it returns `Some`.
+pub(crate) use crabtalk_testkit::wait_for;
 
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(30);

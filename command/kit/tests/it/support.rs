@@ -28,24 +28,8 @@ pub(crate) fn probe_service() -> Service {
     Service::new("probe", "kit-probe", "probe").unwrap()
 }
 
-/// Polls `condition` until it returns `Some`, failing after `timeout`.
-pub(crate) fn wait_for<T>(
-    what: &str,
-    timeout: Duration,
-    mut condition: impl FnMut() -> Option<T>,
-) -> T {
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        if let Some(value) = condition() {
-            return value;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+/// Polls `condition` from this thread until it returns `Some`.
+pub(crate) use crabtalk_testkit::wait_for;
 
 /// Sends `signal` to a child of this test.
 #[cfg(unix)]
