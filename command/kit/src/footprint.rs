@@ -20,6 +20,20 @@ use std::time::Duration;
 /// polls, connections and config reads done.
 pub const SETTLE: Duration = Duration::from_secs(3);
 
+/// Hands the allocator's free heap pages back to the system (glibc's
+/// `malloc_trim`), so that a service idle after a burst of work is not
+/// left at its high-water mark; elsewhere it does nothing. The family's
+/// one wrapper of it: the daemon calls it after a burst of turns, cron
+/// after a tick's work, search after a burst of calls.
+pub fn return_free_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists, under
+    // its own locks; any thread may call it at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Waits [`SETTLE`], then gives back the start-up pages (once).
 pub async fn release_after_settling() {
     tokio::time::sleep(SETTLE).await;

@@ -29,15 +29,6 @@ pub fn limit_arenas() {
     }
 }
 
-/// Returns freed heap pages to the system.
-pub fn trim() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim is safe to call at any time from any thread.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// Calls in flight; the last to end trims.
 #[derive(Debug, Clone, Default)]
 pub struct Busy {
@@ -64,7 +55,7 @@ impl Drop for BusyGuard {
         if self.busy.in_flight.fetch_sub(1, Ordering::SeqCst) != 1 {
             return;
         }
-        trim();
+        crabtalk_kit::footprint::return_free_heap();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -75,7 +66,7 @@ impl Drop for BusyGuard {
             if busy.begun.load(Ordering::SeqCst) == seen
                 && busy.in_flight.load(Ordering::SeqCst) == 0
             {
-                trim();
+                crabtalk_kit::footprint::return_free_heap();
             }
         });
     }

@@ -45,21 +45,22 @@ pub fn encode(name: &str) -> String {
 /// The name a file stem stands for, or `None` when the stem is not a valid
 /// escape (a `%` not followed by two hex digits, or bytes that are not UTF-8).
 pub fn decode(stem: &str) -> Option<String> {
+    // percent-encoding leaves a malformed escape as it is; a stem with one
+    // was not written by `encode`, so it is refused first.
     let bytes = stem.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3)?;
-            let hex = std::str::from_utf8(hex).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+    let whole = bytes.iter().enumerate().all(|(at, &byte)| {
+        byte != b'%'
+            || bytes
+                .get(at + 1..at + 3)
+                .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !whole {
+        return None;
     }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(stem)
+        .decode_utf8()
+        .ok()
+        .map(String::from)
 }
 
 #[cfg(test)]

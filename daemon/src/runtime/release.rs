@@ -73,15 +73,6 @@ pub fn soon() {
             tokio::time::sleep(wait.max(Duration::from_millis(100))).await;
         }
         SCHEDULED.store(false, Ordering::Release);
-        let _ = tokio::task::spawn_blocking(return_free_memory).await;
+        let _ = tokio::task::spawn_blocking(crabtalk_kit::footprint::return_free_heap).await;
     });
-}
-
-/// Hands the allocator's free pages back to the OS.
-pub fn return_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }

@@ -91,20 +91,11 @@ pub fn decode(encoded: &str) -> Option<String> {
     if !is_encoded(encoded) || encoded.contains('~') {
         return None;
     }
-    let bytes = encoded.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    // `is_encoded` has checked every escape, so decoding leaves none as is.
+    percent_encoding::percent_decode_str(encoded)
+        .decode_utf8()
+        .ok()
+        .map(String::from)
 }
 
 /// FNV-1a, 64 bits: a stable hash for shortened names.

@@ -251,7 +251,7 @@ impl Engine {
                 }
                 () = release => {
                     self.release_at = None;
-                    release_memory();
+                    crabtalk_kit::footprint::return_free_heap();
                 }
             }
         }
@@ -980,12 +980,3 @@ fn write_schedule_key(entry: &Entry, out: &mut String) {
 
 #[cfg(test)]
 mod tests;
-
-/// Gives freed heap pages back to the system.
-fn release_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free heap memory.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}

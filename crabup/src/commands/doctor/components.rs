@@ -9,6 +9,7 @@
 //!   itself (the `ps` row);
 //! - the last warnings and errors in `logs/<name>.log`.
 
+use std::path::Path;
 use std::process::Command;
 
 use crabtalk_telegram::config::TelegramConfig;
@@ -244,6 +245,66 @@ fn telegram_check(ctx: &Context, installed: bool, report: &mut Report) {
     }
 }
 
+/// What a component's own command says about its files: the array under
+/// `key` of `crabtalk-<name> <command> --json`, run with this home — the
+/// installed binary knows its format better than crabup. `None` when it
+/// could not be asked or refused the file; the report then says why
+/// (`<name>.toml` failing with the component's own message).
+fn ask_component(
+    ctx: &Context,
+    report: &mut Report,
+    name: &str,
+    config: Option<&Path>,
+    command: &str,
+    key: &str,
+) -> Option<Vec<serde_json::Value>> {
+    let binary = names::service_for(name).ok().and_then(|s| ctx.binary(&s));
+    let Some(binary) = binary else {
+        if let Some(path) = config {
+            report.line(
+                Verdict::Warn,
+                name,
+                format!(
+                    "{} exists but crabtalk-{name} is not installed; `crabup pull {name}`",
+                    path.display()
+                ),
+            );
+        }
+        return None;
+    };
+    let output = Command::new(&binary)
+        .args([command, "--json"])
+        .env("CRABTALK_HOME", ctx.home.root())
+        .stdin(std::process::Stdio::null())
+        .output();
+    let output = match output {
+        Ok(output) => output,
+        Err(err) => {
+            report.line(
+                Verdict::Warn,
+                name,
+                format!("cannot run {}: {err}", binary.display()),
+            );
+            return None;
+        }
+    };
+    if !output.status.success() {
+        let why = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        let file = config
+            .and_then(Path::file_name)
+            .map(|file| file.to_string_lossy().into_owned())
+            .unwrap_or_else(|| format!("{name}.toml"));
+        report.line(Verdict::Fail, &file, why);
+        return None;
+    }
+    Some(
+        serde_json::from_slice::<serde_json::Value>(&output.stdout)
+            .ok()
+            .and_then(|v| v.get(key).and_then(|e| e.as_array()).cloned())
+            .unwrap_or_default(),
+    )
+}
+
 /// `crons.toml`, when there is one: it must parse (checked by the
 /// installed `crabtalk-cron list --json`, which knows the format), and
 /// entries that keep failing are named.
@@ -254,43 +315,9 @@ fn cron_check(ctx: &Context, report: &mut Report) {
     if !path.is_file() {
         return;
     }
-    let Some(binary) = names::service_for("cron").ok().and_then(|s| ctx.binary(&s)) else {
-        report.line(
-            Verdict::Warn,
-            "cron",
-            format!(
-                "{} exists but crabtalk-cron is not installed; `crabup pull cron`",
-                path.display()
-            ),
-        );
+    let Some(entries) = ask_component(ctx, report, "cron", Some(&path), "list", "entries") else {
         return;
     };
-    let output = Command::new(&binary)
-        .args(["list", "--json"])
-        .env("CRABTALK_HOME", ctx.home.root())
-        .stdin(std::process::Stdio::null())
-        .output();
-    let output = match output {
-        Ok(output) => output,
-        Err(err) => {
-            report.line(
-                Verdict::Warn,
-                "cron",
-                format!("cannot run {}: {err}", binary.display()),
-            );
-            return;
-        }
-    };
-    if !output.status.success() {
-        let why = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-        report.line(Verdict::Fail, "crons.toml", why);
-        return;
-    }
-    let entries: Vec<serde_json::Value> =
-        serde_json::from_slice::<serde_json::Value>(&output.stdout)
-            .ok()
-            .and_then(|v| v.get("entries").and_then(|e| e.as_array()).cloned())
-            .unwrap_or_default();
     let failing: Vec<String> = entries
         .iter()
         .filter(|entry| entry["health"] == "failing")
@@ -329,48 +356,16 @@ fn search_check(ctx: &Context, report: &mut Report) {
         .component_config("search.toml")
         .ok()
         .filter(|path| path.is_file());
-    let binary = names::service_for("search")
-        .ok()
-        .and_then(|s| ctx.binary(&s));
-    let Some(binary) = binary else {
-        if let Some(path) = config {
-            report.line(
-                Verdict::Warn,
-                "search",
-                format!(
-                    "{} exists but crabtalk-search is not installed; `crabup pull search`",
-                    path.display()
-                ),
-            );
-        }
+    let Some(engines) = ask_component(
+        ctx,
+        report,
+        "search",
+        config.as_deref(),
+        "engines",
+        "engines",
+    ) else {
         return;
     };
-    let output = Command::new(&binary)
-        .args(["engines", "--json"])
-        .env("CRABTALK_HOME", ctx.home.root())
-        .stdin(std::process::Stdio::null())
-        .output();
-    let output = match output {
-        Ok(output) => output,
-        Err(err) => {
-            report.line(
-                Verdict::Warn,
-                "search",
-                format!("cannot run {}: {err}", binary.display()),
-            );
-            return;
-        }
-    };
-    if !output.status.success() {
-        let why = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-        report.line(Verdict::Fail, "search.toml", why);
-        return;
-    }
-    let engines: Vec<serde_json::Value> =
-        serde_json::from_slice::<serde_json::Value>(&output.stdout)
-            .ok()
-            .and_then(|v| v.get("engines").and_then(|e| e.as_array()).cloned())
-            .unwrap_or_default();
     let on: Vec<&serde_json::Value> = engines
         .iter()
         .filter(|engine| engine["enabled"] == true)
