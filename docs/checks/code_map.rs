@@ -109,8 +109,7 @@ pub fn workspace_crates(root: &Path) -> Result<Vec<Member>, String> {
 }
 
 fn read_toml(path: &Path) -> Result<toml::Table, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|err| format!("{}: {err}", path.display()))?;
     text.parse::<toml::Table>()
         .map_err(|err| format!("{}: {err}", path.display()))
 }
@@ -241,7 +240,7 @@ mod tests {
                 .iter()
                 .map(|s| (s.folder.as_str(), s.package.as_str(), s.line))
                 .collect::<Vec<_>>(),
-            [("proto", "crabtalk-proto", 7), ("daemon", "crabtalkd", 12)]
+            [("proto", "crabtalk-proto", 7), ("daemon", "crabtalkd", 11)]
         );
         assert_eq!(named_sources(&sections[0].body), ["src/codec.rs"]);
     }

@@ -11,6 +11,9 @@
 //! - [`code_map_problems`]: `ARCHITECTURE.md`'s code map has a section per
 //!   crate of the workspace, at its folder, in the order of the floors
 //!   ([`FLOORS`]), and every source file a section names is in that crate.
+//! - [`unused_dependencies`]: every dependency a crate declares is named by
+//!   its code (shipped code for normal ones), or listed with a reason as
+//!   ignored.
 //!
 //! ```no_run
 //! let root = std::path::Path::new("..");
@@ -19,6 +22,7 @@
 //! ```
 
 mod code_map;
+mod dependencies;
 mod links;
 mod rfcs;
 mod walk;
@@ -27,6 +31,7 @@ pub use code_map::{
     FLOORS, MapSection, Member, code_map, code_map_problems, floor_of, named_sources,
     workspace_crates,
 };
+pub use dependencies::{UnusedDependency, names_crate, unused_dependencies};
 pub use links::{BrokenLink, broken_links, headings, link_targets};
 pub use rfcs::{UncitedRfc, cited_rfcs, uncited_rfcs};
 pub use walk::{markdown_files, schema_files, source_files};

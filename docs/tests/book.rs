@@ -65,3 +65,18 @@ fn the_code_map_matches_the_tree() {
         problems.join("\n  ")
     );
 }
+
+#[test]
+fn every_declared_dependency_is_used() {
+    let unused = crabtalk_docs::unused_dependencies(&repository()).unwrap();
+    assert!(
+        unused.is_empty(),
+        "declared but not named by the crate's code (remove them, or list them under \
+         [package.metadata.unused-dependencies] ignored with the reason):\n{}",
+        unused
+            .iter()
+            .map(|u| format!("  {}/Cargo.toml [{}] {}", u.folder, u.table, u.name))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}

@@ -6,9 +6,15 @@
 //! [`client_message::Msg`], [`server_message::Msg`] and
 //! [`stream_event::Event`].
 
-#![allow(clippy::all, missing_docs)]
+/// What `prost` generates from `crabtalk.proto`, re-exported as this
+/// module's own. The lints are waived for the generated code only; what
+/// follows is written by hand and held to the workspace's lints.
+#[allow(clippy::all, missing_docs)]
+mod generated {
+    include!(concat!(env!("OUT_DIR"), "/crabtalk.protocol.rs"));
+}
 
-include!(concat!(env!("OUT_DIR"), "/crabtalk.protocol.rs"));
+pub use generated::*;
 
 #[cfg(test)]
 pub(crate) mod arbitrary;

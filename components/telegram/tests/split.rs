@@ -5,8 +5,8 @@
 //! independently of the renderer), whose texts together are the whole
 //! rendered text.
 
-use crabtalk_telegram::render::{LIMIT, markdown, render, split, units};
 use crabtalk_fake_bot_api::html;
+use crabtalk_telegram::render::{LIMIT, markdown, render, split, units};
 use proptest::prelude::*;
 
 const WORDS: &[&str] = &[

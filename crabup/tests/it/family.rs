@@ -23,10 +23,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crabtalk_fake_bot_api::{FakeBotApi, TOKEN, TgUser};
 use crabtalk_home::Home;
 use crabtalk_proto::Client;
 use crabtalk_proto::msg::{ListMcpsMsg, McpStatus};
-use crabtalk_fake_bot_api::{FakeBotApi, TOKEN, TgUser};
 use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall};
 use serde_json::{Value, json};

@@ -168,7 +168,13 @@ fn upward_dependencies(metadata: &Value) -> Vec<String> {
 fn dependencies_point_down_the_floors() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args(["metadata", "--offline", "--no-deps", "--format-version", "1"])
+        .args([
+            "metadata",
+            "--offline",
+            "--no-deps",
+            "--format-version",
+            "1",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("run cargo metadata");
@@ -179,7 +185,11 @@ fn dependencies_point_down_the_floors() {
     );
     let metadata: Value = serde_json::from_slice(&out.stdout).unwrap();
     let packages = metadata["packages"].as_array().unwrap();
-    assert!(packages.len() >= 15, "the whole workspace: {}", packages.len());
+    assert!(
+        packages.len() >= 15,
+        "the whole workspace: {}",
+        packages.len()
+    );
     let upward = upward_dependencies(&metadata);
     assert!(upward.is_empty(), "{}", upward.join("\n"));
 }

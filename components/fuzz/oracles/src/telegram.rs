@@ -16,10 +16,10 @@
 //! entity's text is a piece of the message's text whose UTF-16 length is
 //! the entity's, or nothing when the entity points outside it.
 
+use crabtalk_fake_bot_api::html;
 use crabtalk_telegram::api::update::{Message, Update, UpdateKind};
 use crabtalk_telegram::gateway::content;
 use crabtalk_telegram::render::{self, LIMIT, Part, Piece, markdown, split};
-use crabtalk_fake_bot_api::html;
 use serde_json::Value;
 use unicode_segmentation::UnicodeSegmentation;
 

@@ -25,7 +25,10 @@ fn every_seed_holds_its_oracle() {
     let mut broken = Vec::new();
     for (name, oracle) in TARGETS {
         let seeds = files(&fuzz_dir().join("corpus").join(name));
-        assert!(!seeds.is_empty(), "components/fuzz/corpus/{name}/ has no seed");
+        assert!(
+            !seeds.is_empty(),
+            "components/fuzz/corpus/{name}/ has no seed"
+        );
         for seed in seeds {
             let bytes = std::fs::read(&seed).expect("read the seed");
             // The panic's message is printed by the hook, above.
@@ -51,7 +54,8 @@ fn every_target_has_its_libfuzzer_entry_and_no_other() {
     let mut names: Vec<String> = TARGETS.iter().map(|(name, _)| (*name).to_owned()).collect();
     names.sort();
     assert_eq!(entries, names);
-    let manifest = std::fs::read_to_string(fuzz_dir().join("Cargo.toml")).expect("components/fuzz/Cargo.toml");
+    let manifest =
+        std::fs::read_to_string(fuzz_dir().join("Cargo.toml")).expect("components/fuzz/Cargo.toml");
     for name in &names {
         let entry = std::fs::read_to_string(fuzz_dir().join(format!("fuzz_targets/{name}.rs")))
             .expect("the target's file");

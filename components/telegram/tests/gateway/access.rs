@@ -2,8 +2,8 @@
 
 use std::process::Command;
 
-use crabtalk_testkit::Reply;
 use crabtalk_fake_bot_api::TgUser;
+use crabtalk_testkit::Reply;
 
 use crate::support::{BIN, Setup, alice, mallory};
 

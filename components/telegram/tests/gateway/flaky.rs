@@ -2,8 +2,8 @@
 //! answers cut short. Nothing is lost, nothing is sent twice, and what
 //! finally cannot be delivered is told.
 
-use crabtalk_telegram::wire::{BotClient, CallError};
 use crabtalk_fake_bot_api::{FakeBotApi, Fault, TOKEN};
+use crabtalk_telegram::wire::{BotClient, CallError};
 use crabtalk_testkit::{Reply, ToolCall};
 use serde_json::json;
 

@@ -2,8 +2,8 @@
 //! a chat's own messages keep their order, downloads are bounded, and a
 //! message waiting for its file survives a crash.
 
-use crabtalk_testkit::Reply;
 use crabtalk_fake_bot_api::TgUser;
+use crabtalk_testkit::Reply;
 
 use crate::support::{Setup, alice};
 

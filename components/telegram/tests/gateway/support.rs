@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crabtalk_home::{Home, PortFile};
 use crabtalk_fake_bot_api::{FakeBotApi, TOKEN, TgUser};
+use crabtalk_home::{Home, PortFile};
 use crabtalk_testkit::{ScriptedLlm, TestDaemon, daemon_binary, eventually};
 use serde_json::Value;
 
