@@ -15,13 +15,13 @@ use crate::text::wrap::{Wrap, wrap};
 use crate::text::{Color, Line, Span, Style, sanitize, truncate};
 
 /// The answer sent when the person dismisses the questions.
-pub const CANCELLED: &str = "cancelled: the user dismissed the question without answering";
+pub(crate) const CANCELLED: &str = "cancelled: the user dismissed the question without answering";
 
 const OTHER: &str = "Other…";
 
 /// Where a form stands after a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AskOutcome {
+pub(crate) enum AskOutcome {
     /// Still answering: draw the form again.
     Pending,
     /// Every question answered: the reply's content.
@@ -64,14 +64,14 @@ impl QuestionState {
 
 /// The questions of one `ask_user` call.
 #[derive(Debug)]
-pub struct AskForm {
+pub(crate) struct AskForm {
     call_id: String,
     questions: Vec<QuestionState>,
     current: usize,
 }
 
 impl AskForm {
-    pub fn new(event: &AskUserEvent) -> Self {
+    pub(crate) fn new(event: &AskUserEvent) -> Self {
         let mut questions: Vec<QuestionState> = event
             .questions
             .iter()
@@ -91,11 +91,11 @@ impl AskForm {
         }
     }
 
-    pub fn call_id(&self) -> &str {
+    pub(crate) fn call_id(&self) -> &str {
         &self.call_id
     }
 
-    pub fn key(&mut self, key: KeyEvent) -> AskOutcome {
+    pub(crate) fn key(&mut self, key: KeyEvent) -> AskOutcome {
         if key.kind == KeyEventKind::Release {
             return AskOutcome::Pending;
         }
@@ -195,7 +195,7 @@ impl AskForm {
     }
 
     /// One line per answered question, for the scrollback after the form.
-    pub fn summary(&self, width: usize) -> Vec<Line> {
+    pub(crate) fn summary(&self, width: usize) -> Vec<Line> {
         self.questions
             .iter()
             .filter_map(|q| {
@@ -211,7 +211,7 @@ impl AskForm {
 
     /// The form as it stands: the current question, its choices, and the
     /// keys.
-    pub fn render(&self, width: usize) -> Vec<Line> {
+    pub(crate) fn render(&self, width: usize) -> Vec<Line> {
         let question = &self.questions[self.current];
         let mut lines = Vec::new();
         let mut title = Vec::new();

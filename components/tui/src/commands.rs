@@ -7,14 +7,14 @@
 
 /// A command's name, arguments and one line of help.
 #[derive(Debug, Clone, Copy)]
-pub struct CommandSpec {
+pub(crate) struct CommandSpec {
     pub name: &'static str,
     pub args: &'static str,
     pub help: &'static str,
 }
 
 /// Every slash command, in the order `/help` lists them.
-pub const COMMANDS: &[CommandSpec] = &[
+pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "help",
         args: "",
@@ -84,7 +84,7 @@ pub const COMMANDS: &[CommandSpec] = &[
 
 /// A parsed slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
+pub(crate) enum Command {
     Help,
     Agent(Option<String>),
     Guest {
@@ -111,14 +111,14 @@ pub enum Command {
 
 /// What a submitted input asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Input {
+pub(crate) enum Input {
     Empty,
     Message(String),
     Command(Command),
 }
 
 /// Parses an input; `Err` is a usage message for the person.
-pub fn parse(input: &str) -> Result<Input, String> {
+pub(crate) fn parse(input: &str) -> Result<Input, String> {
     if input.trim().is_empty() {
         return Ok(Input::Empty);
     }
@@ -196,7 +196,7 @@ pub fn parse(input: &str) -> Result<Input, String> {
 
 /// The `/help` text: commands, the skills `skills` names (the current
 /// agent's), then keys.
-pub fn help_text(skills: &[String]) -> String {
+pub(crate) fn help_text(skills: &[String]) -> String {
     let mut out = String::from("Commands:\n");
     let usage: Vec<String> = COMMANDS
         .iter()

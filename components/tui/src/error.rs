@@ -5,17 +5,17 @@ use crabtalk_proto::client::ClientError;
 use crabtalk_proto::msg::ErrorMsg;
 
 /// The exit status for a reply or turn that failed.
-pub const EXIT_FAILED: u8 = 1;
+pub(crate) const EXIT_FAILED: u8 = 1;
 /// The exit status for bad usage (clap uses it too).
-pub const EXIT_USAGE: u8 = 2;
+pub(crate) const EXIT_USAGE: u8 = 2;
 /// The exit status when the daemon cannot be reached.
-pub const EXIT_UNREACHABLE: u8 = 3;
+pub(crate) const EXIT_UNREACHABLE: u8 = 3;
 /// The exit status after Ctrl-C.
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 /// Why the TUI could not do what was asked.
 #[derive(Debug, thiserror::Error)]
-pub enum TuiError {
+pub(crate) enum TuiError {
     /// Nothing answers where the daemon of the home should be (the message
     /// carries the `crabup daemon start` hint), or its files say nothing
     /// usable about where it is.
@@ -66,7 +66,7 @@ fn unknown_agent(name: &str, agents: &[String]) -> String {
 }
 
 impl TuiError {
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             Self::NotRunning(_) | Self::Unreachable { .. } | Self::Refused { .. } => {
                 EXIT_UNREACHABLE
@@ -78,7 +78,7 @@ impl TuiError {
         }
     }
 
-    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Self::Io {
             context: context.into(),
             source,
@@ -87,18 +87,12 @@ impl TuiError {
 
     /// The protocol code of a refusal, for `--json` output (people read the
     /// message, which never carries it).
-    pub fn code(&self) -> Option<u32> {
+    pub(crate) fn code(&self) -> Option<u32> {
         match self {
             Self::UnknownAgent { .. } => Some(ErrorMsg::NOT_FOUND),
             Self::Client(err) | Self::Refused { source: err, .. } => err.code(),
             _ => None,
         }
-    }
-
-    /// Whether the daemon answered "not implemented" (an operation whose
-    /// subsystem is not built yet).
-    pub fn is_not_implemented(&self) -> bool {
-        matches!(self, Self::Client(err) if err.code() == Some(ErrorMsg::NOT_IMPLEMENTED))
     }
 }
 

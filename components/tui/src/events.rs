@@ -45,13 +45,13 @@ struct Pending {
 
 /// Turns events into lines, optionally only one agent's.
 #[derive(Default)]
-pub struct EventTail {
+pub(crate) struct EventTail {
     agent: Option<String>,
     pending: Vec<Pending>,
 }
 
 impl EventTail {
-    pub fn new(agent: Option<String>) -> Self {
+    pub(crate) fn new(agent: Option<String>) -> Self {
         Self {
             agent: agent.filter(|agent| !agent.is_empty()),
             pending: Vec::new(),
@@ -59,7 +59,7 @@ impl EventTail {
     }
 
     /// Whether `event` passes the agent filter.
-    pub fn wants(&self, event: &AgentEventMsg) -> bool {
+    pub(crate) fn wants(&self, event: &AgentEventMsg) -> bool {
         match &self.agent {
             // Dropped-event markers concern every subscriber.
             Some(agent) => {
@@ -70,7 +70,7 @@ impl EventTail {
     }
 
     /// The lines `event` completes.
-    pub fn event(&mut self, event: &AgentEventMsg) -> Vec<String> {
+    pub(crate) fn event(&mut self, event: &AgentEventMsg) -> Vec<String> {
         if !self.wants(event) {
             return Vec::new();
         }
@@ -129,7 +129,7 @@ impl EventTail {
     }
 
     /// The text still gathering, one line per turn, as it stands.
-    pub fn live(&self) -> Vec<String> {
+    pub(crate) fn live(&self) -> Vec<String> {
         self.pending
             .iter()
             .filter(|pending| !pending.text.trim().is_empty())
@@ -138,7 +138,7 @@ impl EventTail {
     }
 
     /// Lines still gathering (at the end of the stream).
-    pub fn finish(&mut self) -> Vec<String> {
+    pub(crate) fn finish(&mut self) -> Vec<String> {
         let runs: Vec<u64> = self.pending.iter().map(|p| p.run_id).collect();
         runs.into_iter().flat_map(|run| self.flush(run)).collect()
     }
@@ -235,7 +235,7 @@ fn format_line(timestamp: &str, agent: &str, sender: &str, label: &str, text: &s
 /// The stream event a turn's own client got for `event`, if there is one
 /// (a user message becomes `UserSteered` — [`AgentEventKind::UserMessage`]
 /// that starts a turn is for the caller to show as it likes).
-pub fn as_stream_event(event: &AgentEventMsg) -> Option<Event> {
+pub(crate) fn as_stream_event(event: &AgentEventMsg) -> Option<Event> {
     let event = match AgentEventKind::try_from(event.kind).ok()? {
         AgentEventKind::TextDelta => Event::Chunk(StreamChunk {
             content: event.content.clone(),

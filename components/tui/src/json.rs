@@ -7,7 +7,7 @@ use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_proto::msg::{AgentEventKind, AgentEventMsg, TokenUsage, ToolCallInfo};
 use serde_json::{Value, json};
 
-pub fn usage(usage: &TokenUsage) -> Value {
+pub(crate) fn usage(usage: &TokenUsage) -> Value {
     let mut value = json!({
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
@@ -35,7 +35,7 @@ fn calls(calls: &[ToolCallInfo]) -> Value {
 }
 
 /// One event of a streamed turn.
-pub fn stream_event(event: &Event) -> Value {
+pub(crate) fn stream_event(event: &Event) -> Value {
     match event {
         Event::Start(start) => {
             json!({"type": "start", "agent": start.agent, "run_id": start.run_id})
@@ -81,7 +81,7 @@ pub fn stream_event(event: &Event) -> Value {
 }
 
 /// The snake-case name of an event kind.
-pub fn kind_name(kind: i32) -> &'static str {
+pub(crate) fn kind_name(kind: i32) -> &'static str {
     match AgentEventKind::try_from(kind) {
         Ok(AgentEventKind::TextDelta) => "text_delta",
         Ok(AgentEventKind::ThinkingDelta) => "thinking_delta",
@@ -102,7 +102,7 @@ pub fn kind_name(kind: i32) -> &'static str {
 }
 
 /// One event of the daemon's event stream.
-pub fn agent_event(event: &AgentEventMsg) -> Value {
+pub(crate) fn agent_event(event: &AgentEventMsg) -> Value {
     let mut value = json!({
         "type": kind_name(event.kind),
         "agent": event.agent,
@@ -133,6 +133,6 @@ pub fn agent_event(event: &AgentEventMsg) -> Value {
 }
 
 /// A refused request, for `--json` output: the code is for programs.
-pub fn error(code: u32, message: &str) -> Value {
+pub(crate) fn error(code: u32, message: &str) -> Value {
     json!({"type": "error", "code": code, "message": message})
 }

@@ -1,51 +1,60 @@
 //! `crabtalk-tui`: the terminal client of crabtalk.
 //!
-//! People chat with their agents in a REPL ([`repl`]); scripts send one
-//! prompt and read the reply ([`script`]), or follow the daemon's events.
+//! People chat with their agents in a REPL (`repl`); scripts send one
+//! prompt and read the reply (`script`), or follow the daemon's events.
 //! Everything goes through the `crabtalk-proto` client; nothing here knows
 //! the daemon's insides.
 //!
 //! The crate keeps what is drawn apart from the terminal that draws it, so
 //! tests reach all of it:
 //!
-//! - [`text`]: display width, sanitising, styled lines and wrapping — cut
+//! - `text`: display width, sanitising, styled lines and wrapping — cut
 //!   on grapheme boundaries, measured in columns (CJK and emoji are two);
-//! - [`render`]: Markdown, streamed Markdown, tool calls and whole turns as
+//! - `render`: Markdown, streamed Markdown, tool calls and whole turns as
 //!   lines;
-//! - [`input`]: the line editor, its history file and completion;
-//! - [`ask`]: `ask_user` questions as a keyboard form;
-//! - [`commands`]: the slash commands;
-//! - [`events`] and [`json`]: event streams as lines or JSON for scripts;
-//! - [`session`]: the connection and the conversation it addresses;
-//! - [`repl`] and [`script`]: the interactive and the scripted front ends.
+//! - `input`: the line editor, its history file and completion;
+//! - `ask`: `ask_user` questions as a keyboard form;
+//! - `commands`: the slash commands;
+//! - `events` and `json`: event streams as lines or JSON for scripts;
+//! - `session`: the connection and the conversation it addresses;
+//! - `repl` and `script`: the interactive and the scripted front ends.
+//!
+//! The modules are private; what the binary and the property tests use is
+//! re-exported here: [`Cli`] and [`run`], and the text and Markdown
+//! rendering ([`Line`], [`wrap()`], [`markdown`], [`MarkdownStream`], …).
 //!
 //! ```no_run
 //! use clap::Parser;
 //! # async fn example() {
-//! let cli = crabtalk_tui::cli::Cli::parse_from(["crabtalk-tui", "-p", "hello"]);
+//! let cli = crabtalk_tui::Cli::parse_from(["crabtalk-tui", "-p", "hello"]);
 //! let status = crabtalk_tui::run(cli).await;
 //! # }
 //! ```
 
-pub mod ask;
-pub mod cli;
-pub mod commands;
-pub mod error;
-pub mod events;
-pub mod input;
-pub mod json;
-pub mod render;
-pub mod repl;
-pub mod script;
-pub mod session;
-pub mod text;
+mod ask;
+mod cli;
+mod commands;
+mod error;
+mod events;
+mod input;
+mod json;
+mod render;
+mod repl;
+mod script;
+mod session;
+mod text;
+
+pub use cli::Cli;
+pub use render::markdown;
+pub use render::stream::{Layout, MarkdownStream};
+pub use text::{Line, Span, Style, Wrap, display_width, sanitize, truncate, wrap};
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use crabtalk_home::Home;
 
-use self::cli::{Cli, Command};
+use self::cli::Command;
 use self::error::TuiError;
 use self::input::history::History;
 use self::script::PrintFormat;

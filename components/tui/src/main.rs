@@ -3,7 +3,7 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    let cli = crabtalk_tui::cli::Cli::parse();
+    let cli = crabtalk_tui::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

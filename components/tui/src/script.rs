@@ -21,11 +21,11 @@ use crate::events::EventTail;
 use crate::session::Session;
 
 /// The answer to `ask_user` in `-p` mode.
-pub const NO_ONE_TO_ASK: &str = "cancelled: nobody can answer (crabtalk-tui -p runs without a person at the keyboard); continue without the answer";
+pub(crate) const NO_ONE_TO_ASK: &str = "cancelled: nobody can answer (crabtalk-tui -p runs without a person at the keyboard); continue without the answer";
 
 /// How `-p` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PrintFormat {
+pub(crate) enum PrintFormat {
     /// The reply text as it streams.
     Text,
     /// Every event as one JSON object per line.
@@ -33,7 +33,7 @@ pub enum PrintFormat {
 }
 
 /// Reads the prompt: the argument, or all of stdin for `-`.
-pub fn read_prompt(argument: &str, stdin: &mut impl Read) -> Result<String, TuiError> {
+pub(crate) fn read_prompt(argument: &str, stdin: &mut impl Read) -> Result<String, TuiError> {
     let prompt = if argument == "-" {
         let mut buffer = Vec::new();
         stdin
@@ -51,7 +51,7 @@ pub fn read_prompt(argument: &str, stdin: &mut impl Read) -> Result<String, TuiE
 }
 
 /// Runs one turn and prints it to `out`.
-pub async fn print_turn(
+pub(crate) async fn print_turn(
     session: &Session,
     prompt: &str,
     format: PrintFormat,
@@ -151,7 +151,7 @@ async fn turn_error(session: &Session, err: crabtalk_proto::client::ClientError)
 }
 
 /// Prints the daemon's events until the stream ends or Ctrl-C.
-pub async fn tail_events(
+pub(crate) async fn tail_events(
     session: &Session,
     agent: Option<String>,
     format: PrintFormat,

@@ -14,14 +14,14 @@ use crate::error::TuiError;
 
 /// Where the daemon is.
 #[derive(Debug, Clone, Default)]
-pub struct Target {
+pub(crate) struct Target {
     /// `host:port`; `None` means `CRABTALK_HOME`.
     pub tcp: Option<String>,
     pub token: Option<String>,
 }
 
 impl Target {
-    pub async fn connect(&self) -> Result<Client, TuiError> {
+    pub(crate) async fn connect(&self) -> Result<Client, TuiError> {
         let Some(addr) = &self.tcp else {
             let home = Home::from_env().map_err(|err| TuiError::Usage(err.to_string()))?;
             return Ok(crabtalk_kit::daemon::connect(&home).await?);
@@ -94,14 +94,14 @@ async fn is_local_port(addr: &str, port: u16) -> bool {
 
 /// What a session is opened with.
 #[derive(Debug, Clone, Default)]
-pub struct SessionOptions {
+pub(crate) struct SessionOptions {
     pub target: Target,
     pub agent: Option<String>,
     pub sender: Option<String>,
 }
 
 /// A connected client and the conversation it talks to.
-pub struct Session {
+pub(crate) struct Session {
     pub client: Client,
     target: Target,
     /// The agent messages go to.
@@ -114,7 +114,7 @@ pub struct Session {
 impl Session {
     /// Connects and settles the agent: the one asked for (which must exist)
     /// or the daemon's default.
-    pub async fn open(options: &SessionOptions) -> Result<Self, TuiError> {
+    pub(crate) async fn open(options: &SessionOptions) -> Result<Self, TuiError> {
         let client = options.target.connect().await?;
         let sender = options
             .sender
@@ -151,7 +151,7 @@ impl Session {
     }
 
     /// Switches to `name`, which must exist.
-    pub async fn use_agent(&mut self, name: &str) -> Result<AgentInfo, TuiError> {
+    pub(crate) async fn use_agent(&mut self, name: &str) -> Result<AgentInfo, TuiError> {
         match self
             .client
             .get_agent(GetAgentMsg { name: name.into() })
@@ -169,14 +169,14 @@ impl Session {
     }
 
     /// The error for an agent that does not exist, listing those that do.
-    pub async fn unknown_agent(&self, name: &str) -> TuiError {
+    pub(crate) async fn unknown_agent(&self, name: &str) -> TuiError {
         TuiError::UnknownAgent {
             name: name.to_owned(),
             agents: self.agent_names().await,
         }
     }
 
-    pub async fn agent_names(&self) -> Vec<String> {
+    pub(crate) async fn agent_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .client
             .list_agents(ListAgentsMsg {})
@@ -189,7 +189,7 @@ impl Session {
 
     /// Skill names; empty when the daemon has no skills (or answers 501
     /// because skills are not built yet).
-    pub async fn skill_names(&self) -> Vec<String> {
+    pub(crate) async fn skill_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .client
             .list_skills(ListSkillsMsg {})
@@ -201,7 +201,7 @@ impl Session {
     }
 
     /// The agent as the daemon knows it, for messages to people.
-    pub fn agent_label(&self) -> &str {
+    pub(crate) fn agent_label(&self) -> &str {
         if self.agent.is_empty() {
             "the default agent"
         } else {
@@ -210,7 +210,7 @@ impl Session {
     }
 
     /// A message to the current agent.
-    pub fn message(&self, content: &str) -> StreamMsg {
+    pub(crate) fn message(&self, content: &str) -> StreamMsg {
         StreamMsg {
             agent: self.agent.clone(),
             content: content.to_owned(),
@@ -222,7 +222,7 @@ impl Session {
 
     /// The stored messages of the conversation this session addresses;
     /// empty when it has none yet.
-    pub async fn conversation(&self) -> Result<Vec<ConversationMessage>, ClientError> {
+    pub(crate) async fn conversation(&self) -> Result<Vec<ConversationMessage>, ClientError> {
         let list = self
             .client
             .list_conversations(ListConversationsMsg {
@@ -247,7 +247,7 @@ impl Session {
     }
 
     /// The message that starts this conversation afresh (`/new`).
-    pub fn fresh_start(&self) -> CompactMsg {
+    pub(crate) fn fresh_start(&self) -> CompactMsg {
         CompactMsg {
             agent: self.agent.clone(),
             sender: self.sender.clone(),
@@ -256,21 +256,21 @@ impl Session {
     }
 
     /// The message that compacts this conversation (`/compact`).
-    pub fn compact(&self) -> CompactMsg {
+    pub(crate) fn compact(&self) -> CompactMsg {
         CompactMsg {
             fresh: false,
             ..self.fresh_start()
         }
     }
 
-    pub fn kill_msg(&self) -> KillMsg {
+    pub(crate) fn kill_msg(&self) -> KillMsg {
         KillMsg {
             agent: self.agent.clone(),
             sender: self.sender.clone(),
         }
     }
 
-    pub fn reply(&self, call_id: &str, content: &str) -> ReplyToAsk {
+    pub(crate) fn reply(&self, call_id: &str, content: &str) -> ReplyToAsk {
         ReplyToAsk {
             agent: self.agent.clone(),
             sender: self.sender.clone(),
@@ -280,14 +280,14 @@ impl Session {
     }
 
     /// Connects again after the connection was lost.
-    pub async fn reconnect(&mut self) -> Result<(), TuiError> {
+    pub(crate) async fn reconnect(&mut self) -> Result<(), TuiError> {
         self.client = self.target.connect().await?;
         Ok(())
     }
 }
 
 /// The user's name: `$USER`, `$USERNAME` or `$LOGNAME`, else `user`.
-pub fn user_name() -> String {
+pub(crate) fn user_name() -> String {
     ["USER", "USERNAME", "LOGNAME"]
         .iter()
         .filter_map(|key| std::env::var(key).ok())

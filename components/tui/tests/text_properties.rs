@@ -1,10 +1,10 @@
 //! Property tests: no input makes wrapping, cutting, cleaning or Markdown
 //! rendering panic, split a character, or overflow the width.
 
-use crabtalk_tui::render::markdown;
-use crabtalk_tui::render::stream::{Layout, MarkdownStream};
-use crabtalk_tui::text::wrap::{Wrap, wrap};
-use crabtalk_tui::text::{Line, Span, Style, display_width, sanitize, truncate};
+use crabtalk_tui::{
+    Layout, Line, MarkdownStream, Span, Style, Wrap, display_width, markdown, sanitize, truncate,
+    wrap,
+};
 use proptest::prelude::*;
 use unicode_segmentation::UnicodeSegmentation;
 

@@ -5,14 +5,14 @@ use crate::commands::COMMANDS;
 
 /// What Tab can complete, learnt from the daemon.
 #[derive(Debug, Default, Clone)]
-pub struct Completer {
+pub(crate) struct Completer {
     pub skills: Vec<String>,
     pub agents: Vec<String>,
 }
 
 /// The candidates for the word at `range` of the input.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Completion {
+pub(crate) struct Completion {
     pub range: std::ops::Range<usize>,
     pub candidates: Vec<String>,
 }
@@ -20,7 +20,7 @@ pub struct Completion {
 impl Completion {
     /// What replaces the word: the only candidate, or the candidates'
     /// longest common prefix.
-    pub fn replacement(&self) -> String {
+    pub(crate) fn replacement(&self) -> String {
         match self.candidates.as_slice() {
             [only] => only.clone(),
             many => common_prefix(many),
@@ -30,7 +30,7 @@ impl Completion {
 
 impl Completer {
     /// Completions for the word under `cursor` (a byte offset) in `text`.
-    pub fn complete(&self, text: &str, cursor: usize) -> Option<Completion> {
+    pub(crate) fn complete(&self, text: &str, cursor: usize) -> Option<Completion> {
         if !text.starts_with('/') || !text.is_char_boundary(cursor) {
             return None;
         }

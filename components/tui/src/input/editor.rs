@@ -26,7 +26,7 @@ const MAX_INPUT: usize = 1024 * 1024;
 
 /// What a key did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EditorAction {
+pub(crate) enum EditorAction {
     /// Nothing visible changed.
     None,
     /// The input changed: draw it again.
@@ -43,7 +43,7 @@ pub enum EditorAction {
 
 /// The input being edited.
 #[derive(Debug, Default)]
-pub struct Editor {
+pub(crate) struct Editor {
     text: String,
     /// Byte offset, always on a grapheme boundary.
     cursor: usize,
@@ -61,25 +61,26 @@ pub struct Editor {
 const DEFAULT_ROOM: usize = 78;
 
 impl Editor {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         &self.text
     }
 
-    pub fn cursor(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn cursor(&self) -> usize {
         self.cursor
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.text.is_empty()
     }
 
     /// Lays the input out for a prompt of `prompt_width` columns on a line
     /// of `width` columns.
-    pub fn set_width(&mut self, prompt_width: usize, width: usize) {
+    pub(crate) fn set_width(&mut self, prompt_width: usize, width: usize) {
         self.room = width.saturating_sub(prompt_width).max(2);
     }
 
@@ -91,19 +92,19 @@ impl Editor {
         }
     }
 
-    pub fn set_text(&mut self, text: &str) {
+    pub(crate) fn set_text(&mut self, text: &str) {
         self.text = text.to_owned();
         self.cursor = self.text.len();
         self.hint.clear();
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.set_text("");
         self.history_index = None;
     }
 
     /// Inserts text at the cursor (typing or a paste).
-    pub fn insert(&mut self, text: &str) {
+    pub(crate) fn insert(&mut self, text: &str) {
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
         let text: String = text
             .chars()
@@ -119,7 +120,12 @@ impl Editor {
     }
 
     /// Handles one key.
-    pub fn key(&mut self, key: KeyEvent, history: &History, completer: &Completer) -> EditorAction {
+    pub(crate) fn key(
+        &mut self,
+        key: KeyEvent,
+        history: &History,
+        completer: &Completer,
+    ) -> EditorAction {
         if key.kind == KeyEventKind::Release {
             return EditorAction::None;
         }
@@ -392,7 +398,7 @@ impl Editor {
     /// Like [`Editor::render`], in at most `max_rows` rows: a window over
     /// the input that keeps the cursor in view (an input taller than the
     /// screen must not overflow the live region).
-    pub fn render_window(
+    pub(crate) fn render_window(
         &self,
         prompt: &str,
         width: usize,
@@ -409,7 +415,7 @@ impl Editor {
 
     /// The rows to draw after `prompt` at `width` and where the cursor goes
     /// (row, column).
-    pub fn render(&self, prompt: &str, width: usize) -> (Vec<Line>, (usize, usize)) {
+    pub(crate) fn render(&self, prompt: &str, width: usize) -> (Vec<Line>, (usize, usize)) {
         let prompt_style = Style::PLAIN.bold().fg(Color::Cyan);
         let indent = " ".repeat(crate::text::display_width(prompt));
         let room = width.saturating_sub(indent.len()).max(2);

@@ -13,31 +13,31 @@ use std::path::{Path, PathBuf};
 use crabtalk_home::{Home, write_atomic_private};
 
 /// Most entries kept.
-pub const LIMIT: usize = 1000;
+pub(crate) const LIMIT: usize = 1000;
 
 /// Longest entry kept, in bytes (a pasted novel is not history).
 const MAX_ENTRY: usize = 64 * 1024;
 
 /// The history of entered lines, oldest first.
 #[derive(Debug, Default)]
-pub struct History {
+pub(crate) struct History {
     path: Option<PathBuf>,
     entries: Vec<String>,
 }
 
 impl History {
     /// The history file of `home`.
-    pub fn path_in(home: &Home) -> PathBuf {
+    pub(crate) fn path_in(home: &Home) -> PathBuf {
         home.root().join("tui").join("history")
     }
 
     /// A history that is not saved.
-    pub fn in_memory() -> Self {
+    pub(crate) fn in_memory() -> Self {
         Self::default()
     }
 
     /// Loads the history at `path` (missing or unreadable: empty).
-    pub fn load(path: impl Into<PathBuf>) -> Self {
+    pub(crate) fn load(path: impl Into<PathBuf>) -> Self {
         let path = path.into();
         let entries = read_entries(&path);
         Self {
@@ -46,24 +46,25 @@ impl History {
         }
     }
 
-    pub fn entries(&self) -> &[String] {
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> &[String] {
         &self.entries
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
-    pub fn get(&self, index: usize) -> Option<&str> {
+    pub(crate) fn get(&self, index: usize) -> Option<&str> {
         self.entries.get(index).map(String::as_str)
     }
 
     /// Adds an entry (not blank ones, nor a repeat of the last) and saves.
-    pub fn add(&mut self, entry: &str) -> io::Result<()> {
+    pub(crate) fn add(&mut self, entry: &str) -> io::Result<()> {
         if entry.trim().is_empty() || entry.len() > MAX_ENTRY {
             return Ok(());
         }

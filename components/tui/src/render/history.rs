@@ -20,14 +20,14 @@ use crate::text::{Color, Line, Span, Style, sanitize, truncate};
 
 /// What opening a conversation shows.
 #[derive(Debug, Default)]
-pub struct Tail {
+pub(crate) struct Tail {
     pub lines: Vec<Line>,
     /// The tool calls shown, numbered for `/expand`.
     pub records: Vec<ToolRecord>,
 }
 
 /// The person's message line: `› text`, wrapped under itself.
-pub fn user_lines(text: &str, width: usize) -> Vec<Line> {
+pub(crate) fn user_lines(text: &str, width: usize) -> Vec<Line> {
     let prompt = Line::styled("› ", Style::PLAIN.bold().fg(Color::Cyan));
     wrap(
         &[Span::plain(sanitize(text))],
@@ -96,7 +96,7 @@ fn guest_reply(content: &str) -> Option<(String, &str)> {
 /// The tail of `messages` (the conversation of `host`): its last `turns`
 /// turns since the last marker, at `width`, tool calls numbered from
 /// `first_tool_number`.
-pub fn tail(
+pub(crate) fn tail(
     messages: &[ConversationMessage],
     host: &str,
     turns: usize,

@@ -7,8 +7,8 @@
 //! - [`turn`]: a turn's events in order, as lines for the screen;
 //! - [`history`]: the tail of a stored conversation, drawn the same way.
 
-pub mod history;
+pub(crate) mod history;
 pub mod markdown;
-pub mod stream;
-pub mod tool;
-pub mod turn;
+pub(crate) mod stream;
+pub(crate) mod tool;
+pub(crate) mod turn;

@@ -204,7 +204,7 @@ fn is_heading(line: &str) -> bool {
 /// Plain text being streamed (thinking): final line by line, the line being
 /// written live.
 #[derive(Debug)]
-pub struct TextStream {
+pub(crate) struct TextStream {
     text: String,
     done: usize,
     style: Style,
@@ -213,7 +213,7 @@ pub struct TextStream {
 }
 
 impl TextStream {
-    pub fn new(style: Style, prefix: Line) -> Self {
+    pub(crate) fn new(style: Style, prefix: Line) -> Self {
         Self {
             text: String::new(),
             done: 0,
@@ -223,11 +223,7 @@ impl TextStream {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.text.trim().is_empty()
-    }
-
-    pub fn push(&mut self, piece: &str, layout: Layout) -> Frame {
+    pub(crate) fn push(&mut self, piece: &str, layout: Layout) -> Frame {
         self.text.push_str(&sanitize(piece));
         let mut frame = Frame::default();
         if let Some(newline) = self.text[self.done..].rfind('\n') {
@@ -254,7 +250,7 @@ impl TextStream {
         frame
     }
 
-    pub fn finish(&mut self, layout: Layout) -> Vec<Line> {
+    pub(crate) fn finish(&mut self, layout: Layout) -> Vec<Line> {
         let lines = self.lines(self.done, self.text.len(), layout.width);
         let lines = lines.into_iter().skip(self.tail_printed).collect();
         self.done = self.text.len();

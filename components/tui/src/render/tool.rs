@@ -15,14 +15,14 @@ use crate::text::wrap::{Wrap, wrap};
 use crate::text::{Color, Line, Span, Style, display_width, sanitize, truncate};
 
 /// Result lines shown before "… N more lines".
-pub const RESULT_PREVIEW_LINES: usize = 3;
+pub(crate) const RESULT_PREVIEW_LINES: usize = 3;
 
 /// Longest summary of one argument value, in columns.
 const MAX_VALUE_WIDTH: usize = 48;
 
 /// A tool call of this session, kept so its result can be expanded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolRecord {
+pub(crate) struct ToolRecord {
     /// 1-based, counted over the session: what `/expand N` names.
     pub number: usize,
     pub call_id: String,
@@ -34,7 +34,7 @@ pub struct ToolRecord {
 }
 
 /// `key: value, …` for a call's JSON arguments, one line, at most `width`.
-pub fn summarize_arguments(tool: &str, arguments: &str, width: usize) -> String {
+pub(crate) fn summarize_arguments(tool: &str, arguments: &str, width: usize) -> String {
     let summary = match serde_json::from_str::<Value>(arguments) {
         Ok(value) if tool == "ask_user" => ask_summary(&value).unwrap_or_else(|| summarize(&value)),
         Ok(value) => summarize(&value),
@@ -83,7 +83,7 @@ fn one_line(text: &str) -> String {
 
 impl ToolRecord {
     /// `⚙ name  arguments`.
-    pub fn call_line(&self, width: usize) -> Line {
+    pub(crate) fn call_line(&self, width: usize) -> Line {
         let mut line = Line::new(vec![
             Span::new("⚙ ", Style::PLAIN.fg(Color::Cyan)),
             Span::new(
@@ -101,7 +101,7 @@ impl ToolRecord {
     }
 
     /// The result's first lines, and how to see the rest.
-    pub fn result_lines(&self, width: usize) -> Vec<Line> {
+    pub(crate) fn result_lines(&self, width: usize) -> Vec<Line> {
         let Some(output) = &self.output else {
             return Vec::new();
         };
@@ -220,7 +220,7 @@ impl ToolRecord {
     }
 
     /// The call and its whole output, wrapped (for `/expand`).
-    pub fn expanded(&self, width: usize) -> Vec<Line> {
+    pub(crate) fn expanded(&self, width: usize) -> Vec<Line> {
         let mut lines = vec![self.call_line(width)];
         let arguments = serde_json::from_str::<Value>(&self.arguments)
             .ok()

@@ -32,10 +32,10 @@ const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "�
 
 /// How often the spinner moves (the REPL redraws at this pace while a tool
 /// runs).
-pub const SPINNER_STEP: Duration = Duration::from_millis(100);
+pub(crate) const SPINNER_STEP: Duration = Duration::from_millis(100);
 
 /// One turn on the screen.
-pub struct TurnView {
+pub(crate) struct TurnView {
     layout: Layout,
     /// The agent whose conversation this is: a reply by anyone else is a
     /// guest's.
@@ -57,7 +57,7 @@ pub struct TurnView {
 impl TurnView {
     /// A view of a turn in `host`'s conversation, whose tool calls are
     /// numbered from `first_tool_number`.
-    pub fn new(layout: Layout, first_tool_number: usize, host: &str) -> Self {
+    pub(crate) fn new(layout: Layout, first_tool_number: usize, host: &str) -> Self {
         Self {
             layout,
             host: host.to_owned(),
@@ -74,32 +74,22 @@ impl TurnView {
     }
 
     /// Adapts to a resized terminal.
-    pub fn set_layout(&mut self, layout: Layout) {
+    pub(crate) fn set_layout(&mut self, layout: Layout) {
         self.layout = layout;
     }
 
-    /// The tool calls of this turn.
-    pub fn records(&self) -> &[ToolRecord] {
-        &self.records
-    }
-
-    pub fn into_records(self) -> Vec<ToolRecord> {
+    pub(crate) fn into_records(self) -> Vec<ToolRecord> {
         self.records
     }
 
-    /// The streamed reply so far.
-    pub fn reply(&self) -> &str {
-        &self.reply
-    }
-
     /// Whether a tool call is running (its spinner needs redrawing).
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         !self.running.is_empty()
     }
 
     /// A line per running tool call: spinner, name, arguments and how long
     /// it has run, as of `now`.
-    pub fn running_lines(&self, now: Instant) -> Vec<Line> {
+    pub(crate) fn running_lines(&self, now: Instant) -> Vec<Line> {
         self.running
             .iter()
             .map(|(index, started)| {
@@ -125,13 +115,13 @@ impl TurnView {
 
     /// The live tail as of `now`: the text being written and the running
     /// tool calls.
-    pub fn live(&self, now: Instant) -> Vec<Line> {
+    pub(crate) fn live(&self, now: Instant) -> Vec<Line> {
         let mut live = self.live.clone();
         live.extend(self.running_lines(now));
         live
     }
 
-    pub fn event(&mut self, event: &Event) -> Frame {
+    pub(crate) fn event(&mut self, event: &Event) -> Frame {
         let mut frame = Frame::default();
         match event {
             Event::ToolsComplete(_) => {}
@@ -202,7 +192,7 @@ impl TurnView {
     }
 
     /// Ends whatever is streaming (the turn was cut short).
-    pub fn close(&mut self) -> Frame {
+    pub(crate) fn close(&mut self) -> Frame {
         let mut lines = self.close_streams();
         lines.extend(self.unfinished_tools());
         Frame::commit(lines)
@@ -361,7 +351,7 @@ impl TurnView {
 }
 
 /// `model · 21 in · 7 out · context 28`.
-pub fn usage_summary(
+pub(crate) fn usage_summary(
     model: &str,
     usage: Option<&TokenUsage>,
     context: Option<&TokenUsage>,

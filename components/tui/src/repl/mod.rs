@@ -52,7 +52,7 @@ use crate::render::turn::SPINNER_STEP;
 use crate::session::Session;
 
 /// The message for `/search` when the daemon is too old to search.
-pub const SEARCH_UNAVAILABLE: &str = "Session search is not available: this daemon does not offer it. /sessions lists the stored conversations.";
+pub(crate) const SEARCH_UNAVAILABLE: &str = "Session search is not available: this daemon does not offer it. /sessions lists the stored conversations.";
 
 /// How many turns of a conversation are shown when it is opened.
 const TAIL_TURNS: usize = 3;
@@ -64,7 +64,7 @@ const QUEUE_SHOWN: usize = 3;
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 /// Runs the chat until the person quits.
-pub async fn run(session: Session, history: History) -> Result<(), TuiError> {
+pub(crate) async fn run(session: Session, history: History) -> Result<(), TuiError> {
     let terminal = Terminal::enter().map_err(|err| TuiError::io("setting up the terminal", err))?;
     let mut repl = Repl {
         completer: Completer::default(),

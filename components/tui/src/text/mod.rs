@@ -15,11 +15,12 @@
 //! - [`wrap`](mod@wrap): breaking styled text into lines of a given width.
 
 pub mod sanitize;
-pub mod styled;
-pub mod width;
+pub(crate) mod styled;
+pub(crate) mod width;
 pub mod wrap;
 
 pub use sanitize::sanitize;
-pub use styled::{Color, Line, Span, Style};
+pub(crate) use styled::Color;
+pub use styled::{Line, Span, Style};
 pub use width::{display_width, truncate};
 pub use wrap::{Wrap, wrap};

@@ -249,7 +249,8 @@ impl Line {
 }
 
 /// Lines as plain text, one per row, for tests.
-pub fn plain_lines(lines: &[Line]) -> String {
+#[cfg(test)]
+pub(crate) fn plain_lines(lines: &[Line]) -> String {
     let mut out = String::new();
     for line in lines {
         out.push_str(line.plain().trim_end());
@@ -259,7 +260,8 @@ pub fn plain_lines(lines: &[Line]) -> String {
 }
 
 /// Lines with styles spelled out, one per row, for tests.
-pub fn markup_lines(lines: &[Line]) -> String {
+#[cfg(test)]
+pub(crate) fn markup_lines(lines: &[Line]) -> String {
     let mut out = String::new();
     for line in lines {
         out.push_str(&line.markup());

@@ -6,7 +6,7 @@ use unicode_segmentation::UnicodeSegmentation;
 use unicode_width::UnicodeWidthStr;
 
 /// The marker appended to text that was cut.
-pub const ELLIPSIS: &str = "…";
+pub(crate) const ELLIPSIS: &str = "…";
 
 /// How many terminal columns `text` takes (control characters count zero).
 pub fn display_width(text: &str) -> usize {
@@ -15,7 +15,7 @@ pub fn display_width(text: &str) -> usize {
 
 /// How many columns one grapheme cluster takes: at most two, since a
 /// terminal draws a cluster in one or two cells.
-pub fn grapheme_width(grapheme: &str) -> usize {
+pub(crate) fn grapheme_width(grapheme: &str) -> usize {
     if grapheme.chars().all(char::is_control) {
         return 0;
     }
@@ -46,7 +46,8 @@ pub fn truncate(text: &str, max: usize) -> Cow<'_, str> {
 }
 
 /// The first line of `text`, and whether there was more after it.
-pub fn first_line(text: &str) -> (&str, bool) {
+#[cfg(test)]
+pub(crate) fn first_line(text: &str) -> (&str, bool) {
     let trimmed = text.trim_matches('\n');
     match trimmed.split_once('\n') {
         Some((first, _)) => (first, true),
