@@ -24,22 +24,23 @@ use crate::installs::{Installs, Record, now};
 
 /// What the build made: each binary's path and its package's version.
 #[derive(Debug, Default)]
-pub struct Built {
+pub(crate) struct Built {
     pub binaries: BTreeMap<String, BuiltBinary>,
 }
 
 #[derive(Debug, Clone)]
-pub struct BuiltBinary {
+pub(crate) struct BuiltBinary {
     pub path: PathBuf,
     pub version: String,
 }
 
 /// The arguments of the one build (after `cargo`).
-pub const BUILD_ARGS: [&str; 5] = ["build", "--release", "--workspace", "--bins", "--locked"];
+pub(crate) const BUILD_ARGS: [&str; 5] =
+    ["build", "--release", "--workspace", "--bins", "--locked"];
 
 /// Builds every program of the workspace at `root` in one cargo run,
 /// cargo's progress and errors going to stderr.
-pub fn build_workspace(cargo: &Cargo, root: &Path) -> anyhow::Result<Built> {
+pub(crate) fn build_workspace(cargo: &Cargo, root: &Path) -> anyhow::Result<Built> {
     let Some(program) = cargo.program() else {
         bail!(NO_CARGO);
     };
@@ -118,7 +119,7 @@ fn package_version(id: &str) -> Option<String> {
 /// Copies `built` into `bin_dir` as `binary` (temp file beside, fsync,
 /// rename: a running service keeps its old file until it restarts) and
 /// records it as built from `root`.
-pub fn install_built(
+pub(crate) fn install_built(
     cargo: &Cargo,
     binary: &str,
     package: &str,
@@ -157,7 +158,7 @@ pub fn install_built(
 }
 
 /// The workspace holding `dir` (a checkout's root or one of its packages).
-pub fn workspace_root(dir: &Path) -> PathBuf {
+pub(crate) fn workspace_root(dir: &Path) -> PathBuf {
     let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
     dir.ancestors()
         .find(|candidate| {

@@ -12,18 +12,18 @@ use std::process::Command;
 use anyhow::{Context as _, bail};
 
 /// One line when cargo is missing.
-pub const NO_CARGO: &str =
+pub(crate) const NO_CARGO: &str =
     "cargo was not found on PATH: install Rust from https://rustup.rs and try again";
 
 /// cargo and its home.
 #[derive(Debug, Clone)]
-pub struct Cargo {
+pub(crate) struct Cargo {
     home: PathBuf,
 }
 
 /// One crate cargo installed.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Installed {
+pub(crate) struct Installed {
     pub name: String,
     pub version: String,
     /// `registry+…`, `path+file://…`, `git+…`.
@@ -36,7 +36,7 @@ pub struct Installed {
 
 impl Installed {
     /// The local folder it was installed from, for `--path` installs.
-    pub fn path_source(&self) -> Option<PathBuf> {
+    pub(crate) fn path_source(&self) -> Option<PathBuf> {
         let url = self.source.strip_prefix("path+file://")?;
         let path = url.split(['?', '#']).next().unwrap_or(url);
         // A file URL: a checkout in "my code" is recorded as my%20code.
@@ -51,7 +51,7 @@ impl Installed {
     }
 
     /// The git URL it was installed from, for `--git` installs.
-    pub fn git_source(&self) -> Option<&str> {
+    pub(crate) fn git_source(&self) -> Option<&str> {
         let url = self.source.strip_prefix("git+")?;
         Some(url.split(['?', '#']).next().unwrap_or(url))
     }
@@ -59,7 +59,7 @@ impl Installed {
 
 /// How a cargo run ended, with the end of its stderr.
 #[derive(Debug, Clone)]
-pub struct CargoOutcome {
+pub(crate) struct CargoOutcome {
     pub success: bool,
     /// The exit status, in words.
     pub status: String,
@@ -69,7 +69,7 @@ pub struct CargoOutcome {
 impl CargoOutcome {
     /// Whether cargo failed because the registry has no such crate or no
     /// such version of it.
-    pub fn version_missing(&self) -> bool {
+    pub(crate) fn version_missing(&self) -> bool {
         let said = &self.stderr_tail;
         said.contains("could not find `") && said.contains("in registry")
             || said.contains("no matching package named")
@@ -78,7 +78,7 @@ impl CargoOutcome {
 
 impl Cargo {
     /// `$CARGO_HOME`, else `~/.cargo`.
-    pub fn from_env() -> anyhow::Result<Self> {
+    pub(crate) fn from_env() -> anyhow::Result<Self> {
         let home = match std::env::var_os("CARGO_HOME").filter(|v| !v.is_empty()) {
             Some(home) => PathBuf::from(home),
             None => dirs::home_dir()
@@ -88,21 +88,17 @@ impl Cargo {
         Ok(Self { home })
     }
 
-    pub fn new(home: impl Into<PathBuf>) -> Self {
-        Self { home: home.into() }
-    }
-
-    pub fn home(&self) -> &Path {
+    pub(crate) fn home(&self) -> &Path {
         &self.home
     }
 
     /// `$CARGO_HOME/bin`, where `cargo install` puts binaries.
-    pub fn bin_dir(&self) -> PathBuf {
+    pub(crate) fn bin_dir(&self) -> PathBuf {
         self.home.join("bin")
     }
 
     /// The cargo executable: on PATH, else in `$CARGO_HOME/bin`.
-    pub fn program(&self) -> Option<PathBuf> {
+    pub(crate) fn program(&self) -> Option<PathBuf> {
         find_on_path("cargo").or_else(|| {
             let path = self.bin_dir().join(exe("cargo"));
             path.is_file().then_some(path)
@@ -110,7 +106,7 @@ impl Cargo {
     }
 
     /// Runs cargo with `args`, output going straight to the user.
-    pub fn run(&self, args: &[String]) -> anyhow::Result<()> {
+    pub(crate) fn run(&self, args: &[String]) -> anyhow::Result<()> {
         let Some(program) = self.program() else {
             bail!(NO_CARGO);
         };
@@ -127,7 +123,7 @@ impl Cargo {
 
     /// Runs cargo with `args`: its output goes straight to the user, and
     /// the end of what it said on stderr is kept for the caller to read.
-    pub fn run_watching(&self, args: &[String]) -> anyhow::Result<CargoOutcome> {
+    pub(crate) fn run_watching(&self, args: &[String]) -> anyhow::Result<CargoOutcome> {
         use std::io::{Read, Write};
 
         /// How much of cargo's stderr is kept: its last error is at the end.
@@ -174,7 +170,7 @@ impl Cargo {
 
     /// Every crate cargo installed, from its records (none when there are
     /// no records yet).
-    pub fn installed(&self) -> anyhow::Result<Vec<Installed>> {
+    pub(crate) fn installed(&self) -> anyhow::Result<Vec<Installed>> {
         let json = self.home.join(".crates2.json");
         match std::fs::read_to_string(&json) {
             Ok(text) => {
@@ -193,13 +189,8 @@ impl Cargo {
         }
     }
 
-    /// The installed record of `crate_name`, if any.
-    pub fn installed_crate(&self, crate_name: &str) -> anyhow::Result<Option<Installed>> {
-        Ok(self.installed()?.into_iter().find(|i| i.name == crate_name))
-    }
-
     /// Where `binary` is: `$CARGO_HOME/bin` first, then PATH.
-    pub fn find_binary(&self, binary: &str) -> Option<PathBuf> {
+    pub(crate) fn find_binary(&self, binary: &str) -> Option<PathBuf> {
         let installed = self.bin_dir().join(exe(binary));
         if installed.is_file() {
             return Some(installed);
@@ -233,12 +224,12 @@ fn keep_progress_bar(command: &mut Command) {
 }
 
 /// `name` with the platform's executable suffix.
-pub fn exe(name: &str) -> String {
+pub(crate) fn exe(name: &str) -> String {
     format!("{name}{}", std::env::consts::EXE_SUFFIX)
 }
 
 /// The first `name` on PATH.
-pub fn find_on_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(exe(name)))
@@ -272,7 +263,7 @@ struct Crates2Entry {
 }
 
 /// Parses `.crates2.json`.
-pub fn parse_crates2(text: &str) -> anyhow::Result<Vec<Installed>> {
+pub(crate) fn parse_crates2(text: &str) -> anyhow::Result<Vec<Installed>> {
     let records: Crates2 = serde_json::from_str(text)?;
     Ok(records
         .installs
@@ -293,7 +284,7 @@ pub fn parse_crates2(text: &str) -> anyhow::Result<Vec<Installed>> {
 }
 
 /// Parses `.crates.toml` (no features recorded there).
-pub fn parse_crates_toml(text: &str) -> anyhow::Result<Vec<Installed>> {
+pub(crate) fn parse_crates_toml(text: &str) -> anyhow::Result<Vec<Installed>> {
     let table: toml::Table = toml::from_str(text)?;
     let Some(v1) = table.get("v1").and_then(|v| v.as_table()) else {
         return Ok(Vec::new());
@@ -325,7 +316,7 @@ pub fn parse_crates_toml(text: &str) -> anyhow::Result<Vec<Installed>> {
 
 /// The folder of package `crate_name` under `dir`: `dir` itself when it is
 /// that package, else the workspace member of that name.
-pub fn find_package(dir: &Path, crate_name: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn find_package(dir: &Path, crate_name: &str) -> anyhow::Result<PathBuf> {
     let manifest = dir.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest)
         .with_context(|| format!("{} is not a Rust package or workspace", dir.display()))?;

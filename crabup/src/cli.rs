@@ -30,13 +30,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
                   schtasks (force a service manager), CRABUP_READY_TIMEOUT_SECS (how long start waits\n\
                   for a service to announce its port, default 15)."
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Install crabtalk binaries: prebuilt from the release, or built with
     /// cargo.
     ///
@@ -112,13 +112,13 @@ pub enum Command {
 
 /// `crabup supervise …`: the arguments the process backend passes.
 #[derive(Debug, Args)]
-pub struct SuperviseArgs {
+pub(crate) struct SuperviseArgs {
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
     pub args: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]
-pub struct PullArgs {
+pub(crate) struct PullArgs {
     /// What to install: daemon, tui, telegram, search, cron (or their crate
     /// names).
     #[arg(required = true)]
@@ -153,13 +153,13 @@ pub struct PullArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct SelfArgs {
+pub(crate) struct SelfArgs {
     #[command(subcommand)]
     pub action: SelfAction,
 }
 
 #[derive(Debug, Clone, Subcommand)]
-pub enum SelfAction {
+pub(crate) enum SelfAction {
     /// Replace this crabup with the release's crabup of the version asked
     /// for (default: this one's own version, which repairs a damaged
     /// binary), downloaded and checked as `pull` does.
@@ -171,7 +171,7 @@ pub enum SelfAction {
 }
 
 #[derive(Debug, Args)]
-pub struct RmArgs {
+pub(crate) struct RmArgs {
     /// What to remove: short names or the family's crate names.
     #[arg(required = true)]
     pub names: Vec<String>,
@@ -182,14 +182,14 @@ pub struct RmArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct PsArgs {
+pub(crate) struct PsArgs {
     /// Print JSON (one array of services) instead of a table.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct UpArgs {
+pub(crate) struct UpArgs {
     /// Install from this local checkout instead of crates.io (and reinstall
     /// even when installed), e.g. `crabup up --path .` in a clone.
     #[arg(long, value_name = "DIR")]
@@ -197,13 +197,13 @@ pub struct UpArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     #[command(subcommand)]
     pub action: McpAction,
 }
 
 #[derive(Debug, Clone, Subcommand)]
-pub enum McpAction {
+pub(crate) enum McpAction {
     /// Print the entry that adds crabtalk to a host's MCP servers (the
     /// absolute path of crabtalkd, `mcp`, and CRABTALK_HOME), and where the
     /// host reads it from; with --write, merge it into that file.
@@ -220,7 +220,7 @@ pub enum McpAction {
 
 /// An MCP host crabup knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum McpHostArg {
+pub(crate) enum McpHostArg {
     /// Claude Desktop: claude_desktop_config.json.
     ClaudeDesktop,
     /// Claude Code: .mcp.json in the current folder (the project).
@@ -232,14 +232,14 @@ pub enum McpHostArg {
 }
 
 #[derive(Debug, Args)]
-pub struct ServiceArgs {
+pub(crate) struct ServiceArgs {
     #[command(subcommand)]
     pub action: ServiceAction,
 }
 
 /// What to do with one service.
 #[derive(Debug, Clone, Subcommand)]
-pub enum ServiceAction {
+pub(crate) enum ServiceAction {
     /// Install the service unit and start it (a running service is left
     /// alone). Runs first-run setup when the service needs config and a
     /// terminal is present.
@@ -291,7 +291,7 @@ impl From<ManagerArg> for crabtalk_command::ManagerKind {
 /// `crabup <name> <action>` for a name outside the table.
 #[derive(Debug, Parser)]
 #[command(name = "crabup <name>")]
-pub struct OtherService {
+pub(crate) struct OtherService {
     #[command(subcommand)]
     pub action: ServiceAction,
     /// Run a component outside the crabtalk family: the binary

@@ -18,7 +18,7 @@ use crabtalk_home::Home;
 
 /// What `<binary> check` said.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigVerdict {
+pub(crate) enum ConfigVerdict {
     /// The service would take every file; its one-line summary (the first
     /// line: the daemon lists the providers by name after it, RFC 0023).
     Fine(String),
@@ -38,7 +38,7 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Runs the `check` of `service` with its installed `binary`: `crabtalkd
 /// --home HOME check`, `<component> check` with `CRABTALK_HOME=HOME`.
-pub fn check(service: &Service, binary: &Path, home: &Home) -> ConfigVerdict {
+pub(crate) fn check(service: &Service, binary: &Path, home: &Home) -> ConfigVerdict {
     let output = match run_bounded(service, binary, home) {
         Ok(output) => output,
         Err(why) => return ConfigVerdict::Unavailable(why),

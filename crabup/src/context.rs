@@ -10,14 +10,14 @@ use crabtalk_home::Home;
 
 use crate::cargo::{Cargo, exe};
 
-pub struct Context {
+pub(crate) struct Context {
     pub home: Home,
     pub cargo: Cargo,
     pub manager_kind: ManagerKind,
 }
 
 impl Context {
-    pub fn from_env() -> anyhow::Result<Self> {
+    pub(crate) fn from_env() -> anyhow::Result<Self> {
         Ok(Self {
             home: Home::from_env()?,
             cargo: Cargo::from_env()?,
@@ -28,7 +28,7 @@ impl Context {
     /// The selected service manager. The process backend supervises its
     /// services with crabup itself (`crabup supervise`, hidden), which
     /// restarts a service that fails.
-    pub fn manager(&self) -> anyhow::Result<Box<dyn ServiceManager>> {
+    pub(crate) fn manager(&self) -> anyhow::Result<Box<dyn ServiceManager>> {
         if self.manager_kind == ManagerKind::Process {
             let program = std::env::current_exe()
                 .context("finding crabup's own executable, which supervises services")?;
@@ -45,13 +45,13 @@ impl Context {
     }
 
     /// Where the binary of `service` is, if installed.
-    pub fn binary(&self, service: &Service) -> Option<PathBuf> {
+    pub(crate) fn binary(&self, service: &Service) -> Option<PathBuf> {
         self.cargo.find_binary(service.binary())
     }
 
     /// The unit for `service`: its installed binary (or where `cargo
     /// install` would put it), this home, and PATH with cargo's bin first.
-    pub fn spec(&self, service: &Service) -> UnitSpec {
+    pub(crate) fn spec(&self, service: &Service) -> UnitSpec {
         let program = self
             .binary(service)
             .unwrap_or_else(|| self.cargo.bin_dir().join(exe(service.binary())));
@@ -64,7 +64,7 @@ impl Context {
     }
 
     /// PATH for services: cargo's bin folder, then this PATH.
-    pub fn service_path(&self) -> String {
+    pub(crate) fn service_path(&self) -> String {
         let bin = absolute(self.cargo.bin_dir());
         let current = std::env::var_os("PATH").unwrap_or_default();
         let mut dirs: Vec<PathBuf> = vec![bin.clone()];

@@ -17,18 +17,18 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 /// The records file's name in `$CARGO_HOME`.
-pub const RECORDS_FILE: &str = ".crabup-installs.json";
+pub(crate) const RECORDS_FILE: &str = ".crabup-installs.json";
 
 /// Every binary crabup installed, by binary name.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Installs {
+pub(crate) struct Installs {
     #[serde(default)]
     pub binaries: BTreeMap<String, Record>,
 }
 
 /// How one binary came to be.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
+pub(crate) struct Record {
     /// The package it is the binary of (`crabtalkd`).
     pub package: String,
     pub version: String,
@@ -47,18 +47,18 @@ pub struct Record {
 
 impl Record {
     /// Whether it came from a release archive (not a local build).
-    pub fn from_release(&self) -> bool {
+    pub(crate) fn is_from_release(&self) -> bool {
         self.archive_sha256.is_some()
     }
 
     /// The checkout of a local build.
-    pub fn checkout(&self) -> Option<PathBuf> {
+    pub(crate) fn checkout(&self) -> Option<PathBuf> {
         self.source.strip_prefix("path+file://").map(PathBuf::from)
     }
 
     /// `release` or `path`, for `list`.
-    pub fn kind(&self) -> &'static str {
-        if self.from_release() {
+    pub(crate) fn kind(&self) -> &'static str {
+        if self.is_from_release() {
             "release"
         } else {
             "path"
@@ -68,7 +68,7 @@ impl Record {
 
 impl Installs {
     /// The records in `cargo_home` (none when the file does not exist).
-    pub fn load(cargo_home: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn load(cargo_home: &Path) -> anyhow::Result<Self> {
         let path = cargo_home.join(RECORDS_FILE);
         match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes).with_context(|| {
@@ -83,7 +83,7 @@ impl Installs {
     }
 
     /// Writes the records atomically.
-    pub fn save(&self, cargo_home: &Path) -> anyhow::Result<()> {
+    pub(crate) fn save(&self, cargo_home: &Path) -> anyhow::Result<()> {
         let path = cargo_home.join(RECORDS_FILE);
         let mut json = serde_json::to_string_pretty(self).expect("records serialize");
         json.push('\n');
@@ -92,14 +92,14 @@ impl Installs {
     }
 
     /// Records `binary` (and saves), replacing what was recorded for it.
-    pub fn record(cargo_home: &Path, binary: &str, record: Record) -> anyhow::Result<()> {
+    pub(crate) fn record(cargo_home: &Path, binary: &str, record: Record) -> anyhow::Result<()> {
         let mut installs = Self::load(cargo_home)?;
         installs.binaries.insert(binary.to_owned(), record);
         installs.save(cargo_home)
     }
 
     /// Forgets `binary` (and saves), when it was recorded.
-    pub fn forget(cargo_home: &Path, binary: &str) -> anyhow::Result<bool> {
+    pub(crate) fn forget(cargo_home: &Path, binary: &str) -> anyhow::Result<bool> {
         let mut installs = Self::load(cargo_home)?;
         if installs.binaries.remove(binary).is_none() {
             return Ok(false);
@@ -110,7 +110,7 @@ impl Installs {
 
     /// The record of the binary at `path`, if crabup installed the file
     /// that is there now (its SHA-256 is the recorded one).
-    pub fn current(&self, binary: &str, path: &Path) -> Option<&Record> {
+    pub(crate) fn current(&self, binary: &str, path: &Path) -> Option<&Record> {
         let record = self.binaries.get(binary)?;
         let sha256 = crabtalk_dist::Sha256::of_file(path).ok()?;
         (sha256 == record.sha256).then_some(record)
@@ -118,6 +118,6 @@ impl Installs {
 }
 
 /// Now, as RFC 3339 in UTC.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

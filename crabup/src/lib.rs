@@ -1,25 +1,30 @@
 //! `crabup`: install crabtalk binaries and run them as services.
 //!
-//! `crabup pull daemon` is `cargo install crabtalkd`; `crabup daemon start`
-//! renders the platform's unit through `crabtalk-command` and starts it;
-//! `crabup ps` shows every crabtalk service in one view (RFC 0011). The
-//! binary's `main` only calls [`main`]; everything else lives here, one
-//! command per module in [`commands`].
+//! `crabup pull daemon` installs the release's prebuilt, checked binary
+//! (RFC 0016); `crabup daemon start` renders the platform's unit through
+//! `crabtalk-command` and starts it; `crabup ps` shows every crabtalk
+//! service in one view (RFC 0011). The binary's `main` only calls
+//! [`main`]; everything else lives in private modules here, one command
+//! per module in `commands/`.
 
-pub mod build;
-pub mod cargo;
-pub mod cli;
-pub mod commands;
-pub mod config_check;
-pub mod context;
-pub mod installs;
-pub mod mcp;
-pub mod names;
-pub mod providers;
-pub mod reach;
-pub mod release;
-pub mod setup;
+mod build;
+mod cargo;
+mod cli;
+mod commands;
+mod config_check;
+mod context;
+mod installs;
+mod mcp;
+mod names;
+mod providers;
+mod reach;
+mod release;
+mod setup;
 mod terminal;
+
+/// Comments and trailing commas out of a JSONC text (an MCP host's
+/// config), as `crabup mcp add` reads it.
+pub use mcp::jsonc::strip_comments;
 
 use std::process::ExitCode;
 

@@ -13,7 +13,7 @@ use crabtalk_command::Service;
 
 /// One first-party binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Known {
+pub(crate) struct Known {
     pub short: &'static str,
     pub crate_name: &'static str,
     pub binary: &'static str,
@@ -25,7 +25,7 @@ pub struct Known {
     pub config: Option<&'static str>,
 }
 
-pub const TABLE: &[Known] = &[
+pub(crate) const TABLE: &[Known] = &[
     Known {
         short: "daemon",
         crate_name: "crabtalkd",
@@ -69,7 +69,7 @@ pub const TABLE: &[Known] = &[
 ];
 
 /// The known entry for a short name or crate name.
-pub fn lookup(name: &str) -> Option<&'static Known> {
+pub(crate) fn lookup(name: &str) -> Option<&'static Known> {
     TABLE
         .iter()
         .find(|known| known.short == name || known.crate_name == name)
@@ -78,14 +78,14 @@ pub fn lookup(name: &str) -> Option<&'static Known> {
 /// Whether names outside the family may be used: only when the user said
 /// so with `--third-party`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ThirdParty {
+pub(crate) enum ThirdParty {
     Refused,
     Allowed,
 }
 
 impl ThirdParty {
     /// `--third-party` given or not.
-    pub fn from_flag(given: bool) -> Self {
+    pub(crate) fn from_flag(given: bool) -> Self {
         if given { Self::Allowed } else { Self::Refused }
     }
 }
@@ -93,7 +93,7 @@ impl ThirdParty {
 /// Refuses `name` unless it is one of the family's (a short name, a crate
 /// name, or `crabup`) or third parties are allowed; the refusal names the
 /// family program it most likely meant.
-pub fn check_name(name: &str, third_party: ThirdParty) -> anyhow::Result<()> {
+pub(crate) fn check_name(name: &str, third_party: ThirdParty) -> anyhow::Result<()> {
     if lookup(name).is_some() || name == "crabup" || third_party == ThirdParty::Allowed {
         return Ok(());
     }
@@ -113,18 +113,18 @@ pub fn check_name(name: &str, third_party: ThirdParty) -> anyhow::Result<()> {
 }
 
 /// The crate `cargo install` gets for `name`.
-pub fn crate_for(name: &str) -> &str {
+pub(crate) fn crate_for(name: &str) -> &str {
     lookup(name).map_or(name, |known| known.crate_name)
 }
 
 /// The binary of `name` (a short name, a crate name, `crabup`, or a
 /// third-party crate named like its binary).
-pub fn binary_for(name: &str) -> &str {
+pub(crate) fn binary_for(name: &str) -> &str {
     lookup(name).map_or(name, |known| known.binary)
 }
 
 /// The short name of an installed crate, if it is one of ours.
-pub fn short_for_crate(crate_name: &str) -> Option<&'static str> {
+pub(crate) fn short_for_crate(crate_name: &str) -> Option<&'static str> {
     TABLE
         .iter()
         .find(|known| known.crate_name == crate_name)
@@ -134,27 +134,27 @@ pub fn short_for_crate(crate_name: &str) -> Option<&'static str> {
 /// The version of the crabtalk family this crabup belongs to. The family
 /// speaks one protocol and one unit format, so what crabup installs from a
 /// registry is this version unless the user asks for another.
-pub const FAMILY_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const FAMILY_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Whether a crate is one of this family's own (the table's crates and
 /// crabup itself): those are installed at [`FAMILY_VERSION`].
-pub fn is_family_crate(crate_name: &str) -> bool {
+pub(crate) fn is_family_crate(crate_name: &str) -> bool {
     crate_name == "crabup" || TABLE.iter().any(|known| known.crate_name == crate_name)
 }
 
 /// Whether `version` is the family's, for an installed family crate.
-pub fn matches_family(version: &str) -> bool {
+pub(crate) fn matches_family(version: &str) -> bool {
     version.trim().trim_start_matches('=') == FAMILY_VERSION
 }
 
 /// Whether a crate looks like part of crabtalk (for `list` and `update`).
-pub fn is_crabtalk_crate(crate_name: &str) -> bool {
+pub(crate) fn is_crabtalk_crate(crate_name: &str) -> bool {
     crate_name.starts_with("crabtalk") || crate_name == "crabup"
 }
 
 /// The service for a short name: first-party from the table, anything else
 /// as the third-party component `crabtalk-<name>`.
-pub fn service_for(name: &str) -> anyhow::Result<Service> {
+pub(crate) fn service_for(name: &str) -> anyhow::Result<Service> {
     match lookup(name) {
         Some(known) if !known.service => anyhow::bail!(
             "{} is not a service: it is the {}; run `{}` directly",

@@ -52,7 +52,7 @@ impl ServiceEnv {
 
 /// Whether services of `manager` inherit the environment of the crabup
 /// that starts them.
-pub fn inherits_shell(manager: ManagerKind) -> bool {
+pub(crate) fn inherits_shell(manager: ManagerKind) -> bool {
     manager == ManagerKind::Process
 }
 
@@ -77,7 +77,7 @@ impl Source {
 
 /// What the daemon will find.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Finding {
+pub(crate) enum Finding {
     /// `config.toml` lists providers: the daemon uses those.
     Configured,
     /// No `[[providers]]`, but the environment offers a model; in words.
@@ -91,12 +91,12 @@ pub enum Finding {
 
 impl Finding {
     /// Whether the daemon will find a model.
-    pub fn found(&self) -> bool {
+    pub(crate) fn found(&self) -> bool {
         matches!(self, Self::Configured | Self::FromEnvironment(_))
     }
 
     /// One line for a person.
-    pub fn describe(&self, home: &Home, manager: ManagerKind) -> String {
+    pub(crate) fn describe(&self, home: &Home, manager: ManagerKind) -> String {
         let env = home.env_file();
         match self {
             Self::Configured => format!(
@@ -124,7 +124,7 @@ impl Finding {
 
 /// Looks as the daemon will: `config.toml`'s providers, else the keys and
 /// Ollama in the environment its service gets under `manager`.
-pub fn find(home: &Home, manager: ManagerKind) -> Finding {
+pub(crate) fn find(home: &Home, manager: ManagerKind) -> Finding {
     if config_lists_providers(home) {
         return Finding::Configured;
     }

@@ -6,11 +6,11 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 /// How long one connection attempt may take.
-pub const REACH_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const REACH_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The `host:port` of an `http://` or `https://` URL (default ports 80 and
 /// 443), or why it has none.
-pub fn authority(url: &str) -> Result<(String, u16), String> {
+pub(crate) fn authority(url: &str) -> Result<(String, u16), String> {
     let (scheme, rest) = url
         .split_once("://")
         .ok_or_else(|| format!("{url:?} is not a URL (no scheme such as http://)"))?;
@@ -45,7 +45,7 @@ pub fn authority(url: &str) -> Result<(String, u16), String> {
 }
 
 /// Connects to `url`'s host and port; `Err` says why it does not answer.
-pub fn answers(url: &str) -> Result<(), String> {
+pub(crate) fn answers(url: &str) -> Result<(), String> {
     let (host, port) = authority(url)?;
     let addrs: Vec<_> = (host.as_str(), port)
         .to_socket_addrs()

@@ -29,7 +29,7 @@ use crabtalk_telegram::token::get_me_blocking;
 use crate::providers;
 
 /// A terminal to ask questions on, when there is one.
-pub struct Prompt<'a> {
+pub(crate) struct Prompt<'a> {
     pub input: &'a mut dyn BufRead,
     pub output: &'a mut dyn Write,
     /// Whether `input` is the terminal on standard input, whose echo is
@@ -59,7 +59,7 @@ impl Prompt<'_> {
 }
 
 /// Makes sure `service` has what it needs to start under `manager`.
-pub fn ensure_ready(
+pub(crate) fn ensure_ready(
     home: &Home,
     manager: ManagerKind,
     service: &Service,

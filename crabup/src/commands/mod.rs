@@ -18,10 +18,10 @@ use clap::Parser;
 use crate::cli::{Cli, Command, OtherService};
 use crate::context::Context;
 
-pub use ps::{HealthStatus, HealthView, PsRow, ps_rows};
+pub(crate) use ps::{HealthStatus, PsRow, ps_rows};
 
 /// Runs one parsed command line.
-pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::Supervise(args) = cli.command {
         return Ok(supervise(args.args));
     }

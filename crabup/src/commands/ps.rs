@@ -35,7 +35,7 @@ const LOG_LINES: usize = 200;
 
 /// One service as `ps` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct PsRow {
+pub(crate) struct PsRow {
     pub name: String,
     pub label: String,
     pub manager: String,
@@ -70,7 +70,7 @@ pub struct PsRow {
 
 /// What the health check found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct HealthView {
+pub(crate) struct HealthView {
     pub status: HealthStatus,
     /// What a component reports wrong with itself (`degraded`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -83,7 +83,7 @@ pub struct HealthView {
 /// The health check's verdict.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum HealthStatus {
+pub(crate) enum HealthStatus {
     Ok,
     /// It answers, and lists problems.
     Degraded,
@@ -100,7 +100,7 @@ pub enum HealthStatus {
 
 impl HealthStatus {
     /// The table's word.
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Self::Ok => "ok",
             Self::Degraded => "degraded",
@@ -120,7 +120,7 @@ impl HealthView {
         }
     }
 
-    pub fn is_ok(&self) -> bool {
+    pub(crate) fn is_ok(&self) -> bool {
         self.status == HealthStatus::Ok
     }
 }
@@ -173,7 +173,7 @@ fn service_names(home: &Home) -> Vec<String> {
 }
 
 /// The rows of `crabup ps`.
-pub fn ps_rows(ctx: &Context) -> anyhow::Result<Vec<PsRow>> {
+pub(crate) fn ps_rows(ctx: &Context) -> anyhow::Result<Vec<PsRow>> {
     let manager = ctx.manager()?;
     let mut rows = Vec::new();
     for name in service_names(&ctx.home) {

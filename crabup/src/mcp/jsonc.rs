@@ -16,7 +16,7 @@ use std::ops::Range;
 /// Why the text could not be edited.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}, column {column}: {message}")]
-pub struct EditError {
+pub(crate) struct EditError {
     pub line: usize,
     pub column: usize,
     pub message: String,
@@ -257,7 +257,7 @@ fn render(value: &serde_json::Value, indent: &str) -> String {
 /// the way — set to `value`: replaced where it is, else added as the last
 /// member of the deepest object that exists, with the objects still
 /// missing around it. An empty `text` is an empty object.
-pub fn set_member(
+pub(crate) fn set_member(
     text: &str,
     path: &[&str],
     value: &serde_json::Value,
@@ -378,7 +378,10 @@ fn trailing_comma(after: &str) -> Option<usize> {
 
 /// The member at `path` of `text`, as JSON text, if the text parses and it
 /// is there: how a write is read back.
-pub fn get_member(text: &str, path: &[&str]) -> Result<Option<serde_json::Value>, EditError> {
+pub(crate) fn get_member(
+    text: &str,
+    path: &[&str],
+) -> Result<Option<serde_json::Value>, EditError> {
     let mut parser = Parser::new(text);
     let mut object = parser.document()?;
     for (depth, key) in path.iter().enumerate() {

@@ -20,19 +20,19 @@
 //! and the doctor's check speaks the few lines of JSON-RPC it needs
 //! ([`probe`]).
 
-pub mod jsonc;
-pub mod probe;
+pub(crate) mod jsonc;
+pub(crate) mod probe;
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
 /// The name the entry has in a host's configuration.
-pub const ENTRY_NAME: &str = "crabtalk";
+pub(crate) const ENTRY_NAME: &str = "crabtalk";
 
 /// An MCP host crabup knows how to configure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Host {
+pub(crate) enum Host {
     ClaudeDesktop,
     ClaudeCode,
     Cursor,
@@ -42,7 +42,7 @@ pub enum Host {
 /// Where a person's configuration lives, read from the environment (and
 /// set by tests).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dirs {
+pub(crate) struct Dirs {
     /// `$HOME` (`%USERPROFILE%` on Windows).
     pub home: PathBuf,
     /// `$XDG_CONFIG_HOME` when set (Linux).
@@ -55,7 +55,7 @@ pub struct Dirs {
 
 impl Dirs {
     /// This process's.
-    pub fn from_env() -> Option<Self> {
+    pub(crate) fn from_env() -> Option<Self> {
         let var = |name: &str| {
             std::env::var_os(name)
                 .filter(|value| !value.is_empty())
@@ -87,17 +87,17 @@ impl Dirs {
 
 /// The operating systems whose paths differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Os {
-    MacOs,
+pub(crate) enum Os {
+    Macos,
     Windows,
     /// Linux and the other Unix systems.
     Unix,
 }
 
 impl Os {
-    pub fn current() -> Self {
+    pub(crate) fn current() -> Self {
         if cfg!(target_os = "macos") {
-            Self::MacOs
+            Self::Macos
         } else if cfg!(windows) {
             Self::Windows
         } else {
@@ -107,15 +107,8 @@ impl Os {
 }
 
 impl Host {
-    pub const ALL: [Host; 4] = [
-        Host::ClaudeDesktop,
-        Host::ClaudeCode,
-        Host::Cursor,
-        Host::Zed,
-    ];
-
     /// The name a person types (`claude-desktop`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Host::ClaudeDesktop => "claude-desktop",
             Host::ClaudeCode => "claude-code",
@@ -125,7 +118,7 @@ impl Host {
     }
 
     /// The product's name.
-    pub fn title(self) -> &'static str {
+    pub(crate) fn title(self) -> &'static str {
         match self {
             Host::ClaudeDesktop => "Claude Desktop",
             Host::ClaudeCode => "Claude Code",
@@ -135,7 +128,7 @@ impl Host {
     }
 
     /// The key under which the host keeps its MCP servers.
-    pub fn servers_key(self) -> &'static str {
+    pub(crate) fn servers_key(self) -> &'static str {
         match self {
             Host::Zed => "context_servers",
             _ => "mcpServers",
@@ -143,9 +136,9 @@ impl Host {
     }
 
     /// The file the host reads its MCP servers from.
-    pub fn config_file(self, dirs: &Dirs, os: Os) -> PathBuf {
+    pub(crate) fn config_file(self, dirs: &Dirs, os: Os) -> PathBuf {
         match (self, os) {
-            (Host::ClaudeDesktop, Os::MacOs) => dirs
+            (Host::ClaudeDesktop, Os::Macos) => dirs
                 .home
                 .join("Library/Application Support/Claude/claude_desktop_config.json"),
             (Host::ClaudeDesktop, Os::Windows) => dirs
@@ -158,13 +151,13 @@ impl Host {
             (Host::ClaudeCode, _) => dirs.project.join(".mcp.json"),
             (Host::Cursor, _) => dirs.home.join(".cursor").join("mcp.json"),
             (Host::Zed, Os::Windows) => dirs.roaming().join("Zed").join("settings.json"),
-            (Host::Zed, Os::MacOs) => dirs.home.join(".config/zed/settings.json"),
+            (Host::Zed, Os::Macos) => dirs.home.join(".config/zed/settings.json"),
             (Host::Zed, Os::Unix) => dirs.xdg().join("zed").join("settings.json"),
         }
     }
 
     /// What to do after the file is written.
-    pub fn after_writing(self) -> &'static str {
+    pub(crate) fn after_writing(self) -> &'static str {
         match self {
             Host::ClaudeDesktop => {
                 "Quit and reopen Claude Desktop; crabtalk's tools are under the tools icon of a new chat."
@@ -182,7 +175,7 @@ impl Host {
 
 /// How the bridge is started: the binary and this home.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Launch {
+pub(crate) struct Launch {
     /// The absolute path of `crabtalkd`.
     pub binary: PathBuf,
     /// The absolute path of the crabtalk home.
@@ -191,7 +184,7 @@ pub struct Launch {
 
 impl Launch {
     /// The entry's value in a host's configuration.
-    pub fn entry(&self) -> Value {
+    pub(crate) fn entry(&self) -> Value {
         json!({
             "command": self.binary.to_string_lossy(),
             "args": ["mcp"],
@@ -200,14 +193,14 @@ impl Launch {
     }
 
     /// The whole snippet for `host`, as it stands in the file.
-    pub fn snippet(&self, host: Host) -> String {
+    pub(crate) fn snippet(&self, host: Host) -> String {
         let value = json!({ host.servers_key(): { ENTRY_NAME: self.entry() } });
         serde_json::to_string_pretty(&value).unwrap_or_default()
     }
 
     /// The `claude mcp add` line that adds the same server for every
     /// project (Claude Code's user scope).
-    pub fn claude_code_command(&self) -> String {
+    pub(crate) fn claude_code_command(&self) -> String {
         format!(
             "claude mcp add --scope user {ENTRY_NAME} --env CRABTALK_HOME={} -- {} mcp",
             shell_word(&self.home),
@@ -231,7 +224,7 @@ fn shell_word(path: &Path) -> String {
 
 /// What writing the entry did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Written {
+pub(crate) enum Written {
     /// The file did not exist; it was made.
     Created,
     /// The entry was added beside the file's others.
@@ -247,7 +240,7 @@ pub enum Written {
 /// stay. A file crabup cannot edit is left untouched and the error says
 /// where it is wrong. A symbolic link is followed: the file it points to is
 /// the one rewritten (dotfiles stay links).
-pub fn write_entry(file: &Path, host: Host, launch: &Launch) -> anyhow::Result<Written> {
+pub(crate) fn write_entry(file: &Path, host: Host, launch: &Launch) -> anyhow::Result<Written> {
     use anyhow::Context as _;
     let target = match std::fs::canonicalize(file) {
         Ok(target) => target,
@@ -334,7 +327,7 @@ mod tests {
         let d = dirs();
         let file = |host: Host, os| host.config_file(&d, os);
         assert_eq!(
-            file(Host::ClaudeDesktop, Os::MacOs),
+            file(Host::ClaudeDesktop, Os::Macos),
             Path::new("/home/ann/Library/Application Support/Claude/claude_desktop_config.json")
         );
         assert_eq!(
@@ -352,11 +345,11 @@ mod tests {
             Path::new("/work/site/.mcp.json")
         );
         assert_eq!(
-            file(Host::Cursor, Os::MacOs),
+            file(Host::Cursor, Os::Macos),
             Path::new("/home/ann/.cursor/mcp.json")
         );
         assert_eq!(
-            file(Host::Zed, Os::MacOs),
+            file(Host::Zed, Os::Macos),
             Path::new("/home/ann/.config/zed/settings.json")
         );
         let xdg = Dirs {

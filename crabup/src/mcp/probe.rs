@@ -16,7 +16,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// What the bridge said.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answered {
+pub(crate) struct Answered {
     /// `serverInfo.name` and `.version`.
     pub server: String,
     pub version: String,
@@ -27,7 +27,7 @@ pub struct Answered {
 
 /// Runs `binary mcp` for `home` and asks it who it is and what tools it
 /// has; why not, in words, when it does not answer.
-pub fn probe(binary: &Path, home: &Path) -> Result<Answered, String> {
+pub(crate) fn probe(binary: &Path, home: &Path) -> Result<Answered, String> {
     let mut child = Command::new(binary)
         .arg("mcp")
         .env("CRABTALK_HOME", home)

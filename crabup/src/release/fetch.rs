@@ -19,19 +19,19 @@ use super::progress::Progress;
 const STALL: Duration = Duration::from_secs(30);
 /// The variable that sets how long the server may stay silent, in
 /// seconds (default 30).
-pub const STALL_ENV: &str = "CRABUP_HTTP_TIMEOUT_SECS";
+pub(crate) const STALL_ENV: &str = "CRABUP_HTTP_TIMEOUT_SECS";
 /// How long connecting may take.
 const CONNECT: Duration = Duration::from_secs(15);
 
 /// An HTTP client for one command.
-pub struct Fetcher {
+pub(crate) struct Fetcher {
     http: reqwest::Client,
     runtime: tokio::runtime::Runtime,
     stall: Duration,
 }
 
 impl Fetcher {
-    pub fn new() -> anyhow::Result<Self> {
+    pub(crate) fn new() -> anyhow::Result<Self> {
         // reqwest is built without a TLS provider of its own.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let stall = std::env::var(STALL_ENV)
@@ -54,13 +54,18 @@ impl Fetcher {
     }
 
     /// A small file (the manifest, a checksum file), at most `limit` bytes.
-    pub fn get_small(&self, url: &str, limit: u64) -> Result<Vec<u8>, PullError> {
+    pub(crate) fn get_small(&self, url: &str, limit: u64) -> Result<Vec<u8>, PullError> {
         self.runtime.block_on(self.get(url, limit, None))
     }
 
     /// An archive, at most `limit` bytes, with a progress bar labelled
     /// `label` when stderr is a terminal.
-    pub fn get_archive(&self, url: &str, limit: u64, label: &str) -> Result<Vec<u8>, PullError> {
+    pub(crate) fn get_archive(
+        &self,
+        url: &str,
+        limit: u64,
+        label: &str,
+    ) -> Result<Vec<u8>, PullError> {
         self.runtime
             .block_on(self.get(url, limit, Some(Progress::new(label))))
     }

@@ -23,12 +23,9 @@ const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What was installed.
 #[derive(Debug, Clone)]
-pub struct Installed {
-    pub program: String,
+pub(crate) struct Installed {
     pub version: String,
     pub path: PathBuf,
-    /// The archive's URL.
-    pub source: String,
     /// The SHA-256 of the archive, as verified.
     pub archive_sha256: String,
 }
@@ -37,7 +34,7 @@ pub struct Installed {
 /// path), for the target crabup was built for. With `record_in` (a cargo
 /// home), the install is recorded there. `running` says `dest` may be the
 /// running crabup itself (which Windows cannot overwrite).
-pub fn install_from_release(
+pub(crate) fn install_from_release(
     fetcher: &Fetcher,
     server: &DistServer,
     program: &str,
@@ -179,10 +176,8 @@ pub fn install_from_release(
         })?;
     }
     Ok(Installed {
-        program: program.to_owned(),
         version: version.to_owned(),
         path: dest.to_owned(),
-        source: archive_url,
         archive_sha256: want,
     })
 }
@@ -259,7 +254,7 @@ pub(crate) fn version_of(binary: &Path) -> Result<String, String> {
 /// renames over it (the running process keeps the old file). Windows
 /// refuses to replace a running executable but lets it be renamed: the old
 /// one moves aside to `<exe>.old` first (removed by the next self update).
-pub fn replace_running_exe(staged: Staged, exe: &Path) -> std::io::Result<()> {
+pub(crate) fn replace_running_exe(staged: Staged, exe: &Path) -> std::io::Result<()> {
     if cfg!(windows) {
         move_aside_then_commit(staged, exe)
     } else {
@@ -287,7 +282,7 @@ fn move_aside_then_commit(staged: Staged, exe: &Path) -> std::io::Result<()> {
 }
 
 /// Where a replaced running executable waits to be removed.
-pub fn aside_path(exe: &Path) -> PathBuf {
+pub(crate) fn aside_path(exe: &Path) -> PathBuf {
     let mut name = exe.as_os_str().to_owned();
     name.push(".old");
     PathBuf::from(name)

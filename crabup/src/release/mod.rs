@@ -21,17 +21,17 @@
 //! source instead.
 
 mod fetch;
-pub mod install;
+pub(crate) mod install;
 mod progress;
 mod server;
 
-pub use fetch::{Fetcher, STALL_ENV};
-pub use install::{Installed, install_from_release, replace_running_exe};
-pub use server::{DIST_SERVER_ENV, DistServer};
+pub(crate) use fetch::Fetcher;
+pub(crate) use install::install_from_release;
+pub(crate) use server::DistServer;
 
 /// Why a release install did not happen. Nothing was changed in every case.
 #[derive(Debug, thiserror::Error)]
-pub enum PullError {
+pub(crate) enum PullError {
     #[error(
         "cannot reach the release server for {url}: {detail}. Check the network (or set \
          CRABUP_DIST_SERVER to a mirror); `--from-source` builds with cargo instead"

@@ -2,25 +2,25 @@
 
 /// The variable that points crabup at another release server (a mirror, a
 /// local folder served over HTTP, a test's server).
-pub const DIST_SERVER_ENV: &str = "CRABUP_DIST_SERVER";
+pub(crate) const DIST_SERVER_ENV: &str = "CRABUP_DIST_SERVER";
 
 /// The release server: a base URL under which each release is a folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DistServer {
+pub(crate) struct DistServer {
     base: String,
 }
 
 impl DistServer {
     /// `CRABUP_DIST_SERVER`, else the GitHub releases of the repository
     /// crabup was built from (its Cargo metadata).
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         match std::env::var(DIST_SERVER_ENV) {
             Ok(base) if !base.trim().is_empty() => Self::new(&base),
             _ => Self::default_for(env!("CARGO_PKG_REPOSITORY")),
         }
     }
 
-    pub fn new(base: &str) -> Self {
+    pub(crate) fn new(base: &str) -> Self {
         Self {
             base: base.trim().trim_end_matches('/').to_owned(),
         }
@@ -28,19 +28,15 @@ impl DistServer {
 
     /// `<repository>/releases/download`: where GitHub serves a release's
     /// assets, `<…>/v<version>/<file>`.
-    pub fn default_for(repository: &str) -> Self {
+    pub(crate) fn default_for(repository: &str) -> Self {
         let repository = repository.trim_end_matches('/');
         let repository = repository.strip_suffix(".git").unwrap_or(repository);
         Self::new(&format!("{repository}/releases/download"))
     }
 
     /// The URL of `file` in release `v<version>`.
-    pub fn url(&self, version: &str, file: &str) -> String {
+    pub(crate) fn url(&self, version: &str, file: &str) -> String {
         format!("{}/v{version}/{file}", self.base)
-    }
-
-    pub fn base(&self) -> &str {
-        &self.base
     }
 }
 

@@ -187,7 +187,7 @@ fn zed_keeps_its_comments_and_a_linked_settings_file_stays_a_link() {
         "{text}"
     );
     // Zed's JSON with comments, read as plain JSON once they are gone.
-    let plain: Value = serde_json::from_str(&crabup::mcp::jsonc::strip_comments(&text)).unwrap();
+    let plain: Value = serde_json::from_str(&crabup::strip_comments(&text)).unwrap();
     assert_eq!(plain["context_servers"]["crabtalk"], person.entry());
     assert_eq!(plain["vim_mode"], true);
 }
