@@ -5,12 +5,11 @@
 //! `crabtalk-command` and starts it; `crabup ps` shows every crabtalk
 //! service in one view (RFC 0011). The binary's `main` only calls
 //! [`main`]; everything else lives in private modules here, one command
-//! per module in `commands/`.
+//! per module in `subcommands/`.
 
 mod build;
 mod cargo;
 mod cli;
-mod commands;
 mod config_check;
 mod context;
 mod installs;
@@ -20,6 +19,7 @@ mod providers;
 mod reach;
 mod release;
 mod setup;
+mod subcommands;
 mod terminal;
 
 /// Comments and trailing commas out of a JSONC text (an MCP host's
@@ -37,7 +37,7 @@ pub const NOT_RUNNING_EXIT: u8 = 3;
 /// Runs crabup with the process's arguments.
 pub fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    match commands::run(cli) {
+    match subcommands::run(cli) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("crabup: error: {err:#}");

@@ -14,7 +14,7 @@
 //!   lines;
 //! - `input`: the line editor, its history file and completion;
 //! - `ask`: `ask_user` questions as a keyboard form;
-//! - `commands`: the slash commands;
+//! - `slash_commands`: the slash commands, parsed;
 //! - `events` and `json`: event streams as lines or JSON for scripts;
 //! - `session`: the connection and the conversation it addresses;
 //! - `repl` and `script`: the interactive and the scripted front ends.
@@ -33,7 +33,6 @@
 
 mod ask;
 mod cli;
-mod commands;
 mod error;
 mod events;
 mod input;
@@ -42,6 +41,7 @@ mod render;
 mod repl;
 mod script;
 mod session;
+mod slash_commands;
 mod text;
 
 pub use cli::Cli;

@@ -1,7 +1,7 @@
 //! Tab completion: slash commands, skills (`/name`), and agent names after
 //! `/agent` and `/guest`.
 
-use crate::commands::COMMANDS;
+use crate::slash_commands::COMMANDS;
 
 /// What Tab can complete, learnt from the daemon.
 #[derive(Debug, Default, Clone)]

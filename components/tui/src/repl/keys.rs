@@ -4,8 +4,8 @@
 
 use super::own_turn::OwnTurn;
 use crate::ask::{AskOutcome, CANCELLED};
-use crate::commands::{self, Input};
 use crate::input::editor::EditorAction;
+use crate::slash_commands::{self, Input};
 use crate::text::{Line, Style};
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind};
 
@@ -147,7 +147,7 @@ impl Repl {
 
     /// Runs one input: a message starts a turn, a command runs.
     pub(super) async fn submit(&mut self, text: String) -> Flow {
-        let parsed = match commands::parse(&text) {
+        let parsed = match slash_commands::parse(&text) {
             Ok(parsed) => parsed,
             Err(usage) => {
                 self.echo(&text);

@@ -4,7 +4,7 @@
 use crabtalk_proto::msg::*;
 
 use super::{Flow, Repl, SEARCH_UNAVAILABLE};
-use crate::commands::{self, Command};
+use crate::slash_commands::{self, Command};
 use crate::text::wrap::{Wrap, wrap};
 use crate::text::{Color, Line, Style};
 
@@ -57,7 +57,7 @@ impl Repl {
     async fn help(&mut self) {
         self.refresh_completion().await;
         let skills = self.agent_skills().await;
-        let help = commands::help_text(&skills);
+        let help = slash_commands::help_text(&skills);
         let width = self.width();
         let lines: Vec<Line> = help
             .lines()

@@ -15,9 +15,9 @@ use std::process::Command;
 use crabtalk_telegram::config::TelegramConfig;
 
 use super::{Report, Verdict};
-use crate::commands::{HealthStatus, PsRow};
 use crate::context::Context;
 use crate::names;
+use crate::subcommands::{HealthStatus, PsRow};
 
 /// How much of the end of a log is searched for errors.
 const LOG_LINES: usize = 400;
