@@ -200,7 +200,7 @@ fn presets_report(config: &crate::config::DaemonConfig) -> String {
 /// restarting cannot help — and 1 otherwise.
 pub fn exit_code(err: &anyhow::Error) -> u8 {
     let config_error = err.chain().any(|cause| {
-        cause.is::<crate::config::ConfigError>()
+        cause.is::<crate::config::Refusal>()
             || cause.is::<crate::runtime::StartError>()
             || cause.is::<Refused>()
             || matches!(

@@ -38,7 +38,7 @@ fn cases(api: &FakeBotApi) -> Vec<Case> {
             file: "search.toml",
             good: format!("{engines}\n[engines.bing]\nenabled = false\n"),
             broken: format!("{engines}\n[engines.bing]\nenabled = false\nwieght = 2.0\n"),
-            problem: "12:1: unknown key `engines.bing.wieght`",
+            problem: "12:1: unknown key `wieght` in [engines.bing]; did you mean `weight`?",
         },
         Case {
             name: "cron",

@@ -16,11 +16,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::load::{
-    ConfigError, PRESET_HINT, not_utf8, parse_toml, served_list, unknown_key_problems,
-};
-use super::problem::{KeyPath, Problem};
-use super::{REDACTED, ServedModels, UnknownKey};
+use crabtalk_kit::config::{ConfigFile, KeyPath, Problem, Refusal};
+
+use super::{PRESET_HINT, REDACTED, ServedModels};
 
 /// The prompt of the default agent when it is first created.
 pub const DEFAULT_PROMPT: &str = "\
@@ -62,8 +60,6 @@ pub struct AgentConfig {
     /// Tool outputs longer than this are cut when a conversation is
     /// summarised for compaction.
     pub compact_tool_max_len: u32,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: BTreeMap<String, toml::Value>,
 }
 
 impl Default for AgentConfig {
@@ -80,7 +76,6 @@ impl Default for AgentConfig {
             bash: BashSettings::default(),
             memory: MemorySettings::default(),
             compact_tool_max_len: 2000,
-            unknown: BTreeMap::new(),
         }
     }
 }
@@ -97,12 +92,6 @@ pub struct BashSettings {
     pub timeout_secs: u64,
     /// Added to the environment of every command.
     pub env: BTreeMap<String, String>,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: BTreeMap<String, toml::Value>,
-}
-
-impl BashSettings {
-    pub const KEYS: &[&str] = &["disabled", "deny", "allow_gateway", "timeout_secs", "env"];
 }
 
 impl Default for BashSettings {
@@ -113,7 +102,6 @@ impl Default for BashSettings {
             allow_gateway: false,
             timeout_secs: 120,
             env: BTreeMap::new(),
-            unknown: BTreeMap::new(),
         }
     }
 }
@@ -123,20 +111,11 @@ impl Default for BashSettings {
 #[serde(default)]
 pub struct MemorySettings {
     pub enabled: bool,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: BTreeMap<String, toml::Value>,
-}
-
-impl MemorySettings {
-    pub const KEYS: &[&str] = &["enabled"];
 }
 
 impl Default for MemorySettings {
     fn default() -> Self {
-        Self {
-            enabled: true,
-            unknown: BTreeMap::new(),
-        }
+        Self { enabled: true }
     }
 }
 
@@ -158,104 +137,50 @@ pub struct McpServerConfig {
     pub auto_restart: bool,
 }
 
-impl McpServerConfig {
-    /// Its keys, as serde reads them (so none is ever missing here).
-    pub fn keys() -> &'static [&'static str] {
-        super::fields::of::<Self>().unwrap_or(&[])
-    }
-}
-
 impl AgentConfig {
-    pub const KEYS: &[&str] = &[
-        "description",
-        "model",
-        "max_iterations",
-        "thinking",
-        "tool_choice",
-        "skills",
-        "tools",
-        "mcps",
-        "bash",
-        "memory",
-        "compact_tool_max_len",
-    ];
-
-    /// Every key this version does not know. `[[mcps]]` entries keep no
-    /// unknown keys of their own, so their keys are read from `text`.
-    pub fn unknown_keys(&self, text: &str) -> Vec<UnknownKey> {
-        let mut keys = UnknownKey::all_in(&KeyPath::default(), &self.unknown, Self::KEYS);
-        keys.extend(UnknownKey::all_in(
-            &KeyPath::keys(&["bash"]),
-            &self.bash.unknown,
-            BashSettings::KEYS,
-        ));
-        keys.extend(UnknownKey::all_in(
-            &KeyPath::keys(&["memory"]),
-            &self.memory.unknown,
-            MemorySettings::KEYS,
-        ));
-        keys.extend(unknown_mcp_keys(text));
-        keys
-    }
-
     /// Parses and checks the text of an agent's file at `path`, as
     /// [`AgentStore::load`] does. `served`: the models the providers
     /// serve, when known.
-    pub fn parse(
-        path: &Path,
-        text: &str,
-        served: Option<&ServedModels>,
-    ) -> Result<Self, ConfigError> {
-        let config: AgentConfig = parse_toml(path, text)?;
-        let mut problems = unknown_key_problems(path, text, &config.unknown_keys(text));
-        if let Err(message) = config.check_mcps() {
-            problems.push(Problem::at_key(
-                path,
-                text,
-                &KeyPath::keys(&["mcps"]),
-                message,
-            ));
+    pub fn parse(path: &Path, text: &str, served: Option<&ServedModels>) -> Result<Self, Refusal> {
+        let file = ConfigFile::new(path, text);
+        let (config, mut problems) = file.parse_noting::<AgentConfig>()?;
+        if let Err(err) = config.check_mcps() {
+            problems.push(file.problem_at_key(&err.key(), &err));
         }
         if let (Some(model), Some(served)) = (&config.model, served)
             && !served.serves(model)
         {
-            problems.push(Problem::at_key(
-                path,
-                text,
+            problems.push(file.problem_at_key(
                 &KeyPath::keys(&["model"]),
                 format!(
                     "model {model:?} is not served by any provider; the providers list {} (or remove `model` to use the default model); {PRESET_HINT}",
-                    served_list(served)
+                    served.list()
                 ),
             ));
         }
-        if !problems.is_empty() {
-            problems.sort_by_key(|problem| problem.position);
-            return Err(ConfigError { problems });
-        }
+        Refusal::check(problems)?;
         Ok(config)
     }
 
     /// Checks the MCP servers: each name follows [`validate_server_name`]
     /// and appears once, and each server has a command or a url (not
     /// both). The error names the server and says what to change.
-    pub fn check_mcps(&self) -> Result<(), String> {
+    pub fn check_mcps(&self) -> Result<(), McpServerError> {
         let mut seen = std::collections::BTreeSet::new();
         for (index, server) in self.mcps.iter().enumerate() {
             validate_server_name(&server.name)
-                .map_err(|err| format!("mcps[{index}].name: {err}"))?;
+                .map_err(|source| McpServerError::Name { index, source })?;
             if !seen.insert(server.name.as_str()) {
-                return Err(format!(
-                    "mcps[{index}]: a second MCP server named {:?}; each name may appear once \
-                     per agent",
-                    server.name
-                ));
+                return Err(McpServerError::Twice {
+                    index,
+                    name: server.name.clone(),
+                });
             }
             if server.command.is_none() == server.url.is_none() {
-                return Err(format!(
-                    "mcps[{index}] ({:?}): give the server either a command or a url",
-                    server.name
-                ));
+                return Err(McpServerError::CommandOrUrl {
+                    index,
+                    name: server.name.clone(),
+                });
             }
         }
         Ok(())
@@ -291,10 +216,21 @@ pub struct AgentDef {
 /// at most 64 characters, and the rest is left for the tool's own name.
 pub const MAX_SERVER_NAME: usize = 24;
 
+/// An MCP server name that breaks the rule of [`validate_server_name`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid MCP server name {name:?}: use 1-{MAX_SERVER_NAME} letters, digits, '-' or '_', \
+     beginning and ending with a letter or digit, without \"__\" (tools are offered as \
+     <server>__<tool>)"
+)]
+pub struct InvalidServerName {
+    pub name: String,
+}
+
 /// Checks an MCP server name — the one rule for every name a server gets,
 /// declared or discovered (see `mcp::names`); the error says what is
 /// allowed.
-pub fn validate_server_name(name: &str) -> Result<(), String> {
+pub fn validate_server_name(name: &str) -> Result<(), InvalidServerName> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
     let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
     let valid = !name.is_empty()
@@ -306,16 +242,23 @@ pub fn validate_server_name(name: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!(
-            "invalid MCP server name {name:?}: use 1-{MAX_SERVER_NAME} letters, digits, '-' or \
-             '_', beginning and ending with a letter or digit, without \"__\" (tools are offered \
-             as <server>__<tool>)"
-        ))
+        Err(InvalidServerName {
+            name: name.to_owned(),
+        })
     }
 }
 
+/// An agent name that cannot be one (see [`validate_agent_name`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid agent name {name:?}: use 1-64 letters, digits, '-', '_' or '.', not starting with '.'"
+)]
+pub struct InvalidAgentName {
+    pub name: String,
+}
+
 /// Checks an agent name; the error says what is allowed.
-pub fn validate_agent_name(name: &str) -> Result<(), String> {
+pub fn validate_agent_name(name: &str) -> Result<(), InvalidAgentName> {
     let valid = !name.is_empty()
         && name.len() <= 64
         && !name.starts_with('.')
@@ -325,9 +268,37 @@ pub fn validate_agent_name(name: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!(
-            "invalid agent name {name:?}: use 1-64 letters, digits, '-', '_' or '.', not starting with '.'"
-        ))
+        Err(InvalidAgentName {
+            name: name.to_owned(),
+        })
+    }
+}
+
+/// Why an agent's `[[mcps]]` cannot be used: which entry, and what to
+/// change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McpServerError {
+    #[error("mcps[{index}].name: {source}")]
+    Name {
+        index: usize,
+        source: InvalidServerName,
+    },
+    #[error(
+        "mcps[{index}]: a second MCP server named {name:?}; each name may appear once per agent"
+    )]
+    Twice { index: usize, name: String },
+    #[error("mcps[{index}] ({name:?}): give the server either a command or a url")]
+    CommandOrUrl { index: usize, name: String },
+}
+
+impl McpServerError {
+    /// Where in the agent's file the problem is.
+    pub fn key(&self) -> KeyPath {
+        let entry = |index: usize| KeyPath::keys(&["mcps"]).index(index);
+        match self {
+            Self::Name { index, .. } | Self::Twice { index, .. } => entry(*index).key("name"),
+            Self::CommandOrUrl { index, .. } => entry(*index),
+        }
     }
 }
 
@@ -337,44 +308,11 @@ pub struct AgentStore {
     dir: PathBuf,
 }
 
-/// Keys of `[[mcps]]` entries that `McpServerConfig` does not have.
-fn unknown_mcp_keys(text: &str) -> Vec<UnknownKey> {
-    let Ok(document) = toml::de::DeTable::parse(text) else {
-        return Vec::new();
-    };
-    let Some((_, mcps)) = document
-        .get_ref()
-        .iter()
-        .find(|(key, _)| key.get_ref().as_ref() == "mcps")
-    else {
-        return Vec::new();
-    };
-    let toml::de::DeValue::Array(entries) = mcps.get_ref() else {
-        return Vec::new();
-    };
-    let mut keys = Vec::new();
-    for (index, entry) in entries.iter().enumerate() {
-        let toml::de::DeValue::Table(table) = entry.get_ref() else {
-            continue;
-        };
-        for (key, _) in table.iter() {
-            let key: &str = key.get_ref().as_ref();
-            if !McpServerConfig::keys().contains(&key) {
-                keys.push(UnknownKey {
-                    path: KeyPath::keys(&["mcps"]).index(index).key(key),
-                    known: McpServerConfig::keys(),
-                });
-            }
-        }
-    }
-    keys
-}
-
 /// An agent whose file was refused, and why.
 #[derive(Debug, Clone)]
 pub struct RefusedAgent {
     pub name: String,
-    pub error: ConfigError,
+    pub error: Refusal,
 }
 
 /// The agents found on disk, and the files that were refused.
@@ -448,16 +386,13 @@ impl AgentStore {
         &self,
         name: &str,
         served: Option<&ServedModels>,
-    ) -> Result<Option<AgentDef>, ConfigError> {
+    ) -> Result<Option<AgentDef>, Refusal> {
         let path = self.toml_path(name);
-        let text = match std::fs::read(&path) {
-            Ok(bytes) => crabtalk_home::utf8_text(bytes).map_err(|err| not_utf8(&path, &err))?,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => {
-                return Err(Problem::in_file(&path, format!("cannot read it: {err}")).into());
-            }
+        let Some(file) = ConfigFile::open(&path)? else {
+            return Ok(None);
         };
-        let config = AgentConfig::parse(&path, &text, served)?;
+        let text = file.text();
+        let config = AgentConfig::parse(&path, text, served)?;
         let prompt = match std::fs::read_to_string(self.prompt_path(name)) {
             Ok(prompt) => prompt,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -626,24 +561,41 @@ mod tests {
     }
 
     #[test]
-    fn the_known_key_lists_match_the_fields() {
+    fn every_key_an_agent_can_set_is_known() {
         let text = "description = \"d\"\nmodel = \"m\"\nmax_iterations = 1\nthinking = true\ntool_choice = \"auto\"\nskills = []\ntools = []\ncompact_tool_max_len = 1\n[bash]\ndisabled = true\ndeny = []\nallow_gateway = true\ntimeout_secs = 1\nenv = {}\n[memory]\nenabled = true\n[[mcps]]\nname = \"n\"\ncommand = \"c\"\nargs = []\nenv = {}\nurl = \"u\"\nauth = \"a\"\nauto_restart = true\n";
-        let config: AgentConfig = toml::from_str(text).unwrap();
-        assert_eq!(config.unknown_keys(text), Vec::new());
+        let file = ConfigFile::new("agents/a.toml", text);
+        let (config, problems) = file.parse_noting::<AgentConfig>().unwrap();
+        assert_eq!(problems, Vec::new());
+        // The text sets every field there is.
         let json = serde_json::to_value(&config).unwrap();
         for (key, value) in json.as_object().unwrap() {
-            assert!(AgentConfig::KEYS.contains(&key.as_str()), "{key}");
-            let known = match key.as_str() {
-                "bash" => BashSettings::KEYS,
-                "memory" => MemorySettings::KEYS,
-                "mcps" => McpServerConfig::keys(),
-                _ => continue,
-            };
+            assert!(
+                text.contains(&format!("{key} ="))
+                    || text.contains(&format!("[{key}]"))
+                    || text.contains(&format!("[[{key}]]")),
+                "{key}"
+            );
             let value = value.as_array().and_then(|a| a.first()).unwrap_or(value);
-            for inner in value.as_object().unwrap().keys() {
-                assert!(known.contains(&inner.as_str()), "{key}.{inner}");
+            for inner in value.as_object().into_iter().flat_map(|inner| inner.keys()) {
+                assert!(text.contains(&format!("{inner} =")), "{key}.{inner}");
             }
         }
+    }
+
+    #[test]
+    fn unknown_keys_in_agent_json_are_found_too() {
+        let json = r#"{"tols": ["read"], "mcps": [{"name": "x", "comand": "y"}]}"#;
+        let mut deserializer = serde_json::Deserializer::from_str(json);
+        let (_config, unknown): (AgentConfig, _) =
+            crabtalk_kit::config::deserialize_noting_unknown(&mut deserializer).unwrap();
+        let messages: Vec<String> = unknown.iter().map(|key| key.message()).collect();
+        assert_eq!(
+            messages,
+            [
+                "unknown key `tols`; did you mean `tools`?",
+                "unknown key `comand` in [[mcps]]; did you mean `command`?",
+            ]
+        );
     }
 
     #[test]
@@ -662,7 +614,7 @@ mod tests {
             "a.b",
             &"x".repeat(25),
         ] {
-            let err = validate_server_name(bad).unwrap_err();
+            let err = validate_server_name(bad).unwrap_err().to_string();
             assert!(err.contains("invalid MCP server name"), "{err}");
         }
     }
@@ -694,6 +646,37 @@ mod tests {
                 err.contains(&format!("{file}.toml")) && err.contains(expected),
                 "{err}"
             );
+        }
+    }
+
+    #[test]
+    fn an_unusable_mcp_server_is_placed_at_its_entry() {
+        let path = Path::new("agents/a.toml");
+        for (text, position, error) in [
+            (
+                "[[mcps]]\nname = \"\"\ncommand = \"x\"\n",
+                (2, 1),
+                McpServerError::Name {
+                    index: 0,
+                    source: InvalidServerName {
+                        name: String::new(),
+                    },
+                },
+            ),
+            (
+                "[[mcps]]\nname = \"a\"\ncommand = \"x\"\n\n[[mcps]]\nname = \"a\"\nurl = \"http://h\"\n",
+                (6, 1),
+                McpServerError::Twice {
+                    index: 1,
+                    name: "a".into(),
+                },
+            ),
+        ] {
+            let config: AgentConfig = toml::from_str(text).unwrap();
+            assert_eq!(config.check_mcps(), Err(error.clone()));
+            let refusal = AgentConfig::parse(path, text, None).unwrap_err();
+            assert_eq!(refusal.problems[0].position, Some(position), "{refusal}");
+            assert_eq!(refusal.problems[0].message, error.to_string());
         }
     }
 

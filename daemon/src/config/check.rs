@@ -10,12 +10,12 @@ use std::fmt::Write;
 use crabtalk_home::Home;
 
 use super::agent::{AgentStore, LoadedAgents};
-use super::{ConfigError, DaemonConfig, Problem};
+use super::{DaemonConfig, Problem, Refusal};
 
 /// What checking a home found.
 #[derive(Debug)]
 pub struct HomeCheck {
-    pub config: Result<DaemonConfig, ConfigError>,
+    pub config: Result<DaemonConfig, Refusal>,
     pub agents: LoadedAgents,
 }
 

@@ -1,26 +1,14 @@
-//! Reading `config.toml` with every problem named by file, line and column.
+//! Reading `config.toml` with every problem named by file, line and column:
+//! the kit's loader reads the file and names its unknown keys; the checks
+//! here are the daemon's own.
 
 use std::path::Path;
 
-use serde::de::DeserializeOwned;
+use crabtalk_kit::config::{ConfigFile, KeyPath, Problem, Refusal};
+use crabtalk_kit::suggest::closest;
 
-use super::problem::{self, KeyPath, Problem};
-use super::{DaemonConfig, UnknownKey};
-
-/// Why a configuration file was refused: every problem found in it.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{}", problem::list(.problems))]
-pub struct ConfigError {
-    pub problems: Vec<Problem>,
-}
-
-impl From<Problem> for ConfigError {
-    fn from(problem: Problem) -> Self {
-        Self {
-            problems: vec![problem],
-        }
-    }
-}
+use super::agent::validate_agent_name;
+use super::{DaemonConfig, PRESET_HINT};
 
 /// The provider kinds the daemon knows besides crabllm's compatible
 /// services (`deepseek`, …).
@@ -46,65 +34,28 @@ pub(super) fn provider_kinds() -> Vec<&'static str> {
     kinds
 }
 
-/// Parses TOML text from `path` into `T`.
-pub(crate) fn parse_toml<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, Problem> {
-    toml::from_str(text).map_err(|err| {
-        let message = err.message().trim().to_owned();
-        match err.span() {
-            Some(span) => Problem::at_offset(path, text, span.start, message),
-            None => Problem {
-                path: path.to_owned(),
-                position: Some((1, 1)),
-                message,
-            },
-        }
-    })
-}
-
-/// A file that is not UTF-8, refused at its first bad byte.
-pub(crate) fn not_utf8(path: &Path, err: &crabtalk_home::NotUtf8) -> Problem {
-    Problem {
-        path: path.to_owned(),
-        position: Some((err.line, err.column)),
-        message: err.to_string(),
-    }
-}
-
-/// Problems for keys nobody reads.
-pub(crate) fn unknown_key_problems(path: &Path, text: &str, keys: &[UnknownKey]) -> Vec<Problem> {
-    keys.iter()
-        .map(|key| Problem::at_key(path, text, &key.path, key.message()))
-        .collect()
-}
-
 impl DaemonConfig {
     /// Loads `config.toml`; a missing file is the default configuration.
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = match std::fs::read(path) {
-            Ok(bytes) => crabtalk_home::utf8_text(bytes).map_err(|err| not_utf8(path, &err))?,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(err) => return Err(Problem::in_file(path, format!("cannot read it: {err}")).into()),
-        };
-        Self::parse(path, &text)
+    pub fn load(path: &Path) -> Result<Self, Refusal> {
+        match ConfigFile::open(path)? {
+            Some(file) => Self::parse(path, file.text()),
+            None => Ok(Self::default()),
+        }
     }
 
     /// Parses and checks the text of `config.toml`.
-    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
-        let value: Self = parse_toml(path, text)?;
-        let mut problems = unknown_key_problems(path, text, &value.unknown_keys());
-        problems.extend(value.validate(path, text));
-        if problems.is_empty() {
-            Ok(value)
-        } else {
-            problems.sort_by_key(|problem| problem.position);
-            Err(ConfigError { problems })
-        }
+    pub fn parse(path: &Path, text: &str) -> Result<Self, Refusal> {
+        let file = ConfigFile::new(path, text);
+        let (value, mut problems) = file.parse_noting::<Self>()?;
+        problems.extend(value.validate(&file));
+        Refusal::check(problems)?;
+        Ok(value)
     }
 
-    fn validate(&self, path: &Path, text: &str) -> Vec<Problem> {
+    fn validate(&self, file: &ConfigFile) -> Vec<Problem> {
         let mut problems = Vec::new();
-        let at = |keys: KeyPath, message: String| Problem::at_key(path, text, &keys, message);
-        if let Err(err) = super::agent::validate_agent_name(&self.default_agent) {
+        let at = |keys: KeyPath, message: String| file.problem_at_key(&keys, message);
+        if let Err(err) = validate_agent_name(&self.default_agent) {
             problems.push(at(
                 KeyPath::keys(&["default_agent"]),
                 format!("default_agent: {err}"),
@@ -119,7 +70,7 @@ impl DaemonConfig {
             if let Some(kind) = preset.kind.as_deref()
                 && !kinds.contains(&kind.trim())
             {
-                let hint = match problem::closest(kind, &kinds) {
+                let hint = match closest(kind, &kinds) {
                     Some(likely) => format!("did you mean \"{likely}\"? "),
                     None => String::new(),
                 };
@@ -141,7 +92,7 @@ impl DaemonConfig {
                     "this [[providers]] entry has no `kind`; set kind = \"openai\" (any OpenAI-compatible API), \"anthropic\", \"google\", \"azure\" or \"ollama\"".into(),
                 ));
             } else if !kinds.contains(&kind) {
-                let hint = match problem::closest(kind, &kinds) {
+                let hint = match closest(kind, &kinds) {
                     Some(likely) => format!("did you mean \"{likely}\"? "),
                     None => String::new(),
                 };
@@ -195,7 +146,7 @@ impl DaemonConfig {
                 KeyPath::keys(&["default_model"]),
                 format!(
                     "default_model {model:?} is not served by any provider; the providers list {}; {PRESET_HINT}",
-                    served_list(&served)
+                    served.list()
                 ),
             ));
         }
@@ -225,19 +176,6 @@ fn token_problem(token: &str) -> Option<String> {
     }
     None
 }
-
-/// The served models for a message.
-pub(crate) fn served_list(served: &super::ServedModels) -> String {
-    if served.names.is_empty() {
-        "no models".to_owned()
-    } else {
-        served.names.iter().cloned().collect::<Vec<_>>().join(", ")
-    }
-}
-
-/// The end of a message about a model nobody serves: presets serve models
-/// by prefix.
-pub(crate) const PRESET_HINT: &str = "a preset's model, like \"groq/llama-3.3-70b-versatile\", is served too (`crabtalkd check` lists the presets)";
 
 #[cfg(test)]
 mod tests {

@@ -5,26 +5,28 @@
 //! wrong type, a key this version does not know (most likely a typo, and a
 //! typo must not silently drop a setting such as an agent's tool
 //! restriction), an unknown provider `kind` or a model no provider serves is
-//! refused with every [`Problem`] named by file, line and column. What a
-//! refusal means — the daemon does not start, a reload keeps the previous
-//! file in force — is decided by the caller; [`check`] runs the same checks
-//! without a daemon (`crabtalkd check`).
+//! refused with every [`Problem`] named by file, line and column. Reading a
+//! file, finding its unknown keys (with a "did you mean", from the types'
+//! own fields) and placing a problem are the kit's config loader
+//! ([`crabtalk_kit::config`]), the same one every component uses; the
+//! checks here are what only the daemon knows (provider kinds, served
+//! models, names). What a refusal means — the daemon does not start, a
+//! reload keeps the previous file in force — is decided by the caller;
+//! [`check`] runs the same checks without a daemon (`crabtalkd check`).
 
 pub mod agent;
 pub mod check;
-mod fields;
 mod load;
 pub mod presets;
-pub mod problem;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use self::load::ConfigError;
+pub use crabtalk_kit::config::{KeyPath, Problem, Refusal};
+
 pub use self::presets::{Preset, PresetEntry};
-pub use self::problem::{KeyPath, Problem};
 
 /// Address the daemon listens on by default.
 pub const DEFAULT_TCP: &str = crabtalk_proto::transport::DEFAULT_TCP_ADDR;
@@ -54,8 +56,6 @@ pub struct DaemonConfig {
     pub delegation: DelegationSettings,
     pub mcp: McpConfig,
     pub gateway: GatewaySettings,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: BTreeMap<String, toml::Value>,
 }
 
 /// `[gateway]`: who talks through a gateway, and what their chains may not
@@ -68,12 +68,6 @@ pub struct GatewaySettings {
     /// Tools no turn begun by a gateway sender may use: exact names, or a
     /// prefix ending in `*` (`cron__*`).
     pub deny_tools: Vec<String>,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: BTreeMap<String, toml::Value>,
-}
-
-impl GatewaySettings {
-    pub const KEYS: &[&str] = &["senders", "deny_tools"];
 }
 
 impl Default for GatewaySettings {
@@ -81,7 +75,6 @@ impl Default for GatewaySettings {
         Self {
             senders: vec!["tg:".into()],
             deny_tools: vec!["bash".into(), "read".into(), "edit".into()],
-            unknown: BTreeMap::new(),
         }
     }
 }
@@ -100,17 +93,6 @@ pub struct McpConfig {
     /// The longest pause between tries; a connection that stays up this
     /// long brings the pause back to `restart_backoff_ms`.
     pub restart_backoff_max_ms: u64,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: BTreeMap<String, toml::Value>,
-}
-
-impl McpConfig {
-    pub const KEYS: &[&str] = &[
-        "call_timeout_secs",
-        "connect_timeout_secs",
-        "restart_backoff_ms",
-        "restart_backoff_max_ms",
-    ];
 }
 
 impl Default for McpConfig {
@@ -120,7 +102,6 @@ impl Default for McpConfig {
             connect_timeout_secs: 30,
             restart_backoff_ms: 1000,
             restart_backoff_max_ms: 60_000,
-            unknown: BTreeMap::new(),
         }
     }
 }
@@ -133,20 +114,11 @@ pub struct EventSettings {
     /// firing another agent, whose done-event fires the next…) before the
     /// chain is stopped: the guard against subscription cycles.
     pub max_hops: u32,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: BTreeMap<String, toml::Value>,
-}
-
-impl EventSettings {
-    pub const KEYS: &[&str] = &["max_hops"];
 }
 
 impl Default for EventSettings {
     fn default() -> Self {
-        Self {
-            max_hops: 8,
-            unknown: BTreeMap::new(),
-        }
+        Self { max_hops: 8 }
     }
 }
 
@@ -158,12 +130,6 @@ pub struct DelegationSettings {
     pub max_depth: u32,
     /// How many tasks one delegate call may start.
     pub max_tasks: usize,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: BTreeMap<String, toml::Value>,
-}
-
-impl DelegationSettings {
-    pub const KEYS: &[&str] = &["max_depth", "max_tasks"];
 }
 
 impl Default for DelegationSettings {
@@ -171,7 +137,6 @@ impl Default for DelegationSettings {
         Self {
             max_depth: 3,
             max_tasks: 8,
-            unknown: BTreeMap::new(),
         }
     }
 }
@@ -192,7 +157,6 @@ impl Default for DaemonConfig {
             delegation: DelegationSettings::default(),
             mcp: McpConfig::default(),
             gateway: GatewaySettings::default(),
-            unknown: BTreeMap::new(),
         }
     }
 }
@@ -221,21 +185,9 @@ pub struct ProviderEntry {
     /// Azure OpenAI API version.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: BTreeMap<String, toml::Value>,
 }
 
 impl ProviderEntry {
-    pub const KEYS: &[&str] = &[
-        "name",
-        "kind",
-        "base_url",
-        "api_key",
-        "api_key_env",
-        "models",
-        "api_version",
-    ];
-
     /// The label used in messages and `ListModels`.
     pub fn label(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.kind)
@@ -252,12 +204,6 @@ pub struct TransportConfig {
     /// daemon keeps a random one in `run/token` (see [`crate::token`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: BTreeMap<String, toml::Value>,
-}
-
-impl TransportConfig {
-    pub const KEYS: &[&str] = &["tcp", "token"];
 }
 
 impl Default for TransportConfig {
@@ -265,7 +211,6 @@ impl Default for TransportConfig {
         Self {
             tcp: DEFAULT_TCP.into(),
             token: None,
-            unknown: BTreeMap::new(),
         }
     }
 }
@@ -280,16 +225,6 @@ pub struct LlmSettings {
     pub max_retries: u32,
     /// First backoff; doubles per retry, with full jitter.
     pub retry_backoff_ms: u64,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: BTreeMap<String, toml::Value>,
-}
-
-impl LlmSettings {
-    pub const KEYS: &[&str] = &[
-        "stream_idle_timeout_secs",
-        "max_retries",
-        "retry_backoff_ms",
-    ];
 }
 
 impl Default for LlmSettings {
@@ -298,7 +233,6 @@ impl Default for LlmSettings {
             stream_idle_timeout_secs: 120,
             max_retries: 2,
             retry_backoff_ms: 100,
-            unknown: BTreeMap::new(),
         }
     }
 }
@@ -317,17 +251,6 @@ pub struct ConversationSettings {
     /// How long a turn waits for its client to take any of the events
     /// queued for it before dropping the client (the turn goes on).
     pub client_stall_secs: u64,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: BTreeMap<String, toml::Value>,
-}
-
-impl ConversationSettings {
-    pub const KEYS: &[&str] = &[
-        "max_in_memory",
-        "idle_evict_secs",
-        "ask_timeout_secs",
-        "client_stall_secs",
-    ];
 }
 
 impl Default for ConversationSettings {
@@ -337,125 +260,11 @@ impl Default for ConversationSettings {
             idle_evict_secs: 1800,
             ask_timeout_secs: 600,
             client_stall_secs: 30,
-            unknown: BTreeMap::new(),
-        }
-    }
-}
-
-/// A key the configuration does not know, and the keys its table does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownKey {
-    pub path: KeyPath,
-    pub known: &'static [&'static str],
-}
-
-impl UnknownKey {
-    /// Every key of `unknown`, found in the table at `table`.
-    pub fn all_in(
-        table: &KeyPath,
-        unknown: &BTreeMap<String, toml::Value>,
-        known: &'static [&'static str],
-    ) -> Vec<Self> {
-        unknown
-            .keys()
-            .map(|key| Self {
-                path: table.key(key),
-                known,
-            })
-            .collect()
-    }
-
-    /// What to tell a person: the key, where it is, and the likely fix.
-    pub fn message(&self) -> String {
-        let key = self.path.last_key().unwrap_or_default();
-        let place = self
-            .path
-            .table()
-            .map(|table| format!(" in {table}"))
-            .unwrap_or_default();
-        match problem::closest(key, self.known) {
-            Some(likely) => format!("unknown key `{key}`{place}; did you mean `{likely}`?"),
-            None => format!(
-                "unknown key `{key}`{place}; the keys here are {}",
-                self.known.join(", ")
-            ),
         }
     }
 }
 
 impl DaemonConfig {
-    pub const KEYS: &[&str] = &[
-        "default_model",
-        "default_agent",
-        "providers",
-        "presets",
-        "transport",
-        "env",
-        "llm",
-        "conversations",
-        "skill_dirs",
-        "events",
-        "delegation",
-        "mcp",
-        "gateway",
-    ];
-
-    /// Every key this version does not know.
-    pub fn unknown_keys(&self) -> Vec<UnknownKey> {
-        let table = |name: &str| KeyPath::keys(&[name]);
-        let mut keys = UnknownKey::all_in(&KeyPath::default(), &self.unknown, Self::KEYS);
-        keys.extend(UnknownKey::all_in(
-            &table("transport"),
-            &self.transport.unknown,
-            TransportConfig::KEYS,
-        ));
-        keys.extend(UnknownKey::all_in(
-            &table("llm"),
-            &self.llm.unknown,
-            LlmSettings::KEYS,
-        ));
-        keys.extend(UnknownKey::all_in(
-            &table("conversations"),
-            &self.conversations.unknown,
-            ConversationSettings::KEYS,
-        ));
-        keys.extend(UnknownKey::all_in(
-            &table("events"),
-            &self.events.unknown,
-            EventSettings::KEYS,
-        ));
-        keys.extend(UnknownKey::all_in(
-            &table("delegation"),
-            &self.delegation.unknown,
-            DelegationSettings::KEYS,
-        ));
-        keys.extend(UnknownKey::all_in(
-            &table("mcp"),
-            &self.mcp.unknown,
-            McpConfig::KEYS,
-        ));
-        keys.extend(UnknownKey::all_in(
-            &table("gateway"),
-            &self.gateway.unknown,
-            GatewaySettings::KEYS,
-        ));
-        for (i, provider) in self.providers.iter().enumerate() {
-            keys.extend(UnknownKey::all_in(
-                &table("providers").index(i),
-                &provider.unknown,
-                ProviderEntry::KEYS,
-            ));
-        }
-        for (name, preset) in &self.presets {
-            keys.extend(UnknownKey::all_in(
-                &table("presets").key(name),
-                &preset.unknown,
-                PresetEntry::KEYS,
-            ));
-        }
-        keys
-    }
-
     /// Every preset, built-in and configured, longest name first; the
     /// Ollama preset follows `OLLAMA_HOST`.
     pub fn presets(&self) -> Vec<Preset> {
@@ -530,6 +339,15 @@ impl ServedModels {
             })
     }
 
+    /// The names, for a message.
+    pub fn list(&self) -> String {
+        if self.names.is_empty() {
+            "no models".to_owned()
+        } else {
+            self.names.iter().cloned().collect::<Vec<_>>().join(", ")
+        }
+    }
+
     /// What is served, for a message: the names, then the prefixes.
     pub fn describe(&self) -> String {
         let names = if self.names.is_empty() {
@@ -553,6 +371,10 @@ impl ServedModels {
         )
     }
 }
+
+/// The end of a message about a model nobody serves: presets serve models
+/// by prefix.
+pub const PRESET_HINT: &str = "a preset's model, like \"groq/llama-3.3-70b-versatile\", is served too (`crabtalkd check` lists the presets)";
 
 /// What replaces a secret in anything the daemon shows.
 pub const REDACTED: &str = "<redacted>";
@@ -634,35 +456,44 @@ mod tests {
     }
 
     #[test]
-    fn the_known_key_lists_match_the_fields() {
-        let config: DaemonConfig = toml::from_str(EVERY_KEY).unwrap();
-        assert_eq!(
-            config.unknown_keys(),
-            Vec::new(),
-            "a listed key is no field"
-        );
+    fn every_key_a_config_can_set_is_known() {
+        let config = DaemonConfig::parse(std::path::Path::new("config.toml"), EVERY_KEY)
+            .unwrap_or_else(|err| panic!("{err}"));
+        // The file above sets every field there is (so a field added later
+        // is parsed here too).
         let mut found = Vec::new();
         keys(&serde_json::to_value(&config).unwrap(), "", &mut found);
-        let table = |section: &str| -> &[&str] {
-            match section {
-                "providers" => ProviderEntry::KEYS,
-                "presets" => PresetEntry::KEYS,
-                "transport" => TransportConfig::KEYS,
-                "llm" => LlmSettings::KEYS,
-                "conversations" => ConversationSettings::KEYS,
-                "events" => EventSettings::KEYS,
-                "delegation" => DelegationSettings::KEYS,
-                "mcp" => McpConfig::KEYS,
-                "gateway" => GatewaySettings::KEYS,
-                other => panic!("no key list for [{other}]"),
-            }
-        };
         for key in found {
-            let listed = match key.split_once('.') {
-                None => DaemonConfig::KEYS.contains(&key.as_str()),
-                Some((section, inner)) => table(section).contains(&inner),
-            };
-            assert!(listed, "{key} is a field but not in its KEYS list");
+            let last = key.rsplit('.').next().unwrap_or(&key);
+            assert!(
+                EVERY_KEY.contains(last),
+                "{key} is a field EVERY_KEY does not set"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_key_in_any_table_gets_the_likely_one() {
+        for (text, says) in [
+            (
+                "[mcp]\ncall_timeout = 1\n",
+                "unknown key `call_timeout` in [mcp]; did you mean `call_timeout_secs`?",
+            ),
+            (
+                "[gateway]\nsender = []\n",
+                "unknown key `sender` in [gateway]; did you mean `senders`?",
+            ),
+            (
+                "[presets.lab]\nbase_url = \"http://lab/v1\"\napi_kye = \"k\"\n",
+                "unknown key `api_kye` in [presets.lab]; did you mean `api_key`?",
+            ),
+            (
+                "[delegation]\nmax_dept = 1\n",
+                "unknown key `max_dept` in [delegation]; did you mean `max_depth`?",
+            ),
+        ] {
+            let err = DaemonConfig::parse(std::path::Path::new("config.toml"), text).unwrap_err();
+            assert!(err.to_string().contains(says), "{text:?}: {err}");
         }
     }
 

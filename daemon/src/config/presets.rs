@@ -45,12 +45,6 @@ pub struct PresetEntry {
     /// The variable the key is read from, instead of the preset's own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
-    #[serde(flatten, skip_serializing)]
-    pub unknown: BTreeMap<String, toml::Value>,
-}
-
-impl PresetEntry {
-    pub const KEYS: &[&str] = &["kind", "base_url", "api_key", "api_key_env"];
 }
 
 /// Where a preset's key comes from.
@@ -209,7 +203,7 @@ pub(super) fn entry_problem(name: &str, entry: &PresetEntry) -> Option<String> {
             .is_none_or(|url| url.trim().is_empty())
     {
         let known: Vec<&str> = builtin_names().collect();
-        let hint = match super::problem::closest(name, &known) {
+        let hint = match crabtalk_kit::suggest::closest(name, &known) {
             Some(likely) => format!("did you mean [presets.{likely}]? "),
             None => String::new(),
         };

@@ -38,7 +38,7 @@ pub use self::turn::{TurnOutcome, TurnRequest};
 use crate::bus::EventBus;
 use crate::config::agent::McpServerConfig;
 use crate::config::agent::{AgentConfig, AgentDef, AgentStore, RefusedAgent, validate_agent_name};
-use crate::config::{ConfigError, DaemonConfig};
+use crate::config::{DaemonConfig, Refusal};
 use crate::hook::Chain;
 use crate::mcp::{McpHub, McpSettings};
 use crate::memories::Memories;
@@ -54,7 +54,7 @@ pub const DEFAULT_SENDER: &str = "user";
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error(transparent)]
-    Config(#[from] ConfigError),
+    Config(#[from] Refusal),
     #[error("cannot create the default agent in {dir}: {source}")]
     DefaultAgent {
         dir: PathBuf,
@@ -472,7 +472,7 @@ impl Runtime {
         config_json: &str,
         prompt: &str,
     ) -> Result<Arc<AgentDef>, Error> {
-        validate_agent_name(name).map_err(Error::invalid)?;
+        validate_agent_name(name).map_err(|err| Error::invalid(err.to_string()))?;
         let snapshot = self.snapshot();
         if let Some(existing) = snapshot
             .agents
@@ -484,7 +484,9 @@ impl Runtime {
             )));
         }
         let config = parse_agent_config(config_json)?.unwrap_or_default();
-        config.check_mcps().map_err(Error::invalid)?;
+        config
+            .check_mcps()
+            .map_err(|err| Error::invalid(err.to_string()))?;
         let agent = AgentDef {
             name: name.to_owned(),
             config,
@@ -507,7 +509,9 @@ impl Runtime {
         let current = snapshot.agent(name).map_err(Error::not_found)?;
         let mut agent = AgentDef::clone(&current);
         if let Some(config) = parse_agent_config(config_json)? {
-            config.check_mcps().map_err(Error::invalid)?;
+            config
+                .check_mcps()
+                .map_err(|err| Error::invalid(err.to_string()))?;
             agent.config = config;
         }
         if !prompt.is_empty() {
@@ -539,7 +543,7 @@ impl Runtime {
 
     /// Renames an agent and moves its conversations.
     pub async fn rename_agent(&self, old: &str, new: &str) -> Result<Arc<AgentDef>, Error> {
-        validate_agent_name(new).map_err(Error::invalid)?;
+        validate_agent_name(new).map_err(|err| Error::invalid(err.to_string()))?;
         let snapshot = self.snapshot();
         snapshot.agent(old).map_err(Error::not_found)?;
         self.refuse_builtin(old)?;
@@ -621,7 +625,8 @@ impl Runtime {
     pub fn upsert_mcp(&self, agent: &str, config_json: &str) -> Result<String, Error> {
         let config: McpServerConfig = serde_json::from_str(config_json)
             .map_err(|err| Error::invalid(format!("not McpServerConfig JSON: {err}")))?;
-        crate::config::agent::validate_server_name(&config.name).map_err(Error::invalid)?;
+        crate::config::agent::validate_server_name(&config.name)
+            .map_err(|err| Error::invalid(err.to_string()))?;
         if config.command.is_none() == config.url.is_none() {
             return Err(Error::invalid(
                 "give the MCP server either a command or a url",
@@ -639,7 +644,9 @@ impl Runtime {
             Some(existing) => *existing = config.clone(),
             None => def.config.mcps.push(config.clone()),
         }
-        def.config.check_mcps().map_err(Error::invalid)?;
+        def.config
+            .check_mcps()
+            .map_err(|err| Error::invalid(err.to_string()))?;
         self.agent_store
             .save(&def)
             .map_err(|err| Error::internal(format!("cannot save agent {:?}: {err}", def.name)))?;
@@ -775,7 +782,7 @@ fn undo_rename(old: &str, new: &str, what: &str, undone: std::io::Result<()>) ->
     }
 }
 
-fn load_config(home: &Home) -> Result<DaemonConfig, ConfigError> {
+fn load_config(home: &Home) -> Result<DaemonConfig, Refusal> {
     DaemonConfig::load(&home.config_file())
 }
 
@@ -869,14 +876,17 @@ fn parse_agent_config(json: &str) -> Result<Option<AgentConfig>, Error> {
     if json.trim().is_empty() {
         return Ok(None);
     }
-    let config: AgentConfig = serde_json::from_str(json).map_err(|err| {
-        Error::invalid(format!(
-            "the agent config is not valid AgentConfig JSON: {err}"
-        ))
-    })?;
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    let (config, unknown): (AgentConfig, _) =
+        crabtalk_kit::config::deserialize_noting_unknown(&mut deserializer)
+            .and_then(|parsed| deserializer.end().map(|()| parsed))
+            .map_err(|err| {
+                Error::invalid(format!(
+                    "the agent config is not valid AgentConfig JSON: {err}"
+                ))
+            })?;
     // As in the agent files: an unknown key is refused, never ignored.
-    let unknown: Vec<String> = config
-        .unknown_keys("")
+    let unknown: Vec<String> = unknown
         .iter()
         .map(|key| format!("`{}`: {}", key.path, key.message()))
         .collect();

@@ -1,31 +1,43 @@
-//! A component's typed configuration: `$CRABTALK_HOME/config/<name>.toml`.
+//! Typed configuration files: a component's `$CRABTALK_HOME/config/<name>.toml`,
+//! and the daemon's `config.toml` and agent files — one loader for every
+//! program of the family.
 //!
-//! The component owns its format: it defines a `serde` type, and the same
-//! type is what `crabup`'s first-run setup writes. The kit reads the file
+//! A program owns its format: it defines a `serde` type (for a component,
+//! the same type `crabup`'s first-run setup writes). The kit reads a file
 //! into that type with errors a person can act on:
 //!
 //! - a required file that does not exist names the file
 //!   ([`ConfigError::Missing`]);
 //! - TOML that does not parse, a value of the wrong type, a required key
 //!   left out — each names `file:line:column` and what is wrong
-//!   ([`ConfigError::At`]);
-//! - an **unknown key is refused**, also at `file:line:column`. A
-//!   misspelt key that were only warned about would leave its setting at
-//!   the default while the person believes it set — for an allow-list or a
-//!   schedule that is worse than not starting. Component configs are
-//!   written by the component's own types (crabup's setup uses them), so a
-//!   newer writer adding keys an older reader does not know does not arise.
-//!   (The daemon's `config.toml`, read by older daemons after upgrades,
-//!   warns instead.)
+//!   ([`ConfigError::At`], a [`Problem`]);
+//! - an **unknown key is refused**, also at `file:line:column`, with the
+//!   known key it most likely meant ([`UnknownKey`]: "did you mean
+//!   `tcp`?", chosen from the fields of the type itself). A misspelt key
+//!   that were only warned about would leave its setting at the default
+//!   while the person believes it set — for an allow-list, a schedule or
+//!   an agent's tool restriction that is worse than not starting. This
+//!   holds for every program, the daemon included: a file from a newer
+//!   version with a key this one does not know is refused too, and says
+//!   which key.
 //!
-//! Every one of these makes the component exit with 78 (`EX_CONFIG`)
-//! through [`exit_code`](crate::exit::exit_code).
+//! Two ways to be refused, one loader:
 //!
-//! Two flavours: [`load`] for a file the component cannot run without,
-//! [`load_or_default`] for one that is optional. Checks beyond the types
-//! (a value out of range, two settings that contradict) use
-//! [`ConfigFile::error_at`] or [`ConfigFile::error_at_key`] so they point
-//! at the line too:
+//! - A **component** stops at the first problem: [`load`] for a file it
+//!   cannot run without, [`load_or_default`] for one that is optional.
+//!   Every [`ConfigError`] makes it exit with 78 (`EX_CONFIG`) through
+//!   [`exit_code`](crate::exit::exit_code).
+//! - The **daemon** reads several files (`config.toml` and one file per
+//!   agent) and names every problem of each: [`ConfigFile::open`] and
+//!   [`ConfigFile::parse_noting`] give the value with a [`Problem`] for
+//!   each unknown key, its own checks add theirs, and a [`Refusal`] lists
+//!   them all. Which files a refusal stops is the daemon's: it does not
+//!   start on a bad `config.toml`, skips a bad agent file, and on a reload
+//!   keeps what a refused file defined before.
+//!
+//! Checks beyond the types (a value out of range, two settings that
+//! contradict) use [`ConfigFile::error_at`] or [`ConfigFile::error_at_key`]
+//! (or their `problem_*` forms) so they point at the line too:
 //!
 //! ```
 //! use crabtalk_kit::config::{ConfigError, ConfigFile};
@@ -42,16 +54,21 @@
 //! # Ok::<(), ConfigError>(())
 //! ```
 
+mod fields;
 mod location;
+mod problem;
+mod unknown;
 
 use std::fmt::Display;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use crabtalk_home::{EnvFileError, HomeError};
+use crabtalk_home::{EnvFileError, HomeError, NotUtf8};
 use serde::de::DeserializeOwned;
 
-use self::location::{KeyPath, line_column};
+pub use self::location::{KeyPath, line_column};
+pub use self::problem::{Problem, Refusal};
+pub use self::unknown::{UnknownKey, deserialize_noting_unknown};
 
 /// Why a component's configuration cannot be used. Every variant exits 78.
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +99,37 @@ pub enum ConfigError {
     EnvFile(#[from] EnvFileError),
 }
 
+impl ConfigError {
+    /// The error of a problem at a place (the start of the file when it
+    /// has none).
+    fn at(problem: Problem) -> Self {
+        let (line, column) = problem.position.unwrap_or((1, 1));
+        Self::At {
+            path: problem.path,
+            line,
+            column,
+            message: problem.message,
+        }
+    }
+}
+
+/// Why a file's text could not be read.
+enum Unreadable {
+    Io(std::io::Error),
+    NotUtf8(NotUtf8),
+}
+
+/// The text at `path`; `None` when there is no file.
+fn read_text(path: &Path) -> Result<Option<String>, Unreadable> {
+    match std::fs::read(path) {
+        Ok(bytes) => crabtalk_home::utf8_text(bytes)
+            .map(Some)
+            .map_err(Unreadable::NotUtf8),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(Unreadable::Io(err)),
+    }
+}
+
 /// The text of a config file, kept to point into it.
 #[derive(Debug, Clone)]
 pub struct ConfigFile {
@@ -100,21 +148,25 @@ impl ConfigFile {
 
     /// Reads the file at `path`; `None` when it does not exist.
     pub fn read(path: &Path) -> Result<Option<Self>, ConfigError> {
-        match std::fs::read(path) {
-            Ok(bytes) => match crabtalk_home::utf8_text(bytes) {
-                Ok(text) => Ok(Some(Self::new(path, text))),
-                Err(err) => Err(ConfigError::At {
-                    path: path.to_owned(),
-                    line: err.line,
-                    column: err.column,
-                    message: err.to_string(),
-                }),
-            },
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(ConfigError::Read {
+        match read_text(path) {
+            Ok(text) => Ok(text.map(|text| Self::new(path, text))),
+            Err(Unreadable::NotUtf8(err)) => Err(ConfigError::at(not_utf8(path, &err))),
+            Err(Unreadable::Io(source)) => Err(ConfigError::Read {
                 path: path.to_owned(),
                 source,
             }),
+        }
+    }
+
+    /// [`read`](Self::read), with what stops it as a [`Problem`] (for a
+    /// loader that collects them).
+    pub fn open(path: &Path) -> Result<Option<Self>, Problem> {
+        match read_text(path) {
+            Ok(text) => Ok(text.map(|text| Self::new(path, text))),
+            Err(Unreadable::NotUtf8(err)) => Err(not_utf8(path, &err)),
+            Err(Unreadable::Io(err)) => {
+                Err(Problem::in_file(path, format!("cannot read it: {err}")))
+            }
         }
     }
 
@@ -126,57 +178,71 @@ impl ConfigFile {
         &self.text
     }
 
-    /// The file as a `T`; unknown keys are refused (see the module doc).
+    /// The file as a `T`; the first problem in the file, an unknown key
+    /// included, is the error (see the module doc).
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
-        let deserializer =
-            toml::Deserializer::parse(&self.text).map_err(|err| self.toml_error(&err))?;
-        let mut unknown: Option<KeyPath> = None;
-        let value = serde_ignored::deserialize(deserializer, |path| {
-            unknown.get_or_insert_with(|| KeyPath::from_ignored(&path));
-        })
-        .map_err(|err| self.toml_error(&err))?;
-        match unknown {
+        let (value, problems) = self.parse_noting::<T>().map_err(ConfigError::at)?;
+        match problems.into_iter().next() {
             None => Ok(value),
-            Some(key) => Err(self.error_at_key_path(
-                &key,
-                format!(
-                    "unknown key `{key}`; check its spelling (a key this version does not know \
-                     is refused rather than ignored)"
-                ),
-            )),
+            Some(problem) => Err(ConfigError::at(problem)),
         }
     }
 
-    /// An error at the byte range `span` of the text (from a
+    /// The file as a `T`, with a problem for every key `T` does not know
+    /// (in the order of the file), so that checks beyond the types can add theirs before the file is
+    /// refused. The error is a problem that leaves no value: TOML that
+    /// does not parse, a value of the wrong type.
+    pub fn parse_noting<T: DeserializeOwned>(&self) -> Result<(T, Vec<Problem>), Problem> {
+        let deserializer =
+            toml::Deserializer::parse(&self.text).map_err(|err| self.toml_problem(&err))?;
+        let (value, unknown) = deserialize_noting_unknown::<T, _>(deserializer)
+            .map_err(|err| self.toml_problem(&err))?;
+        let mut problems: Vec<Problem> = unknown
+            .iter()
+            .map(|key| self.problem_at_key(&key.path, key.message()))
+            .collect();
+        problems.sort_by_key(|problem| problem.position);
+        Ok((value, problems))
+    }
+
+    /// A problem at the byte range `span` of the text (from a
     /// `toml::Spanned` field, say).
+    pub fn problem_at(&self, span: Range<usize>, message: impl Display) -> Problem {
+        Problem::at_offset(&self.path, &self.text, span.start, message.to_string())
+    }
+
+    /// A problem about the key at `key`, at the place it is set, or at the
+    /// start of the file when it is not set. The message is as given.
+    pub fn problem_at_key(&self, key: &KeyPath, message: impl Display) -> Problem {
+        Problem::at_key(&self.path, &self.text, key, message.to_string())
+    }
+
+    /// An error at the byte range `span` of the text.
     pub fn error_at(&self, span: Range<usize>, message: impl Display) -> ConfigError {
-        let (line, column) = line_column(&self.text, span.start);
-        ConfigError::At {
-            path: self.path.clone(),
-            line,
-            column,
-            message: message.to_string(),
-        }
+        ConfigError::at(self.problem_at(span, message))
     }
 
     /// An error about the key at `key` (table names, then the key), at the
     /// place it is set, or at the start of the file when it is not set.
     /// The message is prefixed with the dotted key.
     pub fn error_at_key(&self, key: &[&str], message: impl Display) -> ConfigError {
-        self.error_at_key_path(
-            &KeyPath::from_keys(key),
-            format!("{}: {message}", key.join(".")),
+        ConfigError::at(
+            self.problem_at_key(&KeyPath::keys(key), format!("{}: {message}", key.join("."))),
         )
     }
 
-    fn error_at_key_path(&self, key: &KeyPath, message: String) -> ConfigError {
-        let span = key.span_in(&self.text).unwrap_or(0..0);
-        self.error_at(span, message)
-    }
-
-    fn toml_error(&self, err: &toml::de::Error) -> ConfigError {
+    fn toml_problem(&self, err: &toml::de::Error) -> Problem {
         let span = err.span().unwrap_or(0..0);
-        self.error_at(span, err.message().trim())
+        self.problem_at(span, err.message().trim())
+    }
+}
+
+/// A file that is not UTF-8, refused at its first bad byte.
+fn not_utf8(path: &Path, err: &NotUtf8) -> Problem {
+    Problem {
+        path: path.to_owned(),
+        position: Some((err.line, err.column)),
+        message: err.to_string(),
     }
 }
 
@@ -262,16 +328,20 @@ mod tests {
     #[test]
     fn unknown_keys_are_refused_where_they_are() {
         for (text, at, key) in [
-            ("tokn = \"1:a\"\n", "gw.toml:1:1:", "`tokn`"),
+            (
+                "tokn = \"1:a\"\n",
+                "gw.toml:1:1:",
+                "`tokn`; did you mean `token`?",
+            ),
             (
                 "token = \"x\"\n\n[limits]\n  per_minut = 3\n",
                 "gw.toml:4:3:",
-                "`limits.per_minut`",
+                "`per_minut` in [limits]; did you mean `per_minute`?",
             ),
             (
                 "[[routes]]\nchat = 1\nagent = \"a\"\n[[routes]]\nchat = 2\nagent = \"b\"\nextra = 1\n",
                 "gw.toml:7:1:",
-                "`routes[1].extra`",
+                "`extra` in [[routes]]; the keys here are chat, agent",
             ),
             ("[other]\nx = 1\n", "gw.toml:1:2:", "`other`"),
         ] {
@@ -279,6 +349,38 @@ mod tests {
             assert!(err.contains(at) && err.contains(key), "{text:?}: {err}");
             assert!(err.contains("unknown key"), "{err}");
         }
+    }
+
+    #[test]
+    fn parse_noting_names_every_unknown_key_and_keeps_the_value() {
+        let f = file("tokn = \"1:a\"\nchats = [7]\n[limits]\nper_minut = 3\n");
+        let (value, problems) = f.parse_noting::<Gateway>().unwrap();
+        assert_eq!(value.chats, [7]);
+        let lines: Vec<String> = problems.iter().map(Problem::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "/h/config/gw.toml:1:1: unknown key `tokn`; did you mean `token`?",
+                "/h/config/gw.toml:4:1: unknown key `per_minut` in [limits]; did you mean \
+                 `per_minute`?",
+            ]
+        );
+        // A problem that leaves no value is the error.
+        let bad = file("chats = 7\n").parse_noting::<Gateway>().unwrap_err();
+        assert_eq!(bad.position, Some((1, 9)));
+    }
+
+    #[test]
+    fn open_says_what_stops_it_as_a_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gw.toml");
+        assert!(ConfigFile::open(&path).unwrap().is_none());
+        std::fs::write(&path, b"chats = [7] # caf\xe9\n").unwrap();
+        let problem = ConfigFile::open(&path).unwrap_err();
+        assert_eq!(problem.position, Some((1, 18)));
+        let problem = ConfigFile::open(dir.path()).unwrap_err();
+        assert_eq!(problem.position, None);
+        assert!(problem.message.starts_with("cannot read it: "), "{problem}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crabtalk_kit::config::{KeyPath, UnknownKey, line_column};
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
@@ -227,13 +228,10 @@ fn entry_of(
     // Said only in refusals: not made for every entry of a big file.
     let position = || format!("entry {}", index + 1);
     if let Some((key, span)) = table.first_unknown(KEYS) {
+        let path = KeyPath::keys(&["cron"]).index(index).key(key);
         return Err(Problem::new(
             Some(span),
-            format!(
-                "unknown key `{key}` in {}; allowed: {}",
-                position(),
-                KEYS.join(", ")
-            ),
+            UnknownKey::new(path, KEYS).message(),
         ));
     }
     let (id, id_span) = string(table, "id")?.ok_or_else(|| {
@@ -501,16 +499,4 @@ fn entry_of(
         timeout,
         origin,
     })
-}
-
-/// 1-based line and column (in characters) of byte `offset` in `text`.
-pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
 }

@@ -32,7 +32,7 @@ pub use entry::{
     Action, DEFAULT_SENDER, DEFAULT_TIMEOUT, Deliver, Entry, KEYS, Missed, Quiet, Written, slug_of,
     valid_id,
 };
-pub use load::{LoadError, line_column, parse_entries};
+pub use load::{LoadError, parse_entries};
 pub use watch::{FileWatch, WatchMode};
 
 use crate::lock::FileLock;

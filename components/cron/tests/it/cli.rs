@@ -227,7 +227,9 @@ fn an_unparsable_file_is_a_config_error_with_its_place_and_is_left_alone() {
     let out = cli(dir.path(), &["list"]);
     assert_eq!(out.status.code(), Some(78), "{}", text(&out));
     assert!(
-        text(&out).contains("crons.toml:5:1: unknown key `bogus` in entry 1; allowed: id, cron"),
+        text(&out).contains(
+            "crons.toml:5:1: unknown key `bogus` in [[cron]]; the keys here are id, cron"
+        ),
         "{}",
         text(&out)
     );

@@ -126,7 +126,15 @@ fn each_bad_value_is_refused_with_its_place_key_value_and_what_is_allowed() {
         ),
         (
             &entry("every = \"1h\"\nschedule = \"0 * * * *\""),
-            "5:1: unknown key `schedule` in entry 1; allowed: id, cron, at, every",
+            "5:1: unknown key `schedule` in [[cron]]; the keys here are id, cron, at, every",
+        ),
+        (
+            &entry("every = \"1h\"\nevry = \"2h\""),
+            "5:1: unknown key `evry` in [[cron]]; did you mean `every`?",
+        ),
+        (
+            &entry("every = \"1h\"\nmesage = \"m\""),
+            "5:1: unknown key `mesage` in [[cron]]; did you mean `message`?",
         ),
         (
             &entry("every = \"1h\"\ncron = \"0 * * * *\""),

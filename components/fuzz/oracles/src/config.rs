@@ -15,7 +15,7 @@ use crabtalk_cron::schedule::Zone;
 use crabtalk_kit::config::{ConfigError as KitError, ConfigFile};
 use crabtalk_telegram::config::TelegramConfig;
 use crabtalkd::config::agent::AgentConfig;
-use crabtalkd::config::{ConfigError as DaemonError, DaemonConfig};
+use crabtalkd::config::{DaemonConfig, Refusal as DaemonError};
 
 /// Asserts that `(line, column)` is a place in `text`.
 fn assert_inside(bytes: &[u8], line: usize, column: usize, what: &dyn std::fmt::Display) {

@@ -300,12 +300,14 @@ user_agent = "me"
     fn unknown_engines_and_keys_are_refused_where_they_are() {
         let err = error("[engines.google]\nenabled = true\n");
         assert!(
-            err.contains("search.toml:1:10:") && err.contains("unknown key `engines.google`"),
+            err.contains("search.toml:1:10:")
+                && err.contains("unknown key `google` in [engines]; the keys here are duckduckgo"),
             "{err}"
         );
         let err = error("[engines.bing]\napi_key_env = \"X\"\n");
         assert!(
-            err.contains("search.toml:2:1:") && err.contains("`engines.bing.api_key_env`"),
+            err.contains("search.toml:2:1:")
+                && err.contains("unknown key `api_key_env` in [engines.bing]"),
             "{err}"
         );
         let err = error("[search]\ntimeout_ms = \"fast\"\n");

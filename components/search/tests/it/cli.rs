@@ -147,7 +147,7 @@ fn a_broken_search_toml_exits_78_naming_file_line_and_column() {
         ),
         (
             "[engines.altavista]\nenabled = true\n",
-            "search.toml:1:10: unknown key `engines.altavista`",
+            "search.toml:1:10: unknown key `altavista` in [engines]",
         ),
         ("[fetch]\nmax_bytes = \"lots\"\n", "search.toml:2:13:"),
     ] {
