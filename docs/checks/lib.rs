@@ -11,6 +11,11 @@
 //! - [`code_map_problems`]: `ARCHITECTURE.md`'s code map has a section per
 //!   crate of the workspace, at its folder, in the order of the floors
 //!   ([`FLOORS`]), and every source file a section names is in that crate.
+//! - [`file_imports`] and [`circles`]: which files of a crate import which
+//!   (read from the source with [`code_only`] and [`tokens`]: comments and
+//!   literals skipped, `use` trees expanded), and every circle among them,
+//!   step by step (RFC 0045). The daemon's layer test reads its modules
+//!   with the same reader.
 //!
 //! ```no_run
 //! let root = std::path::Path::new("..");
@@ -18,15 +23,24 @@
 //! assert!(problems.is_empty(), "{problems:#?}");
 //! ```
 
+mod circles;
 mod code_map;
+mod imports;
 mod links;
 mod rfcs;
+mod tokens;
 mod walk;
+
+pub use circles::circles;
 
 pub use code_map::{
     FLOORS, MapSection, Member, code_map, code_map_problems, floor_of, named_sources,
     workspace_crates,
 };
+pub use imports::{
+    Import, NamedPath, SourceFile, crate_sources, file_imports, module_path, named_paths,
+};
 pub use links::{BrokenLink, broken_links, headings, link_targets};
 pub use rfcs::{UncitedRfc, cited_rfcs, uncited_rfcs};
+pub use tokens::{Token, code_only, tokens};
 pub use walk::{markdown_files, schema_files, source_files};
