@@ -241,7 +241,7 @@ mod tests {
                 .iter()
                 .map(|s| (s.folder.as_str(), s.package.as_str(), s.line))
                 .collect::<Vec<_>>(),
-            [("proto", "crabtalk-proto", 7), ("daemon", "crabtalkd", 12)]
+            [("proto", "crabtalk-proto", 7), ("daemon", "crabtalkd", 11)]
         );
         assert_eq!(named_sources(&sections[0].body), ["src/codec.rs"]);
     }
