@@ -224,7 +224,7 @@ fn group(tokens: &[(Token, usize)], at: usize) -> (Vec<Vec<Segment>>, usize) {
 pub struct SourceFile {
     /// The file as a report names it, e.g. `daemon/src/storage/log.rs`.
     pub shown: String,
-    /// Its module path in its crate ([`module_path`]).
+    /// Its module path in its crate ([`module_path()`]).
     pub module: Vec<String>,
     pub text: String,
 }
