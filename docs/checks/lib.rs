@@ -14,6 +14,11 @@
 //! - [`unused_dependencies`]: every dependency a crate declares is named by
 //!   its code (shipped code for normal ones), or listed with a reason as
 //!   ignored.
+//! - [`file_imports`] and [`circles`]: which files of a crate import which
+//!   (read from the source with [`code_only`] and [`tokens`]: comments and
+//!   literals skipped, `use` trees expanded), and every circle among them,
+//!   step by step (RFC 0045). The daemon's layer test reads its modules
+//!   with the same reader.
 //!
 //! ```no_run
 //! let root = std::path::Path::new("..");
@@ -21,17 +26,26 @@
 //! assert!(problems.is_empty(), "{problems:#?}");
 //! ```
 
+mod circles;
 mod code_map;
 mod dependencies;
+mod imports;
 mod links;
 mod rfcs;
+mod tokens;
 mod walk;
+
+pub use circles::circles;
 
 pub use code_map::{
     FLOORS, MapSection, Member, code_map, code_map_problems, floor_of, named_sources,
     workspace_crates,
 };
 pub use dependencies::{UnusedDependency, names_crate, unused_dependencies};
+pub use imports::{
+    Import, NamedPath, SourceFile, crate_sources, file_imports, module_path, named_paths,
+};
 pub use links::{BrokenLink, broken_links, headings, link_targets};
 pub use rfcs::{UncitedRfc, cited_rfcs, uncited_rfcs};
+pub use tokens::{Token, code_only, tokens};
 pub use walk::{markdown_files, schema_files, source_files};

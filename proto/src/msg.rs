@@ -110,6 +110,24 @@ impl From<ErrorMsg> for ServerMessage {
     }
 }
 
+impl From<Pong> for ServerMessage {
+    fn from(pong: Pong) -> Self {
+        server_message::Msg::Pong(pong).into()
+    }
+}
+
+impl Pong {
+    /// What this crate answers a `Ping` and a `Hello` with: its version
+    /// and protocol, no notes.
+    pub fn of_this_server() -> Self {
+        Self {
+            server_version: crate::VERSION.into(),
+            protocol: crate::PROTOCOL.into(),
+            notes: Vec::new(),
+        }
+    }
+}
+
 impl From<StreamEvent> for ServerMessage {
     fn from(event: StreamEvent) -> Self {
         server_message::Msg::Stream(event).into()

@@ -52,13 +52,7 @@ macro_rules! define_server {
             /// Answers a ping with versions.
             fn ping(&self, request: Ping) -> impl Future<Output = Result<Pong, ErrorMsg>> + Send {
                 let _ = request;
-                async {
-                    Ok(Pong {
-                        server_version: crate::VERSION.into(),
-                        protocol: crate::PROTOCOL.into(),
-                        notes: Vec::new(),
-                    })
-                }
+                async { Ok(Pong::of_this_server()) }
             }
 
             /// Runs one turn, streaming its events. The stream's last item
@@ -137,11 +131,7 @@ macro_rules! define_server {
                     Some(Msg::ServiceOp24(_) | Msg::ServiceOp25(_) | Msg::ServiceOp26(_)) => single(
                         ErrorMsg::not_implemented("daemon-run services (use `crabup <name> start`)"),
                     ),
-                    Some(Msg::Hello(_)) => single(server_message::Msg::Pong(Pong {
-                        server_version: crate::VERSION.into(),
-                        protocol: crate::PROTOCOL.into(),
-                        notes: Vec::new(),
-                    })),
+                    Some(Msg::Hello(_)) => single(Pong::of_this_server()),
                     Some(Msg::Cancel(_)) => single(ErrorMsg::bad_request(
                         "Cancel refers to a request on its own connection and cannot be dispatched",
                     )),

@@ -5,17 +5,18 @@ use std::path::PathBuf;
 use crabtalk_home::{Home, Service};
 use serde::de::DeserializeOwned;
 
-use crate::Shutdown;
 use crate::config::{self, ConfigError, ConfigFile};
 use crate::daemon::DaemonLink;
+use crate::{Problems, Shutdown};
 
-/// A running component: its home, its service, and the shutdown signal
-/// every one of its tasks stops on. Cheap to clone.
+/// A running component: its home, its service, the shutdown signal every
+/// one of its tasks stops on, and its problems. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Component {
     home: Home,
     service: Service,
     shutdown: Shutdown,
+    problems: Problems,
 }
 
 impl Component {
@@ -26,6 +27,7 @@ impl Component {
             home,
             service,
             shutdown,
+            problems: Problems::default(),
         }
     }
 
@@ -40,6 +42,13 @@ impl Component {
     /// The signal to stop on; clone it into every task.
     pub fn shutdown(&self) -> &Shutdown {
         &self.shutdown
+    }
+
+    /// What is wrong with the component now: its parts record and clear
+    /// problems here, and [`Component::serve_mcp`]'s `GET /health` lists
+    /// them. Clone it into the parts.
+    pub fn problems(&self) -> &Problems {
+        &self.problems
     }
 
     /// `$CRABTALK_HOME/config/<name>.toml`.
@@ -73,26 +82,16 @@ impl Component {
     }
 
     /// Serves `router` (see [`mcp::mcp_router`](crate::mcp::mcp_router))
-    /// at `/mcp` and `/health` on the port announced in
+    /// at `/mcp`, and `GET /health` with the component's
+    /// [`problems`](Component::problems), on the port announced in
     /// `run/<name>.port`, until shutdown.
     #[cfg(feature = "service")]
     pub async fn serve_mcp(&self, router: axum::Router) -> Result<(), crate::mcp::McpError> {
-        crate::mcp::run_mcp(&self.home, &self.service, router, self.shutdown.requested()).await
-    }
-
-    /// [`Component::serve_mcp`], with `problems` asked at every
-    /// `GET /health` (what `crabup ps` shows as degraded).
-    #[cfg(feature = "service")]
-    pub async fn serve_mcp_reporting(
-        &self,
-        router: axum::Router,
-        problems: crate::mcp::HealthProblems,
-    ) -> Result<(), crate::mcp::McpError> {
         crate::mcp::run_mcp_reporting(
             &self.home,
             &self.service,
             router,
-            problems,
+            self.problems.clone(),
             self.shutdown.requested(),
         )
         .await

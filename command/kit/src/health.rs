@@ -7,18 +7,15 @@
 use axum::Extension;
 use crabtalk_home::{HEALTH_PATH, Health};
 
+use crate::Problems;
 use crate::access::Authenticated;
 
-/// Asked at every `GET /health` for the component's current problems
-/// (see [`run_mcp_reporting`](crate::mcp::run_mcp_reporting)).
-pub type HealthProblems = std::sync::Arc<dyn Fn() -> Vec<String> + Send + Sync>;
-
 /// `router` with `GET /health` answering for `service` in this process,
-/// with `problems` asked at every request.
+/// with the list of `problems` at every request.
 pub(crate) fn with_health_route(
     router: axum::Router,
     service: &str,
-    problems: Option<HealthProblems>,
+    problems: Option<Problems>,
 ) -> axum::Router {
     let health = Health::of_this_process(service);
     router.route(
@@ -28,7 +25,7 @@ pub(crate) fn with_health_route(
                 Some(_) => {
                     let mut health = health.clone();
                     if let Some(problems) = &problems {
-                        health.problems = problems();
+                        health.problems = problems.list();
                     }
                     serde_json::to_value(health).unwrap_or_default()
                 }

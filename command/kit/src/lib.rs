@@ -17,7 +17,8 @@
 //!   [`Service`](crabtalk_home::Service), the [`Shutdown`] signal
 //!   (SIGINT/SIGTERM, Ctrl-C on Windows) shared by every task, its typed
 //!   [`config`] (`config/<name>.toml`, errors at `file:line:col`, unknown
-//!   keys refused), MCP serving and the daemon link.
+//!   keys refused), MCP serving, the daemon link, and its [`Problems`]
+//!   (what its parts record as wrong, listed in `GET /health`).
 //! - [`mcp`] (feature `service`): [`run_mcp`](mcp::run_mcp) serves the
 //!   component's `rmcp` tools at `/mcp`, plus `GET /health`, on
 //!   `127.0.0.1`, writes the port file and removes it on the way out.
@@ -69,6 +70,7 @@ pub mod lock;
 pub mod logging;
 #[cfg(feature = "service")]
 pub mod mcp;
+mod problems;
 #[cfg(feature = "service")]
 mod sessions;
 mod shutdown;
@@ -85,4 +87,5 @@ pub use component::Component;
 #[cfg(feature = "service")]
 pub use entry::main_mcp;
 pub use entry::{RUNTIME_GRACE, main_run, main_with, prepare, prepare_home};
+pub use problems::Problems;
 pub use shutdown::Shutdown;

@@ -39,7 +39,8 @@ use std::time::Duration;
 
 use crabtalk_home::{Home, PortFile, Service};
 
-pub use crate::health::HealthProblems;
+use crate::Problems;
+
 pub use crate::sessions::{CappedSessions, MAX_SESSIONS};
 pub use crate::string_arguments::{accept_string_arguments, fix_string_arguments};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -117,12 +118,13 @@ pub async fn run_mcp(
     serve(home, service, router, None, shutdown).await
 }
 
-/// Like [`run_mcp`], with the component's own problems in `GET /health`.
+/// Like [`run_mcp`], with the component's own problems listed in
+/// `GET /health`.
 pub async fn run_mcp_reporting(
     home: &Home,
     service: &Service,
     router: axum::Router,
-    problems: HealthProblems,
+    problems: Problems,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), McpError> {
     serve(home, service, router, Some(problems), shutdown).await
@@ -132,7 +134,7 @@ async fn serve(
     home: &Home,
     service: &Service,
     router: axum::Router,
-    problems: Option<HealthProblems>,
+    problems: Option<Problems>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), McpError> {
     let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))

@@ -8,7 +8,7 @@ use anyhow::Context;
 use crabtalk_home::Home;
 use crabtalk_kit::Component;
 use crabtalk_kit::daemon::DaemonLink;
-use crabtalk_kit::mcp::{HealthProblems, accept_string_arguments, mcp_router};
+use crabtalk_kit::mcp::{accept_string_arguments, mcp_router};
 
 use crate::admin::Admin;
 use crate::config::{CronsFile, WatchMode};
@@ -89,28 +89,30 @@ pub async fn run(component: &Component) -> anyhow::Result<()> {
     let admin = Arc::new(Admin::new(home, zone));
     // While crons.toml has a problem, health says so and that the last
     // good schedule keeps running (the engine's), not that nothing runs.
-    let problems: HealthProblems = {
+    {
         let admin = admin.clone();
         let handle = handle.clone();
-        Arc::new(move || match handle.kept_schedule() {
-            Some(kept) => vec![kept.to_string()],
-            // The engine reads an edit once the file has settled; until
-            // then a file that does not parse is what it will keep its
-            // schedule through, not a file that is not used.
-            None => admin.problems_or(|problem| {
-                KeptSchedule {
-                    problem,
-                    entries: handle.schedule_len(),
-                }
-                .to_string()
-            }),
-        })
-    };
+        component
+            .problems()
+            .watch(move || match handle.kept_schedule() {
+                Some(kept) => vec![kept.to_string()],
+                // The engine reads an edit once the file has settled; until
+                // then a file that does not parse is what it will keep its
+                // schedule through, not a file that is not used.
+                None => admin.problems_or(|problem| {
+                    KeptSchedule {
+                        problem,
+                        entries: handle.schedule_len(),
+                    }
+                    .to_string()
+                }),
+            });
+    }
     let tools = CronTools::new(admin, handle, clock);
     // Arguments sent as a JSON string holding the object are accepted too.
     let router = accept_string_arguments(mcp_router(move || tools.clone()));
     let engine = tokio::spawn(engine.run(component.shutdown().requested()));
-    let served = component.serve_mcp_reporting(router, problems).await;
+    let served = component.serve_mcp(router).await;
     // Whatever ended serving, the engine stops too (after its drain).
     component.shutdown().trigger();
     let _ = engine.await;

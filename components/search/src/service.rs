@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use crabtalk_kit::Component;
-use crabtalk_kit::mcp::{HealthProblems, accept_string_arguments, mcp_router};
+use crabtalk_kit::mcp::{accept_string_arguments, mcp_router};
 
 pub use crate::check::settings;
 use crate::tools::SearchTools;
@@ -23,9 +23,9 @@ pub async fn run(component: &Component) -> anyhow::Result<()> {
         .collect();
     tracing::info!("engines: {}", enabled.join(", "));
     let web = Arc::new(Web::new(component.home(), settings));
-    let problems: HealthProblems = {
+    {
         let web = web.clone();
-        Arc::new(move || {
+        component.problems().watch(move || {
             web.engines()
                 .into_iter()
                 .filter_map(|engine| {
@@ -38,13 +38,10 @@ pub async fn run(component: &Component) -> anyhow::Result<()> {
                     ))
                 })
                 .collect()
-        })
-    };
+        });
+    }
     let tools = SearchTools::new(web);
     // Arguments sent as a JSON string holding the object are accepted too.
     let router = accept_string_arguments(mcp_router(move || tools.clone()));
-    component
-        .serve_mcp_reporting(router, problems)
-        .await
-        .context("serving MCP")
+    component.serve_mcp(router).await.context("serving MCP")
 }

@@ -17,10 +17,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crabtalk_kit::Problems;
+
 use crate::access::Access;
 use crate::config::TelegramConfig;
 use crate::gateway::Gateway;
-use crate::service::Problems;
 
 /// How often the file is looked at.
 pub const EVERY: Duration = Duration::from_secs(2);

@@ -15,16 +15,14 @@
 //! chats' lanes get [`DRAIN_GRACE`] to deliver them; what is left is
 //! abandoned.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use crabtalk_home::Home;
-use crabtalk_kit::Component;
-use crabtalk_kit::Shutdown;
 use crabtalk_kit::daemon::DaemonLink;
-use crabtalk_kit::mcp::{HealthProblems, mcp_router};
+use crabtalk_kit::mcp::mcp_router;
+use crabtalk_kit::{Component, Problems, Shutdown};
 use tokio::sync::watch;
 
 use crate::access::Access;
@@ -42,37 +40,16 @@ use crate::tools::TelegramTools;
 /// How long replies get to be delivered at shutdown.
 pub const DRAIN_GRACE: Duration = Duration::from_millis(1500);
 
-/// What is wrong right now, by area (what `GET /health` reports).
-#[derive(Clone, Default)]
-pub struct Problems(Arc<parking_lot::Mutex<BTreeMap<&'static str, String>>>);
-
-impl Problems {
-    pub fn set(&self, area: &'static str, problem: String) {
-        self.0.lock().insert(area, problem);
-    }
-
-    pub fn clear(&self, area: &'static str) {
-        self.0.lock().remove(area);
-    }
-
-    pub fn list(&self) -> Vec<String> {
-        self.0.lock().values().cloned().collect()
-    }
-}
-
 /// Runs the gateway until the component is told to stop.
 pub async fn run(component: &Component) -> anyhow::Result<()> {
     let home = component.home().clone();
     let _lock = GatewayLock::take(&home)?;
     let config = TelegramConfig::load_checked(&home)?;
-    let problems = Problems::default();
+    // Token, poll, delivery and reload problems, listed in `GET /health`.
+    let problems = component.problems().clone();
     let (publish, gateway) = watch::channel(None);
     let tools = TelegramTools::new(gateway, problems.clone());
     let router = mcp_router(move || tools.clone());
-    let health: HealthProblems = {
-        let problems = problems.clone();
-        Arc::new(move || problems.list())
-    };
     let shutdown = component.shutdown().clone();
     let daemon = component.daemon();
     let gateway = {
@@ -84,7 +61,7 @@ pub async fn run(component: &Component) -> anyhow::Result<()> {
         }
     };
     let serve = async {
-        let served = component.serve_mcp_reporting(router, health).await;
+        let served = component.serve_mcp(router).await;
         shutdown.trigger();
         served
     };

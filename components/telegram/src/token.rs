@@ -89,21 +89,6 @@ fn classify(err: CallError, api_url: &str) -> TokenError {
     }
 }
 
-/// A network error in words, with its causes.
-pub fn describe_network(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// [`get_me`] for a caller without a runtime (crabup's setup).
 pub fn get_me_blocking(api_url: &url::Url, token: &str) -> Result<BotIdentity, TokenError> {
     let runtime = tokio::runtime::Builder::new_current_thread()

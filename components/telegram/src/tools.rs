@@ -57,7 +57,7 @@ fn gateway_chat(meta: &serde_json::Map<String, Value>) -> Result<Option<ChatAddr
 #[derive(Clone)]
 pub struct TelegramTools {
     gateway: watch::Receiver<Option<Arc<Gateway>>>,
-    problems: crate::service::Problems,
+    problems: crabtalk_kit::Problems,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -123,7 +123,7 @@ pub fn tool_list() -> Vec<Tool> {
 impl TelegramTools {
     pub fn new(
         gateway: watch::Receiver<Option<Arc<Gateway>>>,
-        problems: crate::service::Problems,
+        problems: crabtalk_kit::Problems,
     ) -> Self {
         Self { gateway, problems }
     }

@@ -172,7 +172,22 @@ impl BotClient {
 /// A failure without an answer, in words; without the URL, which holds
 /// the token.
 fn network(err: reqwest::Error) -> CallError {
-    CallError::Network(crate::token::describe_network(&err.without_url()))
+    CallError::Network(describe_network(&err.without_url()))
+}
+
+/// A network error in words, with its causes.
+pub fn describe_network(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// The body, at most [`MAX_ANSWER`] bytes of it.

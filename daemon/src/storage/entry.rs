@@ -133,6 +133,10 @@ pub struct CompactMarker {
     pub messages_before: Option<u64>,
 }
 
+/// What a marker line starts with: a [`CompactMarker`]'s first key, as
+/// serde writes it (the log and the message numbers tell markers by it).
+pub(super) const MARKER_PREFIX: &[u8] = b"{\"compact\":";
+
 /// Now, as RFC 3339 with seconds.
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
@@ -152,7 +156,7 @@ mod tests {
             messages_before: Some(3),
         });
         let line = serde_json::to_string(&marker).unwrap();
-        assert!(line.starts_with("{\"compact\":"), "{line}");
+        assert!(line.as_bytes().starts_with(MARKER_PREFIX), "{line}");
         assert_eq!(serde_json::from_str::<Entry>(&line).unwrap(), marker);
 
         let call = ToolCallRecord {

@@ -9,14 +9,11 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use super::entry::{CompactMarker, Entry, Message};
+use super::entry::{CompactMarker, Entry, MARKER_PREFIX, Message};
 use super::numbering;
 
 /// Bytes read per step when scanning backwards.
 const SCAN_BLOCK: u64 = 64 * 1024;
-
-/// What a marker line starts with.
-pub(super) const MARKER_PREFIX: &[u8] = b"{\"compact\":";
 
 /// The writable end of a conversation log.
 #[derive(Debug)]

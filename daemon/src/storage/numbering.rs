@@ -24,7 +24,7 @@
 use std::io::{self, BufRead};
 use std::ops::ControlFlow;
 
-use super::log::MARKER_PREFIX;
+use super::entry::MARKER_PREFIX;
 
 /// Whether a complete line (without its `\n`) gets a message number.
 pub fn is_numbered(line: &[u8]) -> bool {

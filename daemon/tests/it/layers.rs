@@ -18,6 +18,9 @@
 //! modules and the line itself. Comments and string literals do not count.
 //! A new top-level module fails the test until it is given a layer here.
 //! The wire's error type (`ErrorMsg`) may appear in the edge layer only.
+//! The sources are read by `crabtalk-docs`' reader, the one that checks
+//! every crate of the workspace for circles between files (RFC 0045);
+//! this test looks at the same paths from the top-level modules.
 //!
 //! The checker is shown to work on synthetic sources in its own tests: for
 //! example `use crate::runtime::Runtime;` added to `tools/delegate.rs` is
@@ -29,6 +32,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use crabtalk_docs::{Token, circles, code_only, module_path, named_paths, tokens};
 
 /// The layers, lowest first, and the top-level modules in each.
 const LAYERS: &[(&str, &[&str])] = &[
@@ -88,288 +93,32 @@ fn layer_table() -> BTreeMap<&'static str, (usize, &'static str)> {
     table
 }
 
-// ---------------------------------------------------------------- lexing
-
-/// `source` with every comment and string or character literal replaced by
-/// spaces, lines kept where they were.
-fn code_only(source: &str) -> String {
-    let chars: Vec<char> = source.chars().collect();
-    let mut out = String::with_capacity(source.len());
-    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
-    let ident = |c: char| c.is_alphanumeric() || c == '_';
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        // Line comment.
-        if c == '/' && next == Some('/') {
-            while i < chars.len() && chars[i] != '\n' {
-                out.push(' ');
-                i += 1;
-            }
-            continue;
-        }
-        // Block comment, nested.
-        if c == '/' && next == Some('*') {
-            let mut depth = 0;
-            while i < chars.len() {
-                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
-                    depth += 1;
-                    out.push_str("  ");
-                    i += 2;
-                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
-                    depth -= 1;
-                    out.push_str("  ");
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    out.push(blank(chars[i]));
-                    i += 1;
-                }
-            }
-            continue;
-        }
-        let after_ident = i > 0 && ident(chars[i - 1]);
-        // Raw string: r"…", r#"…"#, br"…".
-        if !after_ident && (c == 'r' || (c == 'b' && next == Some('r'))) {
-            let start = if c == 'b' { i + 2 } else { i + 1 };
-            let mut hashes = 0;
-            while chars.get(start + hashes) == Some(&'#') {
-                hashes += 1;
-            }
-            if chars.get(start + hashes) == Some(&'"') {
-                let mut j = start + hashes + 1;
-                loop {
-                    if j >= chars.len() {
-                        break;
-                    }
-                    if chars[j] == '"' && (0..hashes).all(|h| chars.get(j + 1 + h) == Some(&'#')) {
-                        j += 1 + hashes;
-                        break;
-                    }
-                    j += 1;
-                }
-                for &skipped in &chars[i..j.min(chars.len())] {
-                    out.push(blank(skipped));
-                }
-                i = j;
-                continue;
-            }
-        }
-        // String.
-        if c == '"' {
-            out.push(' ');
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                if chars[i] == '\\' {
-                    out.push(' ');
-                    i += 1;
-                }
-                if i < chars.len() {
-                    out.push(blank(chars[i]));
-                    i += 1;
-                }
-            }
-            out.push(' ');
-            i += 1;
-            continue;
-        }
-        // Character literal (a lifetime or a label stays).
-        if c == '\'' {
-            let end = if next == Some('\\') {
-                (i + 2..chars.len()).find(|&j| chars[j] == '\'')
-            } else if chars.get(i + 2) == Some(&'\'') {
-                Some(i + 2)
-            } else {
-                None
-            };
-            if let Some(end) = end {
-                for &skipped in &chars[i..=end] {
-                    out.push(blank(skipped));
-                }
-                i = end + 1;
-                continue;
-            }
-        }
-        out.push(c);
-        i += 1;
-    }
-    out
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Token {
-    Ident(String),
-    /// `::`
-    PathSep,
-    Punct(char),
-}
-
-/// The tokens of code (comments and literals already blanked), each with
-/// its line.
-fn tokens(code: &str) -> Vec<(Token, usize)> {
-    let chars: Vec<char> = code.chars().collect();
-    let mut out = Vec::new();
-    let mut line = 1;
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '\n' {
-            line += 1;
-            i += 1;
-        } else if c.is_whitespace() {
-            i += 1;
-        } else if c.is_alphabetic() || c == '_' {
-            let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-            out.push((Token::Ident(chars[start..i].iter().collect()), line));
-        } else if c == ':' && chars.get(i + 1) == Some(&':') {
-            out.push((Token::PathSep, line));
-            i += 2;
-        } else {
-            out.push((Token::Punct(c), line));
-            i += 1;
-        }
-    }
-    out
-}
-
 // ---------------------------------------------------------------- imports
 
-/// The module path of a file under `daemon/src`: `runtime/turn.rs` →
-/// `[runtime, turn]`, `tools/bash/mod.rs` → `[tools, bash]`.
-fn module_path(file: &str) -> Vec<String> {
-    let mut parts: Vec<String> = file
-        .trim_end_matches(".rs")
-        .split('/')
-        .map(str::to_owned)
-        .collect();
-    if parts.last().is_some_and(|last| last == "mod") {
-        parts.pop();
-    }
-    parts
-}
-
-/// The top-level modules a path names, starting at `tokens[at]` (just
-/// after its `::`): one ident, or the first ident of every entry of a
-/// `{…}` group.
-fn named_modules(tokens: &[(Token, usize)], at: usize) -> Vec<String> {
-    match tokens.get(at) {
-        Some((Token::Ident(name), _)) => vec![name.clone()],
-        Some((Token::Punct('{'), _)) => {
-            let mut names = Vec::new();
-            let mut depth = 0;
-            let mut entry_start = true;
-            for (token, _) in &tokens[at..] {
-                match token {
-                    Token::Punct('{') => {
-                        depth += 1;
-                        entry_start = depth == 1;
-                    }
-                    Token::Punct('}') => {
-                        depth -= 1;
-                        if depth == 0 {
-                            break;
-                        }
-                    }
-                    Token::Punct(',') if depth == 1 => entry_start = true,
-                    Token::Ident(name) if entry_start && depth == 1 => {
-                        names.push(name.clone());
-                        entry_start = false;
-                    }
-                    _ => {}
-                }
-            }
-            names.retain(|name| name != "self");
-            names
-        }
-        _ => Vec::new(),
-    }
-}
-
 /// Every path in `source` (the file `file` under `daemon/src`) that leads
-/// into another top-level module.
+/// into another top-level module: `crate::x`, `use crate::{x, y}`, and
+/// `super::` paths that climb out of their top-level module.
 fn imports(file: &str, source: &str) -> Vec<Import> {
-    let module = module_path(file);
-    let Some(top) = module.first().cloned() else {
+    let Some(top) = module_path(file).first().cloned() else {
         return Vec::new();
     };
     let lines: Vec<&str> = source.lines().collect();
-    let tokens = tokens(&code_only(source));
-    let mut found = Vec::new();
-    let mut record = |to: Vec<String>, line: usize| {
-        for to in to {
-            if to != top {
-                found.push(Import {
-                    file: file.to_owned(),
-                    line,
-                    from: top.clone(),
-                    to,
-                    text: lines.get(line - 1).map_or("", |l| l.trim()).to_owned(),
-                });
-            }
-        }
-    };
-    // Inline `mod name { … }` blocks open at this point, with the brace
-    // depth inside each.
-    let mut inline: Vec<(String, usize)> = Vec::new();
-    let mut pending_mod: Option<String> = None;
-    let mut depth = 0;
-    for (i, (token, line)) in tokens.iter().enumerate() {
-        let previous = i.checked_sub(1).map(|p| &tokens[p].0);
-        let followed_by_path = matches!(tokens.get(i + 1), Some((Token::PathSep, _)));
-        match token {
-            Token::Punct('{') => {
-                depth += 1;
-                if let Some(name) = pending_mod.take() {
-                    inline.push((name, depth));
-                }
-            }
-            Token::Punct('}') => {
-                if inline.last().is_some_and(|(_, open)| *open == depth) {
-                    inline.pop();
-                }
-                depth -= 1;
-            }
-            Token::Punct(';') => pending_mod = None,
-            Token::Ident(word) if word == "mod" => {
-                if let Some((Token::Ident(name), _)) = tokens.get(i + 1) {
-                    pending_mod = Some(name.clone());
-                }
-            }
-            Token::Ident(word)
-                if word == "crate"
-                    && followed_by_path
-                    && previous != Some(&Token::Punct('$'))
-                    && previous != Some(&Token::PathSep) =>
-            {
-                record(named_modules(&tokens, i + 2), *line);
-            }
-            Token::Ident(word)
-                if word == "super" && followed_by_path && previous != Some(&Token::PathSep) =>
-            {
-                let mut climbs = 0;
-                let mut at = i;
-                while matches!(&tokens.get(at), Some((Token::Ident(w), _)) if w == "super")
-                    && matches!(tokens.get(at + 1), Some((Token::PathSep, _)))
-                {
-                    climbs += 1;
-                    at += 2;
-                }
-                let here = module.len() + inline.len();
-                // Still inside its own top-level module: not an import.
-                if climbs == here {
-                    record(named_modules(&tokens, at), *line);
-                }
-            }
-            _ => {}
-        }
-    }
-    found
+    named_paths(file, source)
+        .into_iter()
+        // A plain path starts in its own module.
+        .filter(|path| !path.plain)
+        .filter_map(|path| {
+            let to = path.segments.first()?;
+            let line = path.lines[0];
+            (*to != top).then(|| Import {
+                file: file.to_owned(),
+                line,
+                from: top.clone(),
+                to: to.clone(),
+                text: lines.get(line - 1).map_or("", |l| l.trim()).to_owned(),
+            })
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------- rules
@@ -413,59 +162,23 @@ fn layer_violations(imports: &[Import]) -> Vec<String> {
 /// A circle among the top-level modules, if there is one: each step with
 /// one import that makes it.
 fn circle(imports: &[Import]) -> Option<Vec<String>> {
-    let mut edges: BTreeMap<&str, BTreeMap<&str, &Import>> = BTreeMap::new();
-    for import in imports {
-        edges
-            .entry(import.from.as_str())
-            .or_default()
-            .entry(import.to.as_str())
-            .or_insert(import);
-    }
-    fn visit<'a>(
-        node: &'a str,
-        edges: &BTreeMap<&'a str, BTreeMap<&'a str, &'a Import>>,
-        path: &mut Vec<&'a str>,
-        done: &mut BTreeSet<&'a str>,
-    ) -> Option<Vec<&'a str>> {
-        if let Some(start) = path.iter().position(|on| *on == node) {
-            let mut found = path[start..].to_vec();
-            found.push(node);
-            return Some(found);
-        }
-        if done.contains(node) {
-            return None;
-        }
-        path.push(node);
-        for next in edges.get(node).into_iter().flat_map(|to| to.keys()) {
-            if let Some(found) = visit(next, edges, path, done) {
-                return Some(found);
-            }
-        }
-        path.pop();
-        done.insert(node);
-        None
-    }
-    let mut done = BTreeSet::new();
-    for start in edges.keys() {
-        if let Some(found) = visit(start, &edges, &mut Vec::new(), &mut done) {
-            return Some(
-                found
-                    .windows(2)
-                    .map(|step| {
-                        let import = edges[step[0]][step[1]];
-                        format!(
-                            "{} → {} ({}: {})",
-                            step[0],
-                            step[1],
-                            import.place(),
-                            import.text
-                        )
-                    })
-                    .collect(),
-            );
-        }
-    }
-    None
+    let first = circles(imports, |import| (import.from.as_str(), import.to.as_str()))
+        .into_iter()
+        .next()?;
+    Some(
+        first
+            .into_iter()
+            .map(|import| {
+                format!(
+                    "{} → {} ({}: {})",
+                    import.from,
+                    import.to,
+                    import.place(),
+                    import.text
+                )
+            })
+            .collect(),
+    )
 }
 
 // ---------------------------------------------------------------- the tree

@@ -24,11 +24,10 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::connection::pong;
 use super::outbox::Outbox;
 use super::throttle::{Delays, Source, Throttle};
 use crate::codec::{FrameError, FrameReader, FrameWriter, MAX_FRAME_LEN};
-use crate::msg::{ClientMessage, ErrorMsg, ServerMessage, client_message};
+use crate::msg::{ClientMessage, ErrorMsg, Pong, ServerMessage, client_message};
 
 /// The largest frame a connection may send before it is admitted.
 pub const MAX_HELLO_FRAME: usize = 4 * 1024;
@@ -162,7 +161,9 @@ pub(super) async fn admit<R: AsyncRead + Unpin>(
     match verdict {
         Verdict::Admitted(request_id) => {
             reader.set_limit(MAX_FRAME_LEN);
-            let _ = replies.send(pong().answering(request_id)).await;
+            let _ = replies
+                .send(ServerMessage::from(Pong::of_this_server()).answering(request_id))
+                .await;
             true
         }
         Verdict::Refused(answer) => {

@@ -19,7 +19,7 @@ use super::throttle::Source;
 use super::writer::write_frames;
 use crate::Server;
 use crate::codec::{FrameError, FrameReader};
-use crate::msg::{ClientMessage, ErrorMsg, Pong, ServerMessage, client_message, server_message};
+use crate::msg::{ClientMessage, ErrorMsg, Pong, ServerMessage, client_message};
 
 /// Bytes of replies queued for a connection's writer before the tasks
 /// producing them wait (see `transport::outbox::Outbox`).
@@ -166,11 +166,15 @@ pub(crate) async fn serve_connection<S, R, W>(
         let request_id = message.request_id;
         match message.msg {
             Some(client_message::Msg::Hello(_)) => {
-                let _ = replies.send(pong().answering(request_id)).await;
+                let _ = replies
+                    .send(ServerMessage::from(Pong::of_this_server()).answering(request_id))
+                    .await;
             }
             Some(client_message::Msg::Cancel(cancel)) => {
                 requests.cancel(cancel.request_id);
-                let _ = replies.send(pong().answering(request_id)).await;
+                let _ = replies
+                    .send(ServerMessage::from(Pong::of_this_server()).answering(request_id))
+                    .await;
             }
             _ if requests.len() >= MAX_IN_FLIGHT => {
                 let error = ErrorMsg::new(
@@ -229,15 +233,6 @@ async fn forward(
             break;
         }
     }
-}
-
-pub(super) fn pong() -> ServerMessage {
-    server_message::Msg::Pong(Pong {
-        server_version: crate::VERSION.into(),
-        protocol: crate::PROTOCOL.into(),
-        notes: Vec::new(),
-    })
-    .into()
 }
 
 fn too_large_reply(message: &ServerMessage, err: FrameError) -> Option<ServerMessage> {

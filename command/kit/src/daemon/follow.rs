@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 
 use super::backoff::Backoff;
-use super::link::{Connected, Current, DaemonLink};
+use super::connection::{Connected, Current, Keeper};
 use crate::Shutdown;
 
 /// How many items wait for a slow consumer before the follower waits too.
@@ -82,8 +83,8 @@ pub enum Followed<T> {
 pub struct Following<T> {
     items: mpsc::Receiver<Result<Followed<T>, ClientError>>,
     follower: AbortHandle,
-    /// Keeps the link alive as long as something follows through it.
-    _link: DaemonLink,
+    /// Keeps the link's task alive as long as something follows through it.
+    _keeper: Arc<Keeper>,
 }
 
 impl<T> Drop for Following<T> {
@@ -94,7 +95,7 @@ impl<T> Drop for Following<T> {
 
 impl<T: StreamItem> Following<T> {
     pub(super) fn start<S>(
-        link: DaemonLink,
+        keeper: Arc<Keeper>,
         subscription: S,
         current: watch::Receiver<Current>,
         shutdown: Shutdown,
@@ -118,7 +119,7 @@ impl<T: StreamItem> Following<T> {
         Self {
             items,
             follower: task.abort_handle(),
-            _link: link,
+            _keeper: keeper,
         }
     }
 }

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use crabtalk_home::Home;
 use crabtalk_proto::Client;
 use tokio::sync::watch;
-use tokio::task::AbortHandle;
 
 use super::backoff::Backoff;
+use super::connection::{Connected, Current, Keeper};
 use super::follow::{Following, Subscription};
 use crate::Shutdown;
 
@@ -16,23 +16,6 @@ use crate::Shutdown;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the link to the daemon is shut down")]
 pub struct LinkClosed;
-
-/// One connection to the daemon, numbered so a subscription can tell a
-/// new connection from the one it already used.
-#[derive(Clone)]
-pub(super) struct Connected {
-    pub(super) generation: u64,
-    pub(super) client: Client,
-}
-
-impl Connected {
-    pub(super) fn is_usable(&self) -> bool {
-        !self.client.is_closed()
-    }
-}
-
-/// What the link publishes: the current connection, if there is one.
-pub(super) type Current = Option<Connected>;
 
 /// A component's connection to the daemon of its home, kept for the whole
 /// life of the component.
@@ -77,13 +60,7 @@ pub struct DaemonLink {
 struct Shared {
     current: watch::Receiver<Current>,
     shutdown: Shutdown,
-    keeper: AbortHandle,
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        self.keeper.abort();
-    }
+    keeper: Arc<Keeper>,
 }
 
 impl DaemonLink {
@@ -101,7 +78,7 @@ impl DaemonLink {
             shared: Arc::new(Shared {
                 current,
                 shutdown,
-                keeper: keeper.abort_handle(),
+                keeper: Arc::new(Keeper::new(keeper.abort_handle())),
             }),
         }
     }
@@ -147,7 +124,7 @@ impl DaemonLink {
     /// and again on every new one. See [`Following`].
     pub fn follow<S: Subscription>(&self, subscription: S) -> Following<S::Item> {
         Following::start(
-            self.clone(),
+            self.shared.keeper.clone(),
             subscription,
             self.shared.current.clone(),
             self.shared.shutdown.clone(),

@@ -17,6 +17,7 @@
 //! restarts, and re-subscribes every stream the component follows.
 
 mod backoff;
+mod connection;
 mod follow;
 mod link;
 

@@ -6,6 +6,7 @@ mod access;
 mod config_exit;
 mod connect;
 mod dependency_rules;
+mod health;
 mod idle;
 mod link;
 mod mcp_component;

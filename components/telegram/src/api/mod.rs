@@ -23,7 +23,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::address::ChatAddress;
 use crate::token::{BotIdentity, TokenError};
-use crate::wire::{BotClient, CallError};
+use crate::wire::{BotClient, CallError, describe_network};
 pub use throttle::Throttle;
 use update::ALLOWED_UPDATES;
 
@@ -329,9 +329,11 @@ impl Api {
             options.mode(0o600);
             let mut out = options.open(to).await.map_err(io)?;
             let mut written: u64 = 0;
-            while let Some(chunk) = response.chunk().await.map_err(|err| {
-                ApiFailure::Unavailable(crate::token::describe_network(&err.without_url()))
-            })? {
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|err| ApiFailure::Unavailable(describe_network(&err.without_url())))?
+            {
                 written += chunk.len() as u64;
                 if written > MAX_DOWNLOAD {
                     return Err(too_large());

@@ -18,6 +18,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crabtalk_kit::Problems;
+
 use super::Gateway;
 use crate::api::ApiFailure;
 use crate::api::update::Update;
@@ -49,11 +51,7 @@ impl Backoff {
 }
 
 /// Polls until shutdown.
-pub async fn run(
-    gateway: Arc<Gateway>,
-    mut offsets: OffsetStore,
-    problems: crate::service::Problems,
-) {
+pub async fn run(gateway: Arc<Gateway>, mut offsets: OffsetStore, problems: Problems) {
     let poll_timeout = Duration::from_secs(gateway.config.poll_timeout_secs);
     let restart_after = Duration::from_secs(gateway.config.poll_restart_secs);
     let stopping = gateway.shutdown.requested();

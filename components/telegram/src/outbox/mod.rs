@@ -34,13 +34,13 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crabtalk_kit::Problems;
 use teloxide_core::types::InlineKeyboardMarkup;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use crate::address::ChatAddress;
 use crate::api::{Api, ApiFailure, Text};
-use crate::service::Problems;
 use crate::state::chats::ChatBook;
 use live::Shown;
 pub use live::{Delivery, LiveReply};
