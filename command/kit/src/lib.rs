@@ -18,6 +18,9 @@
 //!   (SIGINT/SIGTERM, Ctrl-C on Windows) shared by every task, its typed
 //!   [`config`] (`config/<name>.toml`, errors at `file:line:col`, unknown
 //!   keys refused), MCP serving and the daemon link.
+//! - [`tool_server`] (feature `service`): the component's tools declared
+//!   once each — name, title, description, input, hints, handler — and
+//!   served as one MCP server ([`ToolServer`](tool_server::ToolServer)).
 //! - [`mcp`] (feature `service`): [`run_mcp`](mcp::run_mcp) serves the
 //!   component's `rmcp` tools at `/mcp`, plus `GET /health`, on
 //!   `127.0.0.1`, writes the port file and removes it on the way out.
@@ -72,13 +75,11 @@ pub mod mcp;
 #[cfg(feature = "service")]
 mod sessions;
 mod shutdown;
-#[cfg(feature = "service")]
-mod string_arguments;
 pub mod suggest;
 #[cfg(feature = "service")]
 pub mod tls;
 #[cfg(feature = "service")]
-pub mod tool_call;
+pub mod tool_server;
 pub mod tool_view;
 
 pub use component::Component;

@@ -5,10 +5,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use crabtalk_kit::Component;
-use crabtalk_kit::mcp::{HealthProblems, accept_string_arguments, mcp_router};
+use crabtalk_kit::mcp::HealthProblems;
 
 pub use crate::check::settings;
-use crate::tools::SearchTools;
 use crate::web::Web;
 
 /// Runs the service until the component is told to stop.
@@ -40,9 +39,7 @@ pub async fn run(component: &Component) -> anyhow::Result<()> {
                 .collect()
         })
     };
-    let tools = SearchTools::new(web);
-    // Arguments sent as a JSON string holding the object are accepted too.
-    let router = accept_string_arguments(mcp_router(move || tools.clone()));
+    let router = crate::tools::server(web).router();
     component
         .serve_mcp_reporting(router, problems)
         .await

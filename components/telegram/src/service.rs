@@ -24,7 +24,7 @@ use crabtalk_home::Home;
 use crabtalk_kit::Component;
 use crabtalk_kit::Shutdown;
 use crabtalk_kit::daemon::DaemonLink;
-use crabtalk_kit::mcp::{HealthProblems, mcp_router};
+use crabtalk_kit::mcp::HealthProblems;
 use tokio::sync::watch;
 
 use crate::access::Access;
@@ -37,7 +37,6 @@ use crate::state::chats::ChatBook;
 use crate::state::ledger::Ledger;
 use crate::state::offset::OffsetStore;
 use crate::token::{BotIdentity, TokenError};
-use crate::tools::TelegramTools;
 
 /// How long replies get to be delivered at shutdown.
 pub const DRAIN_GRACE: Duration = Duration::from_millis(1500);
@@ -67,8 +66,7 @@ pub async fn run(component: &Component) -> anyhow::Result<()> {
     let config = TelegramConfig::load_checked(&home)?;
     let problems = Problems::default();
     let (publish, gateway) = watch::channel(None);
-    let tools = TelegramTools::new(gateway, problems.clone());
-    let router = mcp_router(move || tools.clone());
+    let router = crate::tools::server(gateway, problems.clone()).router();
     let health: HealthProblems = {
         let problems = problems.clone();
         Arc::new(move || problems.list())
