@@ -12,18 +12,6 @@ fn repository() -> PathBuf {
         .to_path_buf()
 }
 
-/// Circles being broken elsewhere, each a pair of files whose imports of
-/// each other are left out. The daemon's config loader is being rewritten
-/// on its own branch, which ends `config/agent.rs ↔ config/load.rs`;
-/// remove this entry when that lands.
-const EXEMPT: &[(&str, &str)] = &[("daemon/src/config/agent.rs", "daemon/src/config/load.rs")];
-
-fn exempt(import: &crabtalk_docs::Import) -> bool {
-    EXEMPT.iter().any(|(a, b)| {
-        (import.from == *a && import.to == *b) || (import.from == *b && import.to == *a)
-    })
-}
-
 /// Every circle among `imports`, file by file: each step with the
 /// `file:line` and the line that makes it.
 fn circles_told(imports: &[crabtalk_docs::Import]) -> Vec<String> {
@@ -45,18 +33,14 @@ fn no_files_of_the_workspace_import_each_other_in_a_circle() {
     let members = crabtalk_docs::workspace_crates(&root).expect("the workspace's Cargo.toml");
     let mut read = Vec::new();
     let mut imports = 0;
-    let mut exempted = Vec::new();
     let mut told = Vec::new();
     for member in &members {
         let sources = crabtalk_docs::crate_sources(&root, &member.folder);
         if !sources.is_empty() {
             read.push(member.folder.as_str());
         }
-        let (left_out, found): (Vec<_>, Vec<_>) = crabtalk_docs::file_imports(&sources)
-            .into_iter()
-            .partition(exempt);
+        let found = crabtalk_docs::file_imports(&sources);
         imports += found.len();
-        exempted.extend(left_out);
         told.extend(circles_told(&found));
     }
     for folder in [
@@ -75,18 +59,6 @@ fn no_files_of_the_workspace_import_each_other_in_a_circle() {
         imports > 500,
         "only {imports} imports between files found; is the checker reading the sources?"
     );
-    for (a, b) in EXEMPT {
-        let both_ways = [(a, b), (b, a)].iter().all(|(from, to)| {
-            exempted
-                .iter()
-                .any(|import| import.from == **from && import.to == **to)
-        });
-        assert!(
-            both_ways,
-            "{a} and {b} no longer import each other: remove them from EXEMPT in \
-             docs/tests/imports.rs"
-        );
-    }
     assert!(
         told.is_empty(),
         "{} import circles between files; break each by moving what both sides need to a \

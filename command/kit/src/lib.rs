@@ -19,6 +19,9 @@
 //!   [`config`] (`config/<name>.toml`, errors at `file:line:col`, unknown
 //!   keys refused), MCP serving, the daemon link, and its [`Problems`]
 //!   (what its parts record as wrong, listed in `GET /health`).
+//! - [`tool_server`] (feature `service`): the component's tools declared
+//!   once each — name, title, description, input, hints, handler — and
+//!   served as one MCP server ([`ToolServer`](tool_server::ToolServer)).
 //! - [`mcp`] (feature `service`): [`run_mcp`](mcp::run_mcp) serves the
 //!   component's `rmcp` tools at `/mcp`, plus `GET /health`, on
 //!   `127.0.0.1`, writes the port file and removes it on the way out.
@@ -74,13 +77,11 @@ mod problems;
 #[cfg(feature = "service")]
 mod sessions;
 mod shutdown;
-#[cfg(feature = "service")]
-mod string_arguments;
 pub mod suggest;
 #[cfg(feature = "service")]
 pub mod tls;
 #[cfg(feature = "service")]
-pub mod tool_call;
+pub mod tool_server;
 pub mod tool_view;
 
 pub use component::Component;

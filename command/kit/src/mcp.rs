@@ -42,7 +42,6 @@ use crabtalk_home::{Home, PortFile, Service};
 use crate::Problems;
 
 pub use crate::sessions::{CappedSessions, MAX_SESSIONS};
-pub use crate::string_arguments::{accept_string_arguments, fix_string_arguments};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 

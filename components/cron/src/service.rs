@@ -8,7 +8,6 @@ use anyhow::Context;
 use crabtalk_home::Home;
 use crabtalk_kit::Component;
 use crabtalk_kit::daemon::DaemonLink;
-use crabtalk_kit::mcp::{accept_string_arguments, mcp_router};
 
 use crate::admin::Admin;
 use crate::config::{CronsFile, WatchMode};
@@ -18,7 +17,6 @@ use crate::lock::FileLock;
 use crate::runlog::RunLog;
 use crate::schedule::Zone;
 use crate::state::StateFile;
-use crate::tools::CronTools;
 
 /// Another service holds the home.
 #[derive(Debug, thiserror::Error)]
@@ -108,9 +106,7 @@ pub async fn run(component: &Component) -> anyhow::Result<()> {
                 }),
             });
     }
-    let tools = CronTools::new(admin, handle, clock);
-    // Arguments sent as a JSON string holding the object are accepted too.
-    let router = accept_string_arguments(mcp_router(move || tools.clone()));
+    let router = crate::tools::server(admin, handle, clock).router();
     let engine = tokio::spawn(engine.run(component.shutdown().requested()));
     let served = component.serve_mcp(router).await;
     // Whatever ended serving, the engine stops too (after its drain).

@@ -13,13 +13,7 @@
 
 use std::sync::Arc;
 
-use crabtalk_kit::tool_call::{call_arguments, call_meta, tool_arguments, tool_result};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
-};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use crabtalk_kit::tool_server::{Hints, Input, OnCancel, ToolCall, ToolServer, ToolSpec};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -38,8 +32,7 @@ pub const META_TRIGGER: &str = "ai.crabtalk/trigger";
 /// `_meta` key: the gateway sender behind the chain, for a gateway chain.
 pub const META_GATEWAY: &str = "ai.crabtalk/gateway";
 
-/// The tools, shared by every MCP session.
-#[derive(Clone)]
+/// What the tools share: the entries, the engine that runs them, the time.
 pub struct CronTools {
     admin: Arc<Admin>,
     engine: EngineHandle,
@@ -79,209 +72,231 @@ struct RunsArgs {
 #[serde(deny_unknown_fields)]
 struct NoArgs {}
 
-fn schema<T: schemars::JsonSchema>() -> Arc<serde_json::Map<String, Value>> {
-    let schema = schemars::schema_for!(T);
-    match serde_json::to_value(schema) {
-        Ok(Value::Object(map)) => Arc::new(map),
-        _ => Arc::new(serde_json::Map::new()),
-    }
+/// Each tool's hints. Changing an entry is destructive (it is not only
+/// added to); the entries are cron's own world, except a run, whose turn
+/// may do anything its agent can.
+const ADDS: Hints = Hints {
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+    open_world: false,
+};
+const READS: Hints = Hints {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    open_world: false,
+};
+const CHANGES: Hints = Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: true,
+    open_world: false,
+};
+const RUNS: Hints = Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    open_world: true,
+};
+
+/// The tools, served as one MCP server. A call its client cancels runs to
+/// its end: an entry is written to the file and then the engine told, and
+/// a run once started is the engine's.
+pub fn server(admin: Arc<Admin>, engine: EngineHandle, clock: Arc<dyn Clock>) -> ToolServer {
+    let spec = |name, title, description, input, hints| ToolSpec {
+        name,
+        title,
+        description,
+        input,
+        hints,
+        on_cancel: OnCancel::Finish,
+    };
+    ToolServer::builder(crabtalk_kit::this_program!(), CronTools { admin, engine, clock })
+        .instructions("crabtalk's scheduler: run skills or messages on a schedule (crontab, one time, interval or `in`). Entries speak in the calling conversation unless agent/sender say otherwise.")
+        .tool(
+            spec(
+                "cron_add",
+                "Schedule a message or skill",
+                "Schedule a skill or a message. Give exactly one of `cron` (crontab: \"0 9 * * 1-5\"), `at` (one time), `every` (\"15m\") or `in` (once, this long from now: \"20m\" — prefer it to computing times yourself). By default it speaks in this conversation. The answer shows the next slots in local time and UTC: check them.",
+                Input::of::<EntryFields>(),
+                ADDS,
+            ),
+            CronTools::add,
+        )
+        .tool(
+            spec(
+                "cron_list",
+                "List scheduled entries",
+                "List scheduled entries with their next slots, health and last error.",
+                Input::of::<NoArgs>(),
+                READS,
+            ),
+            CronTools::list,
+        )
+        .tool(
+            spec(
+                "cron_update",
+                "Change a scheduled entry",
+                "Change fields of the entry `id` (an empty string resets a field to its default). Setting one of cron/at/every/in replaces the schedule.",
+                Input::of::<EntryFields>(),
+                CHANGES,
+            ),
+            CronTools::update,
+        )
+        .tool(
+            spec(
+                "cron_remove",
+                "Delete a scheduled entry",
+                "Delete the entry `id`.",
+                Input::of::<IdArgs>(),
+                CHANGES,
+            ),
+            CronTools::remove,
+        )
+        .tool(
+            spec(
+                "cron_pause",
+                "Pause a scheduled entry",
+                "Stop the entry `id` from firing until resumed.",
+                Input::of::<IdArgs>(),
+                CHANGES,
+            ),
+            CronTools::pause,
+        )
+        .tool(
+            spec(
+                "cron_resume",
+                "Resume a scheduled entry",
+                "Let the paused entry `id` fire again.",
+                Input::of::<IdArgs>(),
+                CHANGES,
+            ),
+            CronTools::resume,
+        )
+        .tool(
+            spec(
+                "cron_run",
+                "Run a scheduled entry now",
+                "Run the entry `id` now, outside its schedule.",
+                Input::of::<RunArgs>(),
+                RUNS,
+            ),
+            CronTools::run,
+        )
+        .tool(
+            spec(
+                "cron_runs",
+                "Show recent scheduled runs",
+                "The newest run records (ok, error, missed, quiet, overlap, unknown), of one entry or all.",
+                Input::of::<RunsArgs>(),
+                READS,
+            ),
+            CronTools::runs,
+        )
+        .build()
 }
 
-/// The tool list. Every tool has a title and says what it may do: a host
-/// that offers them (`crabtalkd mcp`) asks its user before the ones that
-/// change things.
-pub fn tool_list() -> Vec<Tool> {
-    vec![
-        Tool::new(
-            "cron_add",
-            "Schedule a skill or a message. Give exactly one of `cron` (crontab: \"0 9 * * 1-5\"), `at` (one time), `every` (\"15m\") or `in` (once, this long from now: \"20m\" — prefer it to computing times yourself). By default it speaks in this conversation. The answer shows the next slots in local time and UTC: check them.",
-            schema::<EntryFields>(),
-        ).with_title("Schedule a message or skill")
-        .with_annotations(
-            ToolAnnotations::with_title("Schedule a message or skill")
-                .read_only(false)
-                .destructive(false)
-                .idempotent(false)
-                .open_world(false),
-        ),
-        Tool::new(
-            "cron_list",
-            "List scheduled entries with their next slots, health and last error.",
-            schema::<NoArgs>(),
-        ).with_title("List scheduled entries")
-        .with_annotations(
-            ToolAnnotations::with_title("List scheduled entries")
-                .read_only(true)
-                .destructive(false)
-                .idempotent(true)
-                .open_world(false),
-        ),
-        Tool::new(
-            "cron_update",
-            "Change fields of the entry `id` (an empty string resets a field to its default). Setting one of cron/at/every/in replaces the schedule.",
-            schema::<EntryFields>(),
-        ).with_title("Change a scheduled entry")
-        .with_annotations(
-            ToolAnnotations::with_title("Change a scheduled entry")
-                .read_only(false)
-                .destructive(true)
-                .idempotent(true)
-                .open_world(false),
-        ),
-        Tool::new("cron_remove", "Delete the entry `id`.", schema::<IdArgs>()).with_title("Delete a scheduled entry")
-        .with_annotations(
-            ToolAnnotations::with_title("Delete a scheduled entry")
-                .read_only(false)
-                .destructive(true)
-                .idempotent(true)
-                .open_world(false),
-        ),
-        Tool::new(
-            "cron_pause",
-            "Stop the entry `id` from firing until resumed.",
-            schema::<IdArgs>(),
-        ).with_title("Pause a scheduled entry")
-        .with_annotations(
-            ToolAnnotations::with_title("Pause a scheduled entry")
-                .read_only(false)
-                .destructive(true)
-                .idempotent(true)
-                .open_world(false),
-        ),
-        Tool::new(
-            "cron_resume",
-            "Let the paused entry `id` fire again.",
-            schema::<IdArgs>(),
-        ).with_title("Resume a scheduled entry")
-        .with_annotations(
-            ToolAnnotations::with_title("Resume a scheduled entry")
-                .read_only(false)
-                .destructive(true)
-                .idempotent(true)
-                .open_world(false),
-        ),
-        Tool::new(
-            "cron_run",
-            "Run the entry `id` now, outside its schedule.",
-            schema::<RunArgs>(),
-        ).with_title("Run a scheduled entry now")
-        .with_annotations(
-            ToolAnnotations::with_title("Run a scheduled entry now")
-                .read_only(false)
-                .destructive(true)
-                .idempotent(false)
-                .open_world(true),
-        ),
-        Tool::new(
-            "cron_runs",
-            "The newest run records (ok, error, missed, quiet, overlap, unknown), of one entry or all.",
-            schema::<RunsArgs>(),
-        ).with_title("Show recent scheduled runs")
-        .with_annotations(
-            ToolAnnotations::with_title("Show recent scheduled runs")
-                .read_only(true)
-                .destructive(false)
-                .idempotent(true)
-                .open_world(false),
-        ),
-    ]
+/// Who called, from the call's `_meta`.
+fn caller(call: &ToolCall) -> Caller {
+    let text = |key| call.meta_text(key).map(str::to_owned);
+    Caller {
+        agent: text(META_AGENT),
+        sender: text(META_SENDER),
+        gateway: text(META_GATEWAY),
+    }
 }
 
 impl CronTools {
-    pub fn new(admin: Arc<Admin>, engine: EngineHandle, clock: Arc<dyn Clock>) -> Self {
-        Self {
-            admin,
-            engine,
-            clock,
+    async fn add(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+        if call.meta_text(META_TRIGGER) == Some("cron") {
+            return Err(
+                "turns started by cron cannot create schedules (no self-replicating schedules)"
+                    .into(),
+            );
+        }
+        let caller = caller(&call);
+        let mut fields: EntryFields = call.read()?;
+        if fields.deliver.is_none() {
+            fields.deliver = telegram_default(&fields, &caller);
+        }
+        let view = self
+            .admin
+            .add(&fields, &caller, self.clock.now())
+            .map_err(message)?;
+        self.engine.reload().await;
+        Ok(json!({ "added": view }))
+    }
+
+    async fn list(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+        let _: NoArgs = call.read()?;
+        let entries = self
+            .admin
+            .list(&caller(&call), self.clock.now())
+            .map_err(message)?;
+        Ok(json!({ "entries": entries }))
+    }
+
+    async fn update(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+        let fields: EntryFields = call.read()?;
+        let id = fields
+            .id
+            .clone()
+            .ok_or("give the `id` of the entry to update")?;
+        let view = self
+            .admin
+            .update(&id, &fields, &caller(&call), self.clock.now())
+            .map_err(message)?;
+        self.engine.reload().await;
+        Ok(json!({ "updated": view }))
+    }
+
+    async fn remove(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+        let IdArgs { id } = call.read()?;
+        self.admin.remove(&id, &caller(&call)).map_err(message)?;
+        self.engine.reload().await;
+        Ok(json!({ "removed": id }))
+    }
+
+    async fn pause(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+        self.set_enabled(call, false).await
+    }
+
+    async fn resume(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+        self.set_enabled(call, true).await
+    }
+
+    async fn set_enabled(&self, call: ToolCall, enabled: bool) -> Result<Value, String> {
+        let IdArgs { id } = call.read()?;
+        let view = self
+            .admin
+            .set_enabled(&id, enabled, &caller(&call), self.clock.now())
+            .map_err(message)?;
+        self.engine.reload().await;
+        Ok(json!({ "entry": view }))
+    }
+
+    async fn run(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+        let RunArgs { id, wait } = call.read()?;
+        self.admin
+            .check_touch(&id, &caller(&call))
+            .map_err(message)?;
+        if wait {
+            let record = self.engine.run_now_and_wait(&id).await?;
+            Ok(json!({ "run": record }))
+        } else {
+            let started = self.engine.run_now(&id).await?;
+            Ok(json!({ "started": id, "scheduled": started }))
         }
     }
 
-    async fn call(
-        &self,
-        name: &str,
-        arguments: Value,
-        meta: &serde_json::Map<String, Value>,
-    ) -> Result<Value, String> {
-        let now = self.clock.now();
-        let text = |key: &str| {
-            meta.get(key)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-        };
-        let caller = Caller {
-            agent: text(META_AGENT),
-            sender: text(META_SENDER),
-            gateway: text(META_GATEWAY),
-        };
-        match name {
-            "cron_add" => {
-                if text(META_TRIGGER).as_deref() == Some("cron") {
-                    return Err("turns started by cron cannot create schedules (no self-replicating schedules)".into());
-                }
-                let mut fields: EntryFields = tool_arguments(arguments)?;
-                if fields.deliver.is_none() {
-                    fields.deliver = telegram_default(&fields, &caller);
-                }
-                let view = self.admin.add(&fields, &caller, now).map_err(message)?;
-                self.engine.reload().await;
-                Ok(json!({ "added": view }))
-            }
-            "cron_list" => {
-                let _: NoArgs = tool_arguments(arguments)?;
-                Ok(json!({ "entries": self.admin.list(&caller, now).map_err(message)? }))
-            }
-            "cron_update" => {
-                let fields: EntryFields = tool_arguments(arguments)?;
-                let id = fields
-                    .id
-                    .clone()
-                    .ok_or("give the `id` of the entry to update")?;
-                let view = self
-                    .admin
-                    .update(&id, &fields, &caller, now)
-                    .map_err(message)?;
-                self.engine.reload().await;
-                Ok(json!({ "updated": view }))
-            }
-            "cron_remove" => {
-                let IdArgs { id } = tool_arguments(arguments)?;
-                self.admin.remove(&id, &caller).map_err(message)?;
-                self.engine.reload().await;
-                Ok(json!({ "removed": id }))
-            }
-            "cron_pause" | "cron_resume" => {
-                let IdArgs { id } = tool_arguments(arguments)?;
-                let view = self
-                    .admin
-                    .set_enabled(&id, name == "cron_resume", &caller, now)
-                    .map_err(message)?;
-                self.engine.reload().await;
-                Ok(json!({ "entry": view }))
-            }
-            "cron_run" => {
-                let RunArgs { id, wait } = tool_arguments(arguments)?;
-                self.admin.check_touch(&id, &caller).map_err(message)?;
-                if wait {
-                    let record = self.engine.run_now_and_wait(&id).await?;
-                    Ok(json!({ "run": record }))
-                } else {
-                    let started = self.engine.run_now(&id).await?;
-                    Ok(json!({ "started": id, "scheduled": started }))
-                }
-            }
-            "cron_runs" => {
-                let RunsArgs { id, n } = tool_arguments(arguments)?;
-                let runs = self
-                    .admin
-                    .runs(id.as_deref(), n.unwrap_or(20), &caller)
-                    .map_err(message)?;
-                Ok(json!({ "runs": runs }))
-            }
-            other => Err(format!(
-                "no tool `{other}`; the tools are cron_add, cron_list, cron_update, cron_remove, cron_pause, cron_resume, cron_run, cron_runs"
-            )),
-        }
+    async fn runs(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+        let RunsArgs { id, n } = call.read()?;
+        let runs = self
+            .admin
+            .runs(id.as_deref(), n.unwrap_or(20), &caller(&call))
+            .map_err(message)?;
+        Ok(json!({ "runs": runs }))
     }
 }
 
@@ -304,65 +319,9 @@ fn message(err: AdminError) -> String {
     err.to_string()
 }
 
-impl ServerHandler for CronTools {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
-            "crabtalk's scheduler: run skills or messages on a schedule (crontab, one time, interval or `in`). Entries speak in the calling conversation unless agent/sender say otherwise.",
-        )
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tool_list()))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let meta = call_meta(&request, &context);
-        let answer = self
-            .call(&request.name, call_arguments(&request), &meta)
-            .await;
-        Ok(tool_result(answer).into())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Hosts that ask before a tool that acts read these hints.
-    #[test]
-    fn every_tool_has_a_title_and_says_what_it_may_do() {
-        let hints = |name: &str| {
-            let tool = tool_list()
-                .into_iter()
-                .find(|tool| tool.name == name)
-                .unwrap_or_else(|| panic!("no tool {name}"));
-            assert!(tool.title.is_some(), "{name} has no title");
-            let a = tool
-                .annotations
-                .unwrap_or_else(|| panic!("{name} has no hints"));
-            assert!(a.title.is_some() && a.idempotent_hint.is_some(), "{name}");
-            (
-                a.read_only_hint.expect("readOnlyHint"),
-                a.destructive_hint.expect("destructiveHint"),
-                a.open_world_hint.expect("openWorldHint"),
-            )
-        };
-        for tool in tool_list() {
-            hints(&tool.name);
-        }
-        assert_eq!(hints("cron_list"), (true, false, false));
-        assert_eq!(hints("cron_add"), (false, false, false));
-        assert_eq!(hints("cron_remove"), (false, true, false));
-        assert_eq!(hints("cron_run"), (false, true, true));
-    }
 
     #[test]
     fn entries_from_telegram_conversations_deliver_there() {

@@ -5,10 +5,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use crabtalk_kit::Component;
-use crabtalk_kit::mcp::{accept_string_arguments, mcp_router};
 
 pub use crate::check::settings;
-use crate::tools::SearchTools;
 use crate::web::Web;
 
 /// Runs the service until the component is told to stop.
@@ -40,8 +38,6 @@ pub async fn run(component: &Component) -> anyhow::Result<()> {
                 .collect()
         });
     }
-    let tools = SearchTools::new(web);
-    // Arguments sent as a JSON string holding the object are accepted too.
-    let router = accept_string_arguments(mcp_router(move || tools.clone()));
+    let router = crate::tools::server(web).router();
     component.serve_mcp(router).await.context("serving MCP")
 }

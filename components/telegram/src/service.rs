@@ -21,7 +21,6 @@ use std::time::Duration;
 use anyhow::Context;
 use crabtalk_home::Home;
 use crabtalk_kit::daemon::DaemonLink;
-use crabtalk_kit::mcp::mcp_router;
 use crabtalk_kit::{Component, Problems, Shutdown};
 use tokio::sync::watch;
 
@@ -35,7 +34,6 @@ use crate::state::chats::ChatBook;
 use crate::state::ledger::Ledger;
 use crate::state::offset::OffsetStore;
 use crate::token::{BotIdentity, TokenError};
-use crate::tools::TelegramTools;
 
 /// How long replies get to be delivered at shutdown.
 pub const DRAIN_GRACE: Duration = Duration::from_millis(1500);
@@ -48,8 +46,7 @@ pub async fn run(component: &Component) -> anyhow::Result<()> {
     // Token, poll, delivery and reload problems, listed in `GET /health`.
     let problems = component.problems().clone();
     let (publish, gateway) = watch::channel(None);
-    let tools = TelegramTools::new(gateway, problems.clone());
-    let router = mcp_router(move || tools.clone());
+    let router = crate::tools::server(gateway, problems.clone()).router();
     let shutdown = component.shutdown().clone();
     let daemon = component.daemon();
     let gateway = {

@@ -20,13 +20,7 @@
 
 use std::sync::Arc;
 
-use crabtalk_kit::tool_call::{call_arguments, call_meta, tool_arguments, tool_result};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
-};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use crabtalk_kit::tool_server::{Hints, Input, OnCancel, ToolCall, ToolServer, ToolSpec};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -52,9 +46,8 @@ fn gateway_chat(meta: &serde_json::Map<String, Value>) -> Result<Option<ChatAddr
     }
 }
 
-/// The tools, shared by every MCP session. The gateway is there once it
-/// knows who the bot is.
-#[derive(Clone)]
+/// What the tools share. The gateway is there once it knows who the bot
+/// is.
 pub struct TelegramTools {
     gateway: watch::Receiver<Option<Arc<Gateway>>>,
     problems: crabtalk_kit::Problems,
@@ -82,52 +75,54 @@ struct SendArgs {
 #[serde(deny_unknown_fields)]
 struct NoArgs {}
 
-fn schema<T: schemars::JsonSchema>() -> Arc<serde_json::Map<String, Value>> {
-    match serde_json::to_value(schemars::schema_for!(T)) {
-        Ok(Value::Object(map)) => Arc::new(map),
-        _ => Arc::new(serde_json::Map::new()),
-    }
-}
-
-/// The tool list, each tool with a title and what it may do (for hosts
-/// that ask their user before a tool that acts, `crabtalkd mcp`).
-pub fn tool_list() -> Vec<Tool> {
-    vec![
-        Tool::new(
-            "telegram_send",
-            "Send a Telegram message (Markdown). Without chat_id it goes to this conversation's chat when it is a Telegram one. Answers the sent message ids.",
-            schema::<SendArgs>(),
-        ).with_title("Send a Telegram message")
-        .with_annotations(
-            ToolAnnotations::with_title("Send a Telegram message")
-                .read_only(false)
-                .destructive(false)
-                .idempotent(false)
-                .open_world(true),
-        ),
-        Tool::new(
-            "telegram_chats",
-            "List the Telegram chats the gateway knows: id, kind, title, the conversation's sender, whether it may talk to the agent.",
-            schema::<NoArgs>(),
-        ).with_title("List Telegram chats")
-        .with_annotations(
-            ToolAnnotations::with_title("List Telegram chats")
-                .read_only(true)
-                .destructive(false)
-                .idempotent(true)
-                .open_world(false),
-        ),
-    ]
+/// The tools, served as one MCP server. A send its client cancels runs to
+/// its end: a message half handed to the chat's lane, or a run's delivery
+/// half recorded, would be sent twice or lost.
+pub fn server(
+    gateway: watch::Receiver<Option<Arc<Gateway>>>,
+    problems: crabtalk_kit::Problems,
+) -> ToolServer {
+    ToolServer::builder(
+        crabtalk_kit::this_program!(),
+        TelegramTools { gateway, problems },
+    )
+    .instructions("crabtalk's Telegram gateway: send messages to the Telegram chats that may talk to the agent, and list them.")
+    .tool(
+        ToolSpec {
+            name: "telegram_send",
+            title: "Send a Telegram message",
+            description: "Send a Telegram message (Markdown). Without chat_id it goes to this conversation's chat when it is a Telegram one. Answers the sent message ids.",
+            input: Input::of::<SendArgs>(),
+            hints: Hints {
+                read_only: false,
+                destructive: false,
+                idempotent: false,
+                open_world: true,
+            },
+            on_cancel: OnCancel::Finish,
+        },
+        TelegramTools::send,
+    )
+    .tool(
+        ToolSpec {
+            name: "telegram_chats",
+            title: "List Telegram chats",
+            description: "List the Telegram chats the gateway knows: id, kind, title, the conversation's sender, whether it may talk to the agent.",
+            input: Input::of::<NoArgs>(),
+            hints: Hints {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: false,
+            },
+            on_cancel: OnCancel::Finish,
+        },
+        TelegramTools::chats,
+    )
+    .build()
 }
 
 impl TelegramTools {
-    pub fn new(
-        gateway: watch::Receiver<Option<Arc<Gateway>>>,
-        problems: crabtalk_kit::Problems,
-    ) -> Self {
-        Self { gateway, problems }
-    }
-
     fn gateway(&self) -> Result<Arc<Gateway>, String> {
         self.gateway.borrow().clone().ok_or_else(|| {
             let problems = self.problems.list();
@@ -142,67 +137,49 @@ impl TelegramTools {
         })
     }
 
-    async fn call(
-        &self,
-        name: &str,
-        arguments: Value,
-        meta: &serde_json::Map<String, Value>,
-    ) -> Result<Value, String> {
-        match name {
-            "telegram_send" => {
-                let args: SendArgs = tool_arguments(arguments)?;
-                self.send(args, meta).await
+    async fn chats(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+        let _: NoArgs = call.read()?;
+        let own = gateway_chat(call.meta())?;
+        let gateway = self.gateway()?;
+        let mut chats: Vec<Value> = gateway
+            .chats
+            .list()
+            .into_iter()
+            .map(|chat| {
+                let address = ChatAddress::chat(gateway.chats.conversation_chat(chat.chat_id));
+                json!({
+                    "chat_id": chat.chat_id,
+                    "kind": chat.kind,
+                    "title": chat.title,
+                    "username": chat.username,
+                    "sender": address.sender(),
+                    "allowed": gateway.access().may_send_to(ChatAddress::chat(chat.chat_id), &gateway.chats),
+                    "last_seen": chat.last_seen,
+                    "agent": chat.agent,
+                })
+            })
+            .collect();
+        let seen: Vec<i64> = chats.iter().filter_map(|c| c["chat_id"].as_i64()).collect();
+        for chat in gateway.access().known_chats() {
+            if !seen.contains(&chat) {
+                chats.push(json!({
+                    "chat_id": chat,
+                    "kind": if chat > 0 { "private" } else { "group" },
+                    "sender": ChatAddress::chat(chat).sender(),
+                    "allowed": true,
+                    "last_seen": Value::Null,
+                }));
             }
-            "telegram_chats" => {
-                let _: NoArgs = tool_arguments(arguments)?;
-                let own = gateway_chat(meta)?;
-                let gateway = self.gateway()?;
-                let mut chats: Vec<Value> = gateway
-                    .chats
-                    .list()
-                    .into_iter()
-                    .map(|chat| {
-                        let address = ChatAddress::chat(gateway.chats.conversation_chat(chat.chat_id));
-                        json!({
-                            "chat_id": chat.chat_id,
-                            "kind": chat.kind,
-                            "title": chat.title,
-                            "username": chat.username,
-                            "sender": address.sender(),
-                            "allowed": gateway.access().may_send_to(ChatAddress::chat(chat.chat_id), &gateway.chats),
-                            "last_seen": chat.last_seen,
-                            "agent": chat.agent,
-                        })
-                    })
-                    .collect();
-                let seen: Vec<i64> = chats.iter().filter_map(|c| c["chat_id"].as_i64()).collect();
-                for chat in gateway.access().known_chats() {
-                    if !seen.contains(&chat) {
-                        chats.push(json!({
-                            "chat_id": chat,
-                            "kind": if chat > 0 { "private" } else { "group" },
-                            "sender": ChatAddress::chat(chat).sender(),
-                            "allowed": true,
-                            "last_seen": Value::Null,
-                        }));
-                    }
-                }
-                if let Some(own) = own {
-                    chats.retain(|chat| chat["chat_id"].as_i64() == Some(own.chat));
-                }
-                Ok(json!({ "chats": chats }))
-            }
-            other => Err(format!(
-                "no tool `{other}`; the tools are telegram_send and telegram_chats"
-            )),
         }
+        if let Some(own) = own {
+            chats.retain(|chat| chat["chat_id"].as_i64() == Some(own.chat));
+        }
+        Ok(json!({ "chats": chats }))
     }
 
-    async fn send(
-        &self,
-        args: SendArgs,
-        meta: &serde_json::Map<String, Value>,
-    ) -> Result<Value, String> {
+    async fn send(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+        let args: SendArgs = call.read()?;
+        let meta = call.meta();
         let gateway = self.gateway()?;
         let address = match &args.chat_id {
             Some(value) => {
@@ -286,63 +263,9 @@ fn chat_of(value: &Value) -> Result<ChatAddress, String> {
     }
 }
 
-impl ServerHandler for TelegramTools {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
-            "crabtalk's Telegram gateway: send messages to the Telegram chats that may talk to the agent, and list them.",
-        )
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tool_list()))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let meta = call_meta(&request, &context);
-        let answer = self
-            .call(&request.name, call_arguments(&request), &meta)
-            .await;
-        Ok(tool_result(answer).into())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Hosts that ask before a tool that acts read these hints.
-    #[test]
-    fn every_tool_has_a_title_and_says_what_it_may_do() {
-        let hints = |name: &str| {
-            let tool = tool_list()
-                .into_iter()
-                .find(|tool| tool.name == name)
-                .unwrap_or_else(|| panic!("no tool {name}"));
-            assert!(tool.title.is_some(), "{name} has no title");
-            let a = tool
-                .annotations
-                .unwrap_or_else(|| panic!("{name} has no hints"));
-            assert!(a.title.is_some() && a.idempotent_hint.is_some(), "{name}");
-            (
-                a.read_only_hint.expect("readOnlyHint"),
-                a.destructive_hint.expect("destructiveHint"),
-                a.open_world_hint.expect("openWorldHint"),
-            )
-        };
-        for tool in tool_list() {
-            hints(&tool.name);
-        }
-        assert_eq!(hints("telegram_send"), (false, false, true));
-        assert_eq!(hints("telegram_chats"), (true, false, false));
-    }
 
     #[test]
     fn chat_ids_are_numbers_strings_or_senders() {

@@ -434,6 +434,64 @@ async fn an_rmcp_client_uses_every_tool() {
     let _ = client.cancel().await;
 }
 
+/// What the tool server says of itself and of each tool, and a number
+/// sent as a string where the schema wants an integer (what the MCP
+/// inspector's form sends).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_names_itself_marks_every_tool_and_takes_a_number_in_a_string() {
+    let mut setup = Setup::start("").await;
+    setup.start_cron(&[]).await;
+    let client = mcp_client(&setup).await;
+    let program = client.peer_info().unwrap().server_info.clone().unwrap();
+    assert_eq!(
+        (program.name.as_str(), program.version.as_str()),
+        ("crabtalk-cron", env!("CARGO_PKG_VERSION"))
+    );
+
+    // (readOnly, destructive, idempotent, openWorld) of every tool.
+    let tools = client.list_all_tools().await.unwrap();
+    let hints: Vec<(&str, [bool; 4])> = tools
+        .iter()
+        .map(|tool| {
+            let a = tool
+                .annotations
+                .clone()
+                .unwrap_or_else(|| panic!("{} has no annotations", tool.name));
+            assert!(tool.title.is_some() && a.title == tool.title, "{tool:?}");
+            let hint = |h: Option<bool>| h.unwrap_or_else(|| panic!("{}: {a:?}", tool.name));
+            (
+                tool.name.as_ref(),
+                [
+                    hint(a.read_only_hint),
+                    hint(a.destructive_hint),
+                    hint(a.idempotent_hint),
+                    hint(a.open_world_hint),
+                ],
+            )
+        })
+        .collect();
+    assert_eq!(
+        hints,
+        [
+            ("cron_add", [false, false, false, false]),
+            ("cron_list", [true, false, true, false]),
+            ("cron_update", [false, true, true, false]),
+            ("cron_remove", [false, true, true, false]),
+            ("cron_pause", [false, true, true, false]),
+            ("cron_resume", [false, true, true, false]),
+            ("cron_run", [false, true, false, true]),
+            ("cron_runs", [true, false, true, false]),
+        ]
+    );
+
+    let runs = tools.iter().find(|t| t.name == "cron_runs").unwrap();
+    let n = &runs.input_schema["properties"]["n"];
+    assert_eq!(n["type"], "integer", "{n}");
+    let answer = structured(&call(&client, "cron_runs", json!({"n": "1"}), None).await);
+    assert_eq!(answer, json!({"runs": []}));
+    let _ = client.cancel().await;
+}
+
 // ─── delivery ───────────────────────────────────────────────────────────────
 
 /// Stands in for the telegram component: `telegram_send` records its

@@ -4,8 +4,9 @@
 //! pass the daemon's guard against oversized replies.
 //!
 //! Oracles for string arguments: no panic; a request that is fixed is JSON
-//! whose arguments are the object the string held, and everything else in
-//! it is unchanged; fixing twice changes nothing more.
+//! whose arguments are the object the string held — read back exactly as
+//! the string itself reads, numbers to the last bit — and everything else
+//! in it is unchanged; fixing twice changes nothing more.
 //!
 //! For the stdio guard (the first byte picks a small line limit): every
 //! line within the limit passes byte for byte, in order; an oversized line
@@ -15,7 +16,7 @@
 //! nothing else is answered. (A line that is not JSON may be answered or
 //! not: a reply cut short still names its call.)
 
-use crabtalk_kit::mcp::fix_string_arguments;
+use crabtalk_kit::tool_server::arguments::fix_string_arguments;
 use serde_json::Value;
 
 use crate::runtime;

@@ -1,6 +1,7 @@
 //! The tools' arguments, read by hand so that every mistake is named: the
 //! argument, what it must be, and what came (serde's own messages do not
-//! say which field a wrong type was in).
+//! say which field a wrong type was in). They come here as the kit's tool
+//! server passes them: a number sent as a string is a number already.
 
 use serde_json::{Map, Value};
 
@@ -124,20 +125,17 @@ fn only(arguments: &Map<String, Value>, tool: &str, known: &[&str]) -> Result<()
     ))
 }
 
-/// 5, 5.0 or "5".
+/// 5 or 5.0. (A string holding a number, `"5"`, comes here as the number:
+/// the kit's tool server reads it so, as the schema says `integer`.)
 fn whole_number(value: &Value) -> Option<usize> {
-    match value {
-        Value::Number(n) => n
-            .as_u64()
-            .or_else(|| {
-                n.as_f64()
-                    .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                    .map(|f| f as u64)
-            })
-            .and_then(|n| usize::try_from(n).ok()),
-        Value::String(text) => text.trim().parse().ok(),
-        _ => None,
-    }
+    let n = value.as_number()?;
+    n.as_u64()
+        .or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                .map(|f| f as u64)
+        })
+        .and_then(|n| usize::try_from(n).ok())
 }
 
 /// An optional short code of letters and `-`/`_`.
@@ -225,7 +223,7 @@ mod tests {
 
     #[test]
     fn good_search_arguments_become_a_request() {
-        let request = search_request(&map(json!({"query": "  rust  ", "count": "5", "lang": "EN", "engines": "bing, wikipedia,bing"})), 10).unwrap();
+        let request = search_request(&map(json!({"query": "  rust  ", "count": 5, "lang": "EN", "engines": "bing, wikipedia,bing"})), 10).unwrap();
         assert_eq!(request.query, "rust");
         assert_eq!(request.count, 5);
         assert_eq!(request.lang.as_deref(), Some("en"));

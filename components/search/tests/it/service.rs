@@ -153,6 +153,63 @@ async fn an_rmcp_client_calls_both_tools() {
     let _ = client.cancel().await;
 }
 
+/// What the tool server says of itself and of each tool, and numbers sent
+/// as strings where the schema wants an integer (what the MCP inspector's
+/// form sends).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_names_itself_marks_every_tool_and_takes_a_number_in_a_string() {
+    let engines = Engines::start().await;
+    let pages = Fixture::start().await;
+    pages.route("/crabs", Reply::html(PAGE));
+    let home = TestHome::new(&engines.config("[fetch]\nallow_private = [\"127.0.0.1/32\"]\n"));
+    let service = Service::start(&home.home()).await;
+    let client = client(&service).await;
+    let program = client.peer_info().unwrap().server_info.clone().unwrap();
+    assert_eq!(
+        (program.name.as_str(), program.version.as_str()),
+        ("crabtalk-search", env!("CARGO_PKG_VERSION"))
+    );
+
+    let tools = client.list_all_tools().await.unwrap();
+    for tool in &tools {
+        let listed = serde_json::to_value(tool).unwrap();
+        assert_eq!(
+            listed["annotations"],
+            json!({"title": listed["title"], "readOnlyHint": true, "destructiveHint": false,
+                   "idempotentHint": true, "openWorldHint": true}),
+            "{listed}"
+        );
+        assert!(listed["title"].is_string(), "{listed}");
+    }
+    assert_eq!(
+        tools[0].input_schema["properties"]["count"]["type"],
+        "integer"
+    );
+    assert_eq!(
+        tools[1].input_schema["properties"]["max_chars"]["type"],
+        "integer"
+    );
+
+    let found = call(
+        &client,
+        "web_search",
+        json!({"query": "rust ownership", "count": "1"}),
+    )
+    .await;
+    assert_eq!(found.is_error, Some(false), "{found:?}");
+    let results = found.structured_content.unwrap()["results"].clone();
+    assert_eq!(results.as_array().unwrap().len(), 1, "{results}");
+    let page = call(
+        &client,
+        "web_fetch",
+        json!({"url": format!("{}/crabs", pages.base_url()), "max_chars": "1"}),
+    )
+    .await;
+    assert_eq!(page.is_error, Some(false), "{page:?}");
+    assert_eq!(page.structured_content.unwrap()["truncated"], true);
+    let _ = client.cancel().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_nested_thousands_deep_neither_crash_the_service_nor_the_cli() {
     // What overflowed the stack of the HTML-to-Markdown writer and of

@@ -140,6 +140,60 @@ async fn telegram_send_with_a_run_id_delivers_a_relayed_reply_once() {
     assert!(listed.contains("\"sender\":\"tg:111\""), "{listed}");
 }
 
+/// What the tool server says of itself and of each tool, and a number
+/// sent as a string where the schema wants an integer (what the MCP
+/// inspector's form sends).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_names_itself_marks_every_tool_and_takes_a_number_in_a_string() {
+    let mut setup = Setup::start("").await;
+    setup.start_gateway().await;
+    let client = setup.mcp_client().await;
+    let program = client.peer_info().unwrap().server_info.clone().unwrap();
+    assert_eq!(
+        (program.name.as_str(), program.version.as_str()),
+        ("crabtalk-telegram", env!("CARGO_PKG_VERSION"))
+    );
+
+    let tools = client.list_all_tools().await.unwrap();
+    let listed: Vec<Value> = tools
+        .iter()
+        .map(|tool| serde_json::to_value(tool).unwrap())
+        .collect();
+    assert_eq!(listed[0]["name"], "telegram_send");
+    assert_eq!(
+        listed[0]["annotations"],
+        json!({"title": "Send a Telegram message", "readOnlyHint": false, "destructiveHint": false,
+               "idempotentHint": false, "openWorldHint": true})
+    );
+    assert_eq!(listed[0]["title"], "Send a Telegram message");
+    assert_eq!(listed[1]["name"], "telegram_chats");
+    assert_eq!(
+        listed[1]["annotations"],
+        json!({"title": "List Telegram chats", "readOnlyHint": true, "destructiveHint": false,
+               "idempotentHint": true, "openWorldHint": false})
+    );
+    assert_eq!(listed[1]["title"], "List Telegram chats");
+    let properties = &listed[0]["inputSchema"]["properties"];
+    assert_eq!(properties["topic"]["type"], "integer", "{properties}");
+    assert_eq!(properties["run_id"]["type"], "integer", "{properties}");
+
+    let sent = client
+        .call_tool(
+            CallToolRequestParams::new("telegram_send").with_arguments(
+                json!({"chat_id": 111, "text": "a string run id", "run_id": "7"})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_ne!(sent.is_error, Some(true), "{sent:?}");
+    assert_eq!(sent.structured_content.unwrap()["sent"], true);
+    setup.api.wait_for_text(alice().id, "a string run id").await;
+    let _ = client.cancel().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_sends_with_telegram_send_to_its_own_conversation() {
     let mut setup = Setup::start("").await;
