@@ -25,7 +25,7 @@
 //!    tool contract's traits.
 //! 5. Edge. [`server`]: the protocol operations (the only module that
 //!    knows the wire's errors); [`process`]: startup, listeners, signals,
-//!    shutdown; [`commands`]: the other subcommands (`memory dump|load`,
+//!    shutdown; [`subcommands`]: the other subcommands (`memory dump|load`,
 //!    `sessions search`); [`bridge`]: `crabtalkd mcp`, an MCP server over
 //!    stdio for MCP hosts, a client of the running daemon; [`cli`]: the
 //!    command line.
@@ -33,7 +33,6 @@
 pub mod bridge;
 pub mod bus;
 pub mod cli;
-pub mod commands;
 pub mod config;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -51,5 +50,6 @@ pub mod server;
 pub mod sessions;
 pub mod skills;
 pub mod storage;
+pub mod subcommands;
 pub mod token;
 pub mod tools;

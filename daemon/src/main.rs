@@ -53,11 +53,11 @@ fn main() -> ExitCode {
             Command::Reload => crabtalkd::process::reload(&home).await,
             Command::Check => crabtalkd::process::check(&home),
             Command::Memory(MemoryCommand::Dump(args)) => {
-                crabtalkd::commands::memory_dump(&home, &args.agent, &args.dir)
+                crabtalkd::subcommands::memory_dump(&home, &args.agent, &args.dir)
                     .map(|done| println!("{done}"))
             }
             Command::Memory(MemoryCommand::Load(args)) => {
-                crabtalkd::commands::memory_load(&home, &args.agent, &args.dir)
+                crabtalkd::subcommands::memory_load(&home, &args.agent, &args.dir)
                     .map(|done| println!("{done}"))
             }
             Command::Mcp => {
@@ -65,7 +65,7 @@ fn main() -> ExitCode {
                 crabtalkd::bridge::run(home, shutdown.cancellation_token()).await
             }
             Command::Sessions(SessionsCommand::Search(args)) => {
-                crabtalkd::commands::sessions_search(&home, &args)
+                crabtalkd::subcommands::sessions_search(&home, &args)
                     .await
                     .map(|found| println!("{found}"))
             }

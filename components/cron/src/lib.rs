@@ -22,8 +22,6 @@ use crabtalk_home::Home;
 pub mod admin;
 pub mod check;
 pub mod cli;
-#[cfg(feature = "service")]
-pub mod commands;
 pub mod config;
 #[cfg(feature = "service")]
 pub mod engine;
@@ -35,6 +33,8 @@ pub mod schedule;
 #[cfg(feature = "service")]
 pub mod service;
 pub mod state;
+#[cfg(feature = "service")]
+pub mod subcommands;
 #[cfg(feature = "service")]
 pub mod tools;
 

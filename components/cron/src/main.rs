@@ -8,7 +8,7 @@ fn main() -> std::process::ExitCode {
     crabtalk_kit::main_with(cli::service(), |cli: Cli, component| async move {
         match cli.command {
             Command::Run { id: None, .. } => crabtalk_cron::service::run(&component).await,
-            command => crabtalk_cron::commands::run(&component, command).await,
+            command => crabtalk_cron::subcommands::run(&component, command).await,
         }
     })
 }

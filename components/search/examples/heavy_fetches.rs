@@ -204,7 +204,7 @@ async fn main() {
 async fn in_process(names: &[&'static str], addr: SocketAddr, rounds: usize) {
     let dir = tempfile::tempdir().unwrap();
     let config = crabtalk_search::config::parse(Path::new("search.toml"), SEARCH_TOML).unwrap();
-    crabtalk_search::memory::limit_arenas();
+    crabtalk_search::burst::limit_arenas();
     let web = Arc::new(Web::new(
         &Home::new(dir.path()),
         Settings::resolve(&config, |_| None),

@@ -16,7 +16,7 @@
 //!   readable content as Markdown.
 //!
 //! The CLI (`search`, `fetch`, `engines`) goes through the same code
-//! ([`commands`]). Settings are in the optional `config/search.toml`
+//! ([`subcommands`]). Settings are in the optional `config/search.toml`
 //! ([`config`]).
 //!
 //! Without the default `service` feature the crate is the command line,
@@ -30,11 +30,11 @@ pub mod address;
 #[cfg(feature = "service")]
 pub mod answer;
 #[cfg(feature = "service")]
+pub mod burst;
+#[cfg(feature = "service")]
 pub mod cache;
 pub mod check;
 pub mod cli;
-#[cfg(feature = "service")]
-pub mod commands;
 pub mod config;
 #[cfg(feature = "service")]
 pub mod engine;
@@ -42,11 +42,11 @@ pub mod engine;
 pub mod fetch;
 pub mod health;
 #[cfg(feature = "service")]
-pub mod memory;
-#[cfg(feature = "service")]
 pub mod search;
 #[cfg(feature = "service")]
 pub mod service;
+#[cfg(feature = "service")]
+pub mod subcommands;
 #[cfg(feature = "service")]
 pub mod tools;
 #[cfg(feature = "service")]

@@ -8,7 +8,7 @@ fn main() -> std::process::ExitCode {
     crabtalk_kit::main_with(cli::service(), |cli: Cli, component| async move {
         match cli.command {
             Command::Run => crabtalk_search::service::run(&component).await,
-            command => crabtalk_search::commands::run(&component, command).await,
+            command => crabtalk_search::subcommands::run(&component, command).await,
         }
     })
 }

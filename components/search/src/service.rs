@@ -11,7 +11,7 @@ use crate::web::Web;
 
 /// Runs the service until the component is told to stop.
 pub async fn run(component: &Component) -> anyhow::Result<()> {
-    crate::memory::limit_arenas();
+    crate::burst::limit_arenas();
     let settings = settings(component)?;
     let enabled: Vec<&str> = settings
         .engines

@@ -37,8 +37,6 @@ pub mod address;
 #[cfg(feature = "service")]
 pub mod api;
 #[cfg(feature = "service")]
-pub mod commands;
-#[cfg(feature = "service")]
 pub mod gateway;
 #[cfg(feature = "service")]
 pub mod lock;
@@ -52,6 +50,8 @@ pub mod render;
 pub mod service;
 #[cfg(feature = "service")]
 pub mod state;
+#[cfg(feature = "service")]
+pub mod subcommands;
 #[cfg(feature = "service")]
 pub mod tools;
 

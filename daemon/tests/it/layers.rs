@@ -9,7 +9,7 @@
 //! | tool contract | `hook` |
 //! | capabilities | `tools`, `mcp` |
 //! | runtime | `runtime` |
-//! | edge | `server`, `process`, `commands`, `bridge`, `cli`, `fuzzing` |
+//! | edge | `server`, `process`, `subcommands`, `bridge`, `cli`, `fuzzing` |
 //!
 //! A module may name modules of its own layer or of lower ones. The test
 //! reads every file under `daemon/src`, finds the paths it names into the
@@ -58,7 +58,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("runtime", &["runtime"]),
     (
         "edge",
-        &["server", "process", "commands", "bridge", "cli", "fuzzing"],
+        &[
+            "server",
+            "process",
+            "subcommands",
+            "bridge",
+            "cli",
+            "fuzzing",
+        ],
     ),
 ];
 

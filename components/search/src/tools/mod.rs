@@ -29,7 +29,7 @@ use crate::web::{MAX_CHARS_LIMIT, Web};
 /// What the tools share: the web, and the count of calls under way.
 pub struct SearchTools {
     web: Arc<Web>,
-    busy: crate::memory::Busy,
+    busy: crate::burst::Busy,
 }
 
 /// Both tools only read the public web, and say so to hosts that offer
@@ -47,7 +47,7 @@ pub fn server(web: Arc<Web>) -> ToolServer {
     let engines: Vec<&str> = EngineId::ALL.iter().map(|e| e.name()).collect();
     let tools = SearchTools {
         web,
-        busy: crate::memory::Busy::default(),
+        busy: crate::burst::Busy::default(),
     };
     ToolServer::builder(crabtalk_kit::this_program!(), tools)
         .instructions("crabtalk's web access: web_search (several engines, fused, each engine's health reported) and web_fetch (a page as readable Markdown; public addresses only).")
