@@ -8,7 +8,7 @@
 //!   `sessions/` on a thread of its own ([`SessionSearch::start_rebuild`]);
 //!   live appends go on meanwhile and are replayed onto the rebuilt index
 //!   before it is swapped in, so none is lost.
-//! - **Windows.** [`SessionSearch`] is the index's [`MessageSource`]: it
+//! - **Windows.** [`SessionSearch`] is the index's [`MessageSource`](crabtalk_session_index::MessageSource): it
 //!   reads a hit's window from the log by message number. It remembers where
 //!   every 64th numbered line starts (8 bytes per 64 messages, filled by the
 //!   rebuild and by earlier reads), so a window near the end of a long log

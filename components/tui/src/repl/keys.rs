@@ -2,14 +2,14 @@
 //! Ctrl-C (stop the turn, give the queue back, quit), and an `ask_user`
 //! form taking the keys until it is answered.
 
+use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind};
+
 use super::own_turn::OwnTurn;
+use super::{Flow, Repl, is_ctrl_c};
 use crate::ask::{AskOutcome, CANCELLED};
 use crate::input::editor::EditorAction;
 use crate::slash_commands::{self, Input};
 use crate::text::{Line, Style};
-use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind};
-
-use super::{Flow, Repl, is_ctrl_c};
 
 impl Repl {
     /// Sends queued inputs while nothing runs and the daemon is there.

@@ -2,14 +2,15 @@
 //! (the model, completions, the tail, the event subscription), and losing
 //! it and getting it back.
 
+use std::time::{Duration, Instant};
+
+use crabtalk_proto::client::ClientError;
+use crabtalk_proto::msg::*;
+
+use super::{Link, MAX_BACKOFF, Repl, TAIL_TURNS};
 use crate::error::TuiError;
 use crate::input::complete::Completer;
 use crate::render::history::tail;
-use crabtalk_proto::client::ClientError;
-use crabtalk_proto::msg::*;
-use std::time::{Duration, Instant};
-
-use super::{Link, MAX_BACKOFF, Repl, TAIL_TURNS};
 
 impl Repl {
     /// The model this conversation uses and where it comes from: the

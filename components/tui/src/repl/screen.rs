@@ -2,14 +2,14 @@
 //! the banner) and the live area it redraws (the turn's tail, the queue,
 //! the input line and its notice).
 
+use std::time::Instant;
+
+use super::{QUEUE_SHOWN, Repl};
 use crate::input::editor::Editor;
 use crate::render::markdown;
 use crate::render::stream::Layout;
 use crate::text::wrap::{Wrap, wrap};
 use crate::text::{Color, Line, Span, Style, display_width, sanitize, truncate};
-use std::time::Instant;
-
-use super::{QUEUE_SHOWN, Repl};
 
 impl Repl {
     pub(super) fn layout(&self) -> Layout {

@@ -1,15 +1,15 @@
 //! The turn this chat runs, streamed as it comes, and the turns other
 //! clients run in the same conversation (`follow`).
 
-use super::own_turn::OwnTurn;
-use crate::ask::AskForm;
-use crate::render::stream::Layout;
-use crate::render::turn::TurnView;
 use crabtalk_proto::client::ClientError;
 use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_proto::msg::*;
 
 use super::Repl;
+use super::own_turn::OwnTurn;
+use crate::ask::AskForm;
+use crate::render::stream::Layout;
+use crate::render::turn::TurnView;
 
 impl Repl {
     /// Sends a turn; `input` is what the person typed, kept until the daemon
