@@ -32,7 +32,7 @@ fn written_folders(home: &Home) -> Vec<PathBuf> {
 }
 
 /// Removes the temp files interrupted writes left; logs what it removed.
-pub fn remove_interrupted_writes(home: &Home) {
+pub(crate) fn remove_interrupted_writes(home: &Home) {
     let mut removed = 0;
     for folder in written_folders(home) {
         match remove_stale_temp_files(&folder) {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// Why the lock could not be taken.
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
+pub(crate) enum LockError {
     #[error(
         "another crabtalkd{} already runs with this home (it holds {path}); stop it first with `crabup daemon stop`",
         pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
@@ -23,13 +23,13 @@ pub enum LockError {
 
 /// The held lock; dropping it releases the lock.
 #[derive(Debug)]
-pub struct InstanceLock {
+pub(crate) struct InstanceLock {
     _file: File,
 }
 
 impl InstanceLock {
     /// Takes the lock without waiting and records this process's pid in it.
-    pub fn acquire(path: &Path) -> Result<Self, LockError> {
+    pub(crate) fn acquire(path: &Path) -> Result<Self, LockError> {
         let io_error = |source| LockError::Io {
             path: path.to_owned(),
             source,

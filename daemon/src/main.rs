@@ -11,7 +11,7 @@ use crabtalkd::cli::{Cli, Command, MemoryCommand, SessionsCommand};
 
 fn main() -> ExitCode {
     // Before anything is created: the daemon's files are its user's alone.
-    crabtalkd::private::restrict_umask();
+    crabtalkd::restrict_umask();
     let cli = Cli::parse();
     let home = match &cli.home {
         Some(root) => Home::new(root),
@@ -48,24 +48,22 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(_) => {
                 let shutdown = Shutdown::on_signals()?;
-                crabtalkd::process::run(home, shutdown.cancellation_token()).await
+                crabtalkd::run(home, shutdown.cancellation_token()).await
             }
-            Command::Reload => crabtalkd::process::reload(&home).await,
-            Command::Check => crabtalkd::process::check(&home),
+            Command::Reload => crabtalkd::reload(&home).await,
+            Command::Check => crabtalkd::check(&home),
             Command::Memory(MemoryCommand::Dump(args)) => {
-                crabtalkd::subcommands::memory_dump(&home, &args.agent, &args.dir)
-                    .map(|done| println!("{done}"))
+                crabtalkd::memory_dump(&home, &args.agent, &args.dir).map(|done| println!("{done}"))
             }
             Command::Memory(MemoryCommand::Load(args)) => {
-                crabtalkd::subcommands::memory_load(&home, &args.agent, &args.dir)
-                    .map(|done| println!("{done}"))
+                crabtalkd::memory_load(&home, &args.agent, &args.dir).map(|done| println!("{done}"))
             }
             Command::Mcp => {
                 let shutdown = Shutdown::on_signals()?;
-                crabtalkd::bridge::run(home, shutdown.cancellation_token()).await
+                crabtalkd::run_bridge(home, shutdown.cancellation_token()).await
             }
             Command::Sessions(SessionsCommand::Search(args)) => {
-                crabtalkd::subcommands::sessions_search(&home, &args)
+                crabtalkd::sessions_search(&home, &args)
                     .await
                     .map(|found| println!("{found}"))
             }
@@ -75,7 +73,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("crabtalkd: {err:#}");
-            ExitCode::from(crabtalkd::process::exit_code(&err))
+            ExitCode::from(crabtalkd::exit_code(&err))
         }
     }
 }

@@ -21,13 +21,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crabtalk_home::Home;
 
 /// The umask the daemon runs with: nothing for the group or others.
-pub const DAEMON_UMASK: u32 = 0o077;
+pub(crate) const DAEMON_UMASK: u32 = 0o077;
 
 /// The umask the process had before [`restrict_umask`], for its children.
 /// `u32::MAX` until it is set.
 static INHERITED: AtomicU32 = AtomicU32::new(u32::MAX);
 
-/// Sets the process umask to [`DAEMON_UMASK`], remembering the one it had.
+/// Sets the process umask to `DAEMON_UMASK` (0o077), remembering the one it had.
 /// Idempotent: later calls keep the first remembered value.
 pub fn restrict_umask() {
     #[cfg(unix)]
@@ -41,7 +41,7 @@ pub fn restrict_umask() {
 
 /// The umask to give back to processes the daemon starts for its agents:
 /// the one it was started with (022 if [`restrict_umask`] never ran).
-pub fn inherited_umask() -> u32 {
+pub(crate) fn inherited_umask() -> u32 {
     match INHERITED.load(Ordering::Acquire) {
         u32::MAX => 0o022,
         umask => umask,
@@ -50,7 +50,7 @@ pub fn inherited_umask() -> u32 {
 
 /// Creates `dir` and its missing parents with mode 0700 (Unix), whatever
 /// the umask.
-pub fn create_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn create_dir(dir: &Path) -> std::io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -61,7 +61,7 @@ pub fn create_dir(dir: &Path) -> std::io::Result<()> {
 /// Warns about every part of `home` the daemon relies on that other users
 /// can read or write: the home itself, `run/`, `config.toml` and `env`.
 /// Each warning names the command that fixes it.
-pub fn warn_if_shared(home: &Home) {
+pub(crate) fn warn_if_shared(home: &Home) {
     for (path, private_mode) in [
         (home.root().to_owned(), 0o700),
         (home.run_dir(), 0o700),
@@ -75,7 +75,7 @@ pub fn warn_if_shared(home: &Home) {
 }
 
 /// The warning for `path` if other users can read or write it.
-pub fn shared_warning(path: &Path, private_mode: u32) -> Option<String> {
+pub(crate) fn shared_warning(path: &Path, private_mode: u32) -> Option<String> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;

@@ -128,7 +128,7 @@ fn remove_port_file_if_ours(home: &Home, ours: &PortFile) {
 /// message lists them.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct Refused(pub String);
+pub(crate) struct Refused(pub String);
 
 /// `crabtalkd reload`: asks the running daemon of `home` to reload, and
 /// prints what it says: `reloaded` and its notes, or every problem of the

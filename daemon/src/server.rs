@@ -22,7 +22,7 @@ use crate::sessions::SessionQuery;
 use crate::storage::{Entry, HandleError, Role, read_entries};
 
 /// The daemon's version, reported in `Pong`.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Most history returned by `GetConversationHistory`, in bytes of content;
 /// older messages beyond it are summarised by a count.
@@ -37,12 +37,12 @@ const MAX_HISTORY_MESSAGE: usize = 256 * 1024;
 const DEFAULT_SEARCH_HITS: usize = 10;
 const DEFAULT_SEARCH_CONTEXT: usize = 2;
 
-pub struct DaemonServer {
+pub(crate) struct DaemonServer {
     runtime: Arc<Runtime>,
 }
 
 impl DaemonServer {
-    pub fn new(runtime: Arc<Runtime>) -> Self {
+    pub(crate) fn new(runtime: Arc<Runtime>) -> Self {
         Self { runtime }
     }
 

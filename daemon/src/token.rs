@@ -17,12 +17,12 @@ use std::path::Path;
 use crabtalk_home::Home;
 use crabtalk_home::token::TokenFile;
 
-pub use crabtalk_home::token::TokenError;
+pub(crate) use crabtalk_home::token::TokenError;
 
 /// The token TCP clients must send: `configured` if set (the config check
 /// has refused a blank one), else the one kept in `run/token`, made on the
 /// first start. Written to `run/token` either way.
-pub fn establish(home: &Home, configured: Option<&str>) -> Result<String, TokenError> {
+pub(crate) fn establish(home: &Home, configured: Option<&str>) -> Result<String, TokenError> {
     let path = home.token_file();
     let inspected = TokenFile::inspect(&path);
     let token = match configured {

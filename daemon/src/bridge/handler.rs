@@ -44,7 +44,7 @@ crabtalk components running now (web search, schedules, Telegram…).";
 
 /// The MCP server of one host.
 #[derive(Clone)]
-pub struct Bridge {
+pub(crate) struct Bridge {
     shared: Arc<Shared>,
 }
 
@@ -52,7 +52,7 @@ impl Bridge {
     /// A bridge to the daemon of `home`, offering the components `hub`
     /// connects to; their tools are listed once `components_settled` is
     /// cancelled.
-    pub fn new(home: Home, hub: Arc<McpHub>, components_settled: CancellationToken) -> Self {
+    pub(crate) fn new(home: Home, hub: Arc<McpHub>, components_settled: CancellationToken) -> Self {
         Self {
             shared: Arc::new(Shared {
                 daemon: DaemonConnection::new(home.clone()),

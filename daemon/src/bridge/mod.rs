@@ -58,11 +58,11 @@ use crate::config::DaemonConfig;
 use crate::mcp::discovery::Discovery;
 use crate::mcp::{McpHub, McpSettings};
 
-pub use self::handler::Bridge;
+pub(crate) use self::handler::Bridge;
 
 /// The conversation `ask_agent` talks in when the host names none: the
 /// sender `mcp` of the agent.
-pub const DEFAULT_CONVERSATION: &str = "mcp";
+pub(crate) const DEFAULT_CONVERSATION: &str = "mcp";
 
 /// The longest the first `tools/list` waits for the components running at
 /// start (less when `[mcp] connect_timeout_secs` is less): a component on

@@ -13,14 +13,14 @@
 //! the matches to the runtime, which also enforces the hop limit that stops
 //! cycles (A done → B, B done → A).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 /// One subscription.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Subscription {
+pub(crate) struct Subscription {
     pub id: u64,
     pub source: String,
     pub target_agent: String,
@@ -38,14 +38,14 @@ struct Table {
 }
 
 /// The subscription table.
-pub struct EventBus {
+pub(crate) struct EventBus {
     path: PathBuf,
     table: Mutex<Table>,
 }
 
 /// Why the table could not be changed.
 #[derive(Debug, thiserror::Error)]
-pub enum BusError {
+pub(crate) enum BusError {
     #[error("cannot save {path}: {source}")]
     Save {
         path: PathBuf,
@@ -57,7 +57,7 @@ impl EventBus {
     /// Reads the table at `path`. A missing file is an empty table; an
     /// unreadable one is moved aside (so nothing is lost), reported, and
     /// the bus starts empty.
-    pub fn load(path: impl Into<PathBuf>) -> Self {
+    pub(crate) fn load(path: impl Into<PathBuf>) -> Self {
         let path = path.into();
         let table = match std::fs::read_to_string(&path) {
             Ok(text) => match toml::from_str::<Table>(&text) {
@@ -98,12 +98,8 @@ impl EventBus {
         }
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Adds a subscription.
-    pub fn subscribe(
+    pub(crate) fn subscribe(
         &self,
         source: &str,
         target_agent: &str,
@@ -126,7 +122,7 @@ impl EventBus {
     }
 
     /// Removes a subscription; `false` if there is none with that id.
-    pub fn unsubscribe(&self, id: u64) -> Result<bool, BusError> {
+    pub(crate) fn unsubscribe(&self, id: u64) -> Result<bool, BusError> {
         let mut table = self.table.lock();
         let Some(position) = table.subscriptions.iter().position(|s| s.id == id) else {
             return Ok(false);
@@ -140,12 +136,12 @@ impl EventBus {
     }
 
     /// Every subscription, by id.
-    pub fn list(&self) -> Vec<Subscription> {
+    pub(crate) fn list(&self) -> Vec<Subscription> {
         self.table.lock().subscriptions.clone()
     }
 
     /// The subscriptions that `source` fires; `once` ones are removed.
-    pub fn fire(&self, source: &str) -> Vec<Subscription> {
+    pub(crate) fn fire(&self, source: &str) -> Vec<Subscription> {
         let mut table = self.table.lock();
         let matches: Vec<Subscription> = table
             .subscriptions

@@ -59,7 +59,7 @@ pub struct DaemonConfig {
 }
 
 /// `[gateway]`: who talks through a gateway, and what their chains may not
-/// use (see [`crate::tools::gateway`]).
+/// use (see `tools::gateway`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GatewaySettings {
@@ -201,7 +201,7 @@ pub struct TransportConfig {
     /// `host:port`, or `"off"` to disable TCP. Port 0 picks a free port.
     pub tcp: String,
     /// The token every TCP client sends in `Hello`; when absent, the
-    /// daemon keeps a random one in `run/token` (see [`crate::token`]).
+    /// daemon keeps a random one in `run/token` (see the `token` module).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
 }

@@ -28,7 +28,7 @@
 
 /// A turn's place in the chain of turns that led to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chain {
+pub(crate) struct Chain {
     /// The sender whose message began the chain: a client's user, a gateway
     /// user (`tg:42`), or an external event (`event:<source>`).
     pub origin: String,
@@ -42,7 +42,7 @@ pub struct Chain {
 
 impl Chain {
     /// A chain begun by a message from `sender`.
-    pub fn begun_by(sender: &str) -> Self {
+    pub(crate) fn begun_by(sender: &str) -> Self {
         Self {
             origin: sender.to_owned(),
             depth: 0,
@@ -53,7 +53,7 @@ impl Chain {
 
     /// This chain, started by the component `trigger` (blank: by nobody in
     /// particular).
-    pub fn triggered_by(mut self, trigger: Option<&str>) -> Self {
+    pub(crate) fn triggered_by(mut self, trigger: Option<&str>) -> Self {
         self.trigger = trigger
             .map(str::trim)
             .filter(|trigger| !trigger.is_empty())
@@ -62,7 +62,7 @@ impl Chain {
     }
 
     /// The chain of a task this turn delegates: one level deeper.
-    pub fn delegated(&self) -> Self {
+    pub(crate) fn delegated(&self) -> Self {
         Self {
             origin: self.origin.clone(),
             depth: self.depth + 1,
@@ -73,7 +73,7 @@ impl Chain {
 
     /// The chain of a turn fired by this turn's done-event: one hop further.
     /// Nobody waits for a fired turn, so it is not nested: depth starts over.
-    pub fn fired(&self) -> Self {
+    pub(crate) fn fired(&self) -> Self {
         Self {
             origin: self.origin.clone(),
             depth: 0,

@@ -12,7 +12,7 @@ use crate::config::agent::AgentDef;
 /// conversation and the daemon's turns. The turn that runs the call builds
 /// it; nothing in it outlives the call unless the tool keeps a clone.
 #[derive(Clone)]
-pub struct ToolContext {
+pub(crate) struct ToolContext {
     pub agent: Arc<AgentDef>,
     pub sender: String,
     /// The chain of turns this one belongs to (who began it, how deep).

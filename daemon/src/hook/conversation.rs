@@ -13,7 +13,7 @@ use std::pin::Pin;
 use crabtalk_proto::msg::AskUserEvent;
 
 /// What a tool call may do in the conversation it runs in.
-pub trait ToolConversation: Send + Sync {
+pub(crate) trait ToolConversation: Send + Sync {
     /// The agent whose conversation this is.
     fn agent(&self) -> &str;
 
@@ -34,13 +34,13 @@ pub trait ToolConversation: Send + Sync {
 
 /// A file's size and a hash of its bytes at the time it was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileStamp {
+pub(crate) struct FileStamp {
     len: u64,
     hash: u64,
 }
 
 impl FileStamp {
-    pub fn of(bytes: &[u8]) -> Self {
+    pub(crate) fn of(bytes: &[u8]) -> Self {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         bytes.hash(&mut hasher);
         Self {

@@ -25,18 +25,18 @@ mod prompt;
 mod tool;
 mod turns;
 
-pub use self::chain::Chain;
-pub use self::context::ToolContext;
-pub use self::conversation::{FileStamp, ToolConversation};
-pub use self::prompt::{PromptContext, escape_attribute};
-pub use self::tool::{ToolFuture, ToolOutput, ToolSpec, parse_arguments};
-pub use self::turns::{TaskHandle, TaskOutcome, TaskRequest, Turns};
+pub(crate) use self::chain::Chain;
+pub(crate) use self::context::ToolContext;
+pub(crate) use self::conversation::{FileStamp, ToolConversation};
+pub(crate) use self::prompt::{PromptContext, escape_attribute};
+pub(crate) use self::tool::{ToolFuture, ToolOutput, ToolSpec, parse_arguments};
+pub(crate) use self::turns::{TaskHandle, TaskOutcome, TaskRequest, Turns};
 
 use crate::config::agent::AgentDef;
 use crate::storage::ToolCallRecord;
 
 /// A subsystem that owns tools.
-pub trait Hook: Send + Sync {
+pub(crate) trait Hook: Send + Sync {
     /// The tools this hook owns.
     fn tools(&self) -> Vec<ToolSpec>;
 

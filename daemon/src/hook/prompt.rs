@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::config::agent::AgentDef;
 
 /// What a hook may look at when it contributes to a system prompt.
-pub struct PromptContext<'a> {
+pub(crate) struct PromptContext<'a> {
     pub agent: &'a AgentDef,
     /// Every agent, for hooks that point to the others (delegation).
     pub agents: &'a BTreeMap<String, Arc<AgentDef>>,
@@ -15,7 +15,7 @@ pub struct PromptContext<'a> {
 
 /// Escapes a name for an XML attribute (`<skill name="…">`,
 /// `<from agent="…">`).
-pub fn escape_attribute(name: &str) -> String {
+pub(crate) fn escape_attribute(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         match c {

@@ -8,7 +8,7 @@ use crate::storage::ToolCallRecord;
 
 /// A tool's schema, as offered to the model.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
+pub(crate) struct ToolSpec {
     pub name: String,
     pub description: String,
     /// JSON Schema of the arguments.
@@ -18,20 +18,20 @@ pub struct ToolSpec {
 /// What a tool returns. The model sees `text` either way; `is_error` lets
 /// clients style failures and agents decide to retry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolOutput {
+pub(crate) struct ToolOutput {
     pub text: String,
     pub is_error: bool,
 }
 
 impl ToolOutput {
-    pub fn ok(text: impl Into<String>) -> Self {
+    pub(crate) fn ok(text: impl Into<String>) -> Self {
         Self {
             text: text.into(),
             is_error: false,
         }
     }
 
-    pub fn error(text: impl Into<String>) -> Self {
+    pub(crate) fn error(text: impl Into<String>) -> Self {
         Self {
             text: text.into(),
             is_error: true,
@@ -40,10 +40,10 @@ impl ToolOutput {
 }
 
 /// A running tool call.
-pub type ToolFuture = Pin<Box<dyn Future<Output = ToolOutput> + Send>>;
+pub(crate) type ToolFuture = Pin<Box<dyn Future<Output = ToolOutput> + Send>>;
 
 /// Parses a call's JSON arguments into `T`, or an error the model can act on.
-pub fn parse_arguments<T: serde::de::DeserializeOwned>(
+pub(crate) fn parse_arguments<T: serde::de::DeserializeOwned>(
     call: &ToolCallRecord,
 ) -> Result<T, ToolOutput> {
     let raw = if call.arguments.trim().is_empty() {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::Chain;
 
 /// What a tool may ask of the daemon's turns.
-pub trait Turns: Send + Sync {
+pub(crate) trait Turns: Send + Sync {
     /// A fresh id, unique across restarts (for `delegate:<id>` senders).
     fn next_id(&self) -> u64;
 
@@ -34,7 +34,7 @@ pub trait Turns: Send + Sync {
 
 /// A turn a tool starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskRequest {
+pub(crate) struct TaskRequest {
     pub agent: String,
     pub sender: String,
     pub content: String,
@@ -47,7 +47,7 @@ pub struct TaskRequest {
 
 /// How a started turn ended.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TaskOutcome {
+pub(crate) struct TaskOutcome {
     /// The text of its last model reply.
     pub final_text: String,
     /// Why it failed, if it did.
@@ -55,4 +55,4 @@ pub struct TaskOutcome {
 }
 
 /// A started turn's outcome, or why the turn was lost (it panicked).
-pub type TaskHandle = Pin<Box<dyn Future<Output = Result<TaskOutcome, String>> + Send>>;
+pub(crate) type TaskHandle = Pin<Box<dyn Future<Output = Result<TaskOutcome, String>> + Send>>;

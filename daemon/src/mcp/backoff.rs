@@ -11,14 +11,14 @@ use std::time::Duration;
 
 /// `[mcp] restart_backoff_ms` and `restart_backoff_max_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RestartPolicy {
+pub(crate) struct RestartPolicy {
     pub first: Duration,
     pub max: Duration,
 }
 
 impl RestartPolicy {
     /// How long a connection must stay up to count as healthy again.
-    pub fn stable_after(&self) -> Duration {
+    pub(crate) fn stable_after(&self) -> Duration {
         self.max
     }
 }

@@ -18,15 +18,15 @@
 
 use rmcp::model::{JsonObject, MetaObject, RequestMetaObject};
 
-pub const AGENT_KEY: &str = "ai.crabtalk/agent";
-pub const SENDER_KEY: &str = "ai.crabtalk/sender";
-pub const ORIGIN_KEY: &str = "ai.crabtalk/origin";
-pub const TRIGGER_KEY: &str = "ai.crabtalk/trigger";
-pub const GATEWAY_KEY: &str = "ai.crabtalk/gateway";
+pub(crate) const AGENT_KEY: &str = "ai.crabtalk/agent";
+pub(crate) const SENDER_KEY: &str = "ai.crabtalk/sender";
+pub(crate) const ORIGIN_KEY: &str = "ai.crabtalk/origin";
+pub(crate) const TRIGGER_KEY: &str = "ai.crabtalk/trigger";
+pub(crate) const GATEWAY_KEY: &str = "ai.crabtalk/gateway";
 
 /// The conversation a tool call comes from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Caller {
+pub(crate) struct Caller {
     pub agent: String,
     pub sender: String,
     pub origin: String,
@@ -37,7 +37,7 @@ pub struct Caller {
 
 impl Caller {
     /// The `_meta` object of a call from this caller.
-    pub fn meta(&self) -> RequestMetaObject {
+    pub(crate) fn meta(&self) -> RequestMetaObject {
         let mut object = JsonObject::new();
         object.insert(AGENT_KEY.into(), self.agent.clone().into());
         object.insert(SENDER_KEY.into(), self.sender.clone().into());

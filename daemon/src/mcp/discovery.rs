@@ -41,7 +41,7 @@ const SETTLE: Duration = Duration::from_millis(50);
 
 /// A component found in `run/`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Component {
+pub(crate) struct Component {
     pub name: String,
     pub port: u16,
     pub port_file: PathBuf,
@@ -70,7 +70,7 @@ impl FileVersion {
 }
 
 /// The component scanner of one `run/` folder.
-pub struct Discovery {
+pub(crate) struct Discovery {
     run_dir: PathBuf,
     /// Port files whose problem was logged, at the version logged.
     reported: HashMap<PathBuf, Option<FileVersion>>,
@@ -79,7 +79,7 @@ pub struct Discovery {
 }
 
 impl Discovery {
-    pub fn new(run_dir: PathBuf) -> Self {
+    pub(crate) fn new(run_dir: PathBuf) -> Self {
         Self {
             run_dir,
             reported: HashMap::new(),
@@ -88,7 +88,7 @@ impl Discovery {
     }
 
     /// Keeps `hub`'s components in step with `run/` until `stop`.
-    pub async fn watch(mut self, hub: Arc<McpHub>, stop: CancellationToken) {
+    pub(crate) async fn watch(mut self, hub: Arc<McpHub>, stop: CancellationToken) {
         let (changed, mut changes) = mpsc::channel::<()>(1);
         let mut exits = ExitWatches::new(changed.clone());
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -135,7 +135,7 @@ impl Discovery {
 
     /// The live components in `run/`, sorted by name. Files that cannot be
     /// used are logged (once per version of the file).
-    pub fn scan(&mut self) -> Vec<Component> {
+    pub(crate) fn scan(&mut self) -> Vec<Component> {
         let Ok(entries) = std::fs::read_dir(&self.run_dir) else {
             return Vec::new();
         };

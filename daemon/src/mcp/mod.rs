@@ -28,12 +28,12 @@
 //! waiting a bounded time ([`McpHub::shutdown`]).
 
 mod backoff;
-pub mod caller;
+pub(crate) mod caller;
 mod client;
-pub mod discovery;
+pub(crate) mod discovery;
 mod exits;
 mod failure;
-pub mod names;
+pub(crate) mod names;
 pub(crate) mod oversize;
 mod peer;
 mod stderr;
@@ -52,10 +52,10 @@ use futures::{Stream, StreamExt};
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
 
-pub use self::backoff::RestartPolicy;
+pub(crate) use self::backoff::RestartPolicy;
 use self::caller::Caller;
 use self::peer::{Peer, PeerSettings};
-pub use self::peer::{RemoteTool, Status};
+pub(crate) use self::peer::{RemoteTool, Status};
 use crate::config::REDACTED;
 use crate::config::agent::{AgentDef, McpServerConfig};
 use crate::hook::{ToolOutput, ToolSpec};
@@ -66,7 +66,7 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// Where a server comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// Declared by agents, by value.
     Declared(McpServerConfig),
     /// A component that wrote `run/<name>.port`.
@@ -111,7 +111,7 @@ fn component_token_file(port_file: &std::path::Path) -> PathBuf {
 
 /// How connections behave (`[mcp]` in `config.toml`).
 #[derive(Debug, Clone)]
-pub struct McpSettings {
+pub(crate) struct McpSettings {
     pub call_timeout: Duration,
     pub connect_timeout: Duration,
     pub restart: RestartPolicy,
@@ -138,7 +138,7 @@ struct Entry {
 }
 
 /// Every MCP connection of the daemon.
-pub struct McpHub {
+pub(crate) struct McpHub {
     entries: Mutex<BTreeMap<Fingerprint, Entry>>,
     events: broadcast::Sender<McpEventMsg>,
     settings: Mutex<McpSettings>,
@@ -153,7 +153,7 @@ pub struct McpHub {
 }
 
 impl McpHub {
-    pub fn new(settings: McpSettings) -> Arc<Self> {
+    pub(crate) fn new(settings: McpSettings) -> Arc<Self> {
         Arc::new(Self {
             entries: Mutex::new(BTreeMap::new()),
             events: broadcast::channel(256).0,
@@ -177,7 +177,7 @@ impl McpHub {
     /// Makes the declared connections match `agents` (and `env`, the
     /// environment every command gets): new declarations connect, shared ones
     /// are shared, undeclared ones close. Components are left alone.
-    pub fn reconcile(
+    pub(crate) fn reconcile(
         &self,
         agents: &BTreeMap<String, Arc<AgentDef>>,
         env: &BTreeMap<String, String>,
@@ -236,7 +236,7 @@ impl McpHub {
     }
 
     /// Makes the component connections match `components` (from `run/`).
-    pub fn set_components(&self, components: Vec<discovery::Component>) {
+    pub(crate) fn set_components(&self, components: Vec<discovery::Component>) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
@@ -350,7 +350,7 @@ impl McpHub {
     }
 
     /// The tools `agent` can call now, in a chain triggered by `trigger`.
-    pub fn tools_for(&self, agent: &AgentDef, trigger: Option<&str>) -> Vec<ToolSpec> {
+    pub(crate) fn tools_for(&self, agent: &AgentDef, trigger: Option<&str>) -> Vec<ToolSpec> {
         let mut specs = Vec::new();
         for peer in self.servers_for(agent, trigger) {
             for tool in peer.tools() {
@@ -366,7 +366,7 @@ impl McpHub {
 
     /// Calls `qualified` (`server__tool`) of `agent` for `caller`; `None` if
     /// no server the agent may use in the caller's chain has that tool.
-    pub fn call(
+    pub(crate) fn call(
         &self,
         agent: &AgentDef,
         qualified: &str,
@@ -389,7 +389,7 @@ impl McpHub {
 
     /// The tools of every connected component, component by component
     /// (sorted by name): what `crabtalkd mcp` offers a host.
-    pub fn component_tools(&self) -> Vec<(String, Vec<RemoteTool>)> {
+    pub(crate) fn component_tools(&self) -> Vec<(String, Vec<RemoteTool>)> {
         self.entries
             .lock()
             .values()
@@ -403,7 +403,7 @@ impl McpHub {
     /// component `component` for `caller`: the component's own result, or
     /// what went wrong in words; `None` if the component has no such tool
     /// now.
-    pub fn call_component(
+    pub(crate) fn call_component(
         &self,
         component: &str,
         tool: &str,
@@ -432,7 +432,7 @@ impl McpHub {
     /// when its server is one the daemon knows: a component that went away
     /// (and how to start it again), or a server that is not connected
     /// (and why). `None` when the name is no server's.
-    pub fn unavailable(
+    pub(crate) fn unavailable(
         &self,
         agent: &AgentDef,
         trigger: Option<&str>,
@@ -472,7 +472,7 @@ impl McpHub {
 
     /// Every server, or those `agent` declares (plus components), as the
     /// protocol shows them (secrets redacted).
-    pub fn list(&self, agent: Option<&str>) -> Vec<McpInfo> {
+    pub(crate) fn list(&self, agent: Option<&str>) -> Vec<McpInfo> {
         let entries = self.entries.lock();
         entries
             .values()
@@ -486,7 +486,7 @@ impl McpHub {
 
     /// Waits until no connection is still being made — each one is
     /// connected or has failed — or `patience` has passed.
-    pub async fn settled(&self, patience: Duration) {
+    pub(crate) async fn settled(&self, patience: Duration) {
         // Subscribed before the first look, so no change is missed.
         let mut events = std::pin::pin!(self.subscribe());
         let connecting = || {
@@ -506,7 +506,7 @@ impl McpHub {
     }
 
     /// MCP lifecycle events from now on.
-    pub fn subscribe(&self) -> impl Stream<Item = McpEventMsg> + Send + 'static {
+    pub(crate) fn subscribe(&self) -> impl Stream<Item = McpEventMsg> + Send + 'static {
         futures::stream::unfold(self.events.subscribe(), |mut receiver| async move {
             loop {
                 match receiver.recv().await {
@@ -520,7 +520,7 @@ impl McpHub {
 
     /// Closes every connection and ends every stdio server's process group,
     /// waiting at most `SHUTDOWN_WAIT`; nothing connects afterwards.
-    pub async fn shutdown(&self) {
+    pub(crate) async fn shutdown(&self) {
         self.closed.store(true, Ordering::Release);
         let peers: Vec<Arc<Peer>> = std::mem::take(&mut *self.entries.lock())
             .into_values()

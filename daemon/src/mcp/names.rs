@@ -16,16 +16,16 @@
 //! stays the same across restarts.
 
 /// The longest tool name every provider accepts.
-pub const MAX_TOOL_NAME: usize = 64;
+pub(crate) const MAX_TOOL_NAME: usize = 64;
 
 /// Between the server's name and the tool's.
-pub const SEPARATOR: &str = "__";
+pub(crate) const SEPARATOR: &str = "__";
 
-pub use crate::config::agent::{MAX_SERVER_NAME, validate_server_name};
+pub(crate) use crate::config::agent::validate_server_name;
 
 /// The names a server's tools are offered under, in the order given.
 /// Collisions are resolved (and logged) as the module says.
-pub fn qualify_all(server: &str, tools: &[String]) -> Vec<String> {
+pub(crate) fn qualify_all(server: &str, tools: &[String]) -> Vec<String> {
     let mut taken = std::collections::BTreeSet::new();
     tools
         .iter()

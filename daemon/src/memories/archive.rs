@@ -10,7 +10,7 @@ use crabtalk_memory::Memory;
 
 /// A name no entry of `memory` has: `compaction-<sender>-<UTC time>`, with
 /// `-2`, `-3`… if the same conversation was compacted twice in one second.
-pub fn archive_name(memory: &Memory, sender: &str, at: DateTime<Utc>) -> String {
+pub(crate) fn archive_name(memory: &Memory, sender: &str, at: DateTime<Utc>) -> String {
     let base = format!(
         "compaction-{}-{}",
         archive_sender(sender),
@@ -42,7 +42,7 @@ fn archive_sender(sender: &str) -> String {
 /// Whether `name` is the name [`archive_name`] gives an archive of a
 /// conversation with `sender`: `compaction-<sender>-YYYYMMDD-HHMMSS`,
 /// maybe with `-<n>`. Exact, so `tg:4` does not claim `tg:42`'s archives.
-pub fn is_archive_of(name: &str, sender: &str) -> bool {
+pub(crate) fn is_archive_of(name: &str, sender: &str) -> bool {
     let Some(rest) = name
         .strip_prefix("compaction-")
         .and_then(|rest| rest.strip_prefix(archive_sender(sender).as_str()))

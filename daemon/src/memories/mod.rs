@@ -28,25 +28,25 @@ use parking_lot::Mutex;
 
 use crabtalk_memory::{Memory, MemoryError, file_name};
 
-pub mod archive;
-pub mod notes;
+pub(crate) mod archive;
+pub(crate) mod notes;
 
 /// One agent's memory, opened when first needed.
 type Slot = Arc<Mutex<Option<Memory>>>;
 
 /// The memories of every agent that has used its memory since start.
-pub struct Memories {
+pub(crate) struct Memories {
     dir: PathBuf,
     slots: Mutex<HashMap<String, Slot>>,
 }
 
 /// Where `agent`'s memory is kept, under a home's `memory/` folder.
-pub fn memory_file(dir: &Path, agent: &str) -> PathBuf {
+pub(crate) fn memory_file(dir: &Path, agent: &str) -> PathBuf {
     dir.join(format!("{}.crmem", file_name::encode(agent)))
 }
 
 impl Memories {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
             slots: Mutex::new(HashMap::new()),
@@ -54,7 +54,7 @@ impl Memories {
     }
 
     /// The file of `agent`'s memory.
-    pub fn file(&self, agent: &str) -> PathBuf {
+    pub(crate) fn file(&self, agent: &str) -> PathBuf {
         memory_file(&self.dir, agent)
     }
 
@@ -69,7 +69,11 @@ impl Memories {
     /// Runs `f` on `agent`'s memory, opening it first if needed. Blocks: on
     /// the agent's lock, and on the disk. A memory that cannot be opened
     /// (a damaged file) is tried again next time.
-    pub fn with<R>(&self, agent: &str, f: impl FnOnce(&mut Memory) -> R) -> Result<R, MemoryError> {
+    pub(crate) fn with<R>(
+        &self,
+        agent: &str,
+        f: impl FnOnce(&mut Memory) -> R,
+    ) -> Result<R, MemoryError> {
         let slot = self.slot(agent);
         let mut guard = slot.lock();
         if guard.is_none() {
@@ -85,7 +89,7 @@ impl Memories {
     }
 
     /// [`with`](Memories::with) on a blocking thread.
-    pub async fn run<R: Send + 'static>(
+    pub(crate) async fn run<R: Send + 'static>(
         self: &Arc<Self>,
         agent: &str,
         f: impl FnOnce(&mut Memory) -> R + Send + 'static,
@@ -103,14 +107,14 @@ impl Memories {
     }
 
     /// Whether the memory file of `agent` exists.
-    pub fn exists(&self, agent: &str) -> bool {
+    pub(crate) fn exists(&self, agent: &str) -> bool {
         self.file(agent).is_file()
     }
 
     /// Moves `old`'s memory to `new` (agent rename): waits for an operation
     /// in progress, closes it, and renames the file. Refuses when `new`
     /// already has a memory file (say, left by a deleted agent).
-    pub fn rename(&self, old: &str, new: &str) -> io::Result<()> {
+    pub(crate) fn rename(&self, old: &str, new: &str) -> io::Result<()> {
         let from = self.file(old);
         let to = self.file(new);
         if to.exists() {

@@ -11,15 +11,15 @@
 use crabtalk_memory::{Entry, EntryKind, Memory, Op};
 
 /// Recall results when the caller asks for no number.
-pub const DEFAULT_RECALL: usize = 5;
+pub(crate) const DEFAULT_RECALL: usize = 5;
 /// Most recall results.
-pub const MAX_RECALL: usize = 20;
+pub(crate) const MAX_RECALL: usize = 20;
 /// Each recalled entry's content is cut to this many bytes.
-pub const MAX_RECALLED_BYTES: usize = 8 * 1024;
+pub(crate) const MAX_RECALLED_BYTES: usize = 8 * 1024;
 
 /// A note that was saved.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Saved {
+pub(crate) struct Saved {
     /// The note's stored name (an existing note keeps its own when it was
     /// found by an alias).
     pub name: String,
@@ -29,7 +29,7 @@ pub struct Saved {
 
 /// Why a note was not saved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SaveError {
+pub(crate) enum SaveError {
     /// The name is that of a compacted conversation's summary.
     #[error(
         "{0:?} is the summary of a compacted conversation, not a note; remember under another name"
@@ -43,7 +43,7 @@ pub enum SaveError {
 /// Saves `content` as the note `name` (a stored name) in `memory`. Only
 /// entries `visible` says the caller may see are found by name; aliases
 /// given replace the note's, none keep them.
-pub fn save_note(
+pub(crate) fn save_note(
     memory: &mut Memory,
     name: &str,
     content: String,
@@ -88,7 +88,7 @@ pub fn save_note(
 }
 
 /// The number of entries a recall asked for `limit` returns.
-pub fn recall_limit(limit: Option<usize>) -> usize {
+pub(crate) fn recall_limit(limit: Option<usize>) -> usize {
     match limit {
         None | Some(0) => DEFAULT_RECALL,
         Some(limit) => limit.min(MAX_RECALL),
@@ -97,7 +97,7 @@ pub fn recall_limit(limit: Option<usize>) -> usize {
 
 /// An entry's content as recall shows it: trimmed and cut to
 /// [`MAX_RECALLED_BYTES`] on a character boundary; whether it was cut.
-pub fn recalled_content(entry: &Entry) -> (&str, bool) {
+pub(crate) fn recalled_content(entry: &Entry) -> (&str, bool) {
     let content = entry.content.trim();
     if content.len() <= MAX_RECALLED_BYTES {
         return (content, false);

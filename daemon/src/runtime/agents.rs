@@ -12,7 +12,7 @@ use crate::config::agent::{AgentConfig, AgentDef, validate_agent_name};
 
 impl Runtime {
     /// Creates an agent from a JSON config (empty for the defaults).
-    pub fn create_agent(
+    pub(crate) fn create_agent(
         &self,
         name: &str,
         config_json: &str,
@@ -45,7 +45,7 @@ impl Runtime {
     }
 
     /// Replaces an agent's config and/or prompt (an empty one is kept).
-    pub fn update_agent(
+    pub(crate) fn update_agent(
         &self,
         name: &str,
         config_json: &str,
@@ -70,7 +70,7 @@ impl Runtime {
     }
 
     /// Deletes an agent's definition (its stored conversations stay on disk).
-    pub async fn delete_agent(&self, name: &str) -> Result<(), Error> {
+    pub(crate) async fn delete_agent(&self, name: &str) -> Result<(), Error> {
         let snapshot = self.snapshot();
         snapshot.agent(name).map_err(Error::not_found)?;
         self.refuse_builtin(name)?;
@@ -88,7 +88,7 @@ impl Runtime {
     }
 
     /// Renames an agent and moves its conversations.
-    pub async fn rename_agent(&self, old: &str, new: &str) -> Result<Arc<AgentDef>, Error> {
+    pub(crate) async fn rename_agent(&self, old: &str, new: &str) -> Result<Arc<AgentDef>, Error> {
         validate_agent_name(new).map_err(|err| Error::invalid(err.to_string()))?;
         let snapshot = self.snapshot();
         snapshot.agent(old).map_err(Error::not_found)?;
@@ -199,7 +199,7 @@ impl Runtime {
 
     /// Takes one stored conversation out of memory (if it is there and not
     /// busy) and waits until nothing holds it.
-    pub async fn release_conversation(
+    pub(crate) async fn release_conversation(
         &self,
         files: &crate::storage::ConversationFiles,
     ) -> Result<(), Error> {

@@ -27,11 +27,11 @@ use prost::Message;
 use tokio::sync::Notify;
 
 /// Bytes of one turn's events past which the turn waits for its client.
-pub const CLIENT_QUEUE_BYTES: usize = 256 * 1024;
+pub(crate) const CLIENT_QUEUE_BYTES: usize = 256 * 1024;
 
 /// Bytes of one turn's events past which the client is dropped at once
 /// (only a burst between two waits can get there: parallel tool results).
-pub const CLIENT_QUEUE_LIMIT: usize = 4 * 1024 * 1024;
+pub(crate) const CLIENT_QUEUE_LIMIT: usize = 4 * 1024 * 1024;
 
 /// What every queued event is charged besides its size.
 const PER_EVENT: usize = 64;
@@ -39,7 +39,7 @@ const PER_EVENT: usize = 64;
 /// The turn's side. Clones share the queue; when the last is dropped the
 /// client's stream ends after what is queued.
 #[derive(Clone)]
-pub struct ClientOutlet {
+pub(crate) struct ClientOutlet {
     shared: Arc<Shared>,
     _open: Arc<Open>,
 }
@@ -98,7 +98,7 @@ impl Drop for Reader {
 
 /// A queue for one turn's events: the turn's outlet and the stream the
 /// client's request reads.
-pub fn client_outlet() -> (
+pub(crate) fn client_outlet() -> (
     ClientOutlet,
     impl Stream<Item = Result<StreamEvent, Error>> + Send + 'static,
 ) {
@@ -153,7 +153,7 @@ pub(super) fn client_outlet_with(
 impl ClientOutlet {
     /// Queues `event` for the client; drops the client instead if its
     /// queue would pass the limit. Never waits.
-    pub fn send(&self, event: StreamEvent) {
+    pub(crate) fn send(&self, event: StreamEvent) {
         let shared = &self.shared;
         let mut state = shared.state.lock();
         if state.gone || state.ended || state.dropped.is_some() {
@@ -173,7 +173,7 @@ impl ClientOutlet {
     /// Waits while more than the budget is queued, as long as the client
     /// keeps taking events; a client that takes none for `stall` is dropped
     /// and the wait ends.
-    pub async fn room(&self, stall: Duration) {
+    pub(crate) async fn room(&self, stall: Duration) {
         let shared = &self.shared;
         loop {
             {

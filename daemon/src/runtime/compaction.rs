@@ -57,7 +57,11 @@ views into the agent's.
 
 impl Runtime {
     /// Compacts the conversation `(agent, sender)` and returns the summary.
-    pub async fn compact(self: &Arc<Self>, agent: &str, sender: &str) -> Result<String, Error> {
+    pub(crate) async fn compact(
+        self: &Arc<Self>,
+        agent: &str,
+        sender: &str,
+    ) -> Result<String, Error> {
         if self.closing.load(std::sync::atomic::Ordering::Acquire) {
             return Err(Error::unavailable("the daemon is shutting down"));
         }
@@ -86,7 +90,11 @@ impl Runtime {
     /// called. Turns started before it run first, turns after it start
     /// from nothing. Nothing to do for a conversation with no messages
     /// since its last marker.
-    pub async fn start_fresh(self: &Arc<Self>, agent: &str, sender: &str) -> Result<(), Error> {
+    pub(crate) async fn start_fresh(
+        self: &Arc<Self>,
+        agent: &str,
+        sender: &str,
+    ) -> Result<(), Error> {
         if self.closing.load(std::sync::atomic::Ordering::Acquire) {
             return Err(Error::unavailable("the daemon is shutting down"));
         }

@@ -24,17 +24,17 @@ use tokio_util::sync::CancellationToken;
 use crate::storage::now_rfc3339;
 
 /// Events queued for one subscriber before it starts losing the oldest.
-pub const SUBSCRIBER_BUFFER: usize = 4096;
+pub(crate) const SUBSCRIBER_BUFFER: usize = 4096;
 
 /// Bytes of events queued for one subscriber before it starts losing the
 /// oldest (the newest event is always kept, whatever its size).
-pub const SUBSCRIBER_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const SUBSCRIBER_BYTES: usize = 4 * 1024 * 1024;
 
 /// What every queued event is charged besides its size.
 const PER_EVENT: usize = 64;
 
 /// The fan-out to `SubscribeEvents` subscribers.
-pub struct EventHub {
+pub(crate) struct EventHub {
     subscribers: Mutex<Vec<Weak<Subscriber>>>,
     capacity: usize,
     budget: usize,
@@ -58,12 +58,12 @@ struct Queue {
 impl EventHub {
     /// A hub whose subscribers each queue at most `capacity` events (and
     /// [`SUBSCRIBER_BYTES`]).
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         Self::with_budget(capacity, SUBSCRIBER_BYTES)
     }
 
     /// A hub with a byte budget of its own.
-    pub fn with_budget(capacity: usize, budget: usize) -> Self {
+    pub(crate) fn with_budget(capacity: usize, budget: usize) -> Self {
         Self {
             subscribers: Mutex::new(Vec::new()),
             capacity: capacity.max(1),
@@ -73,14 +73,14 @@ impl EventHub {
     }
 
     /// Ends every subscription (at shutdown).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.closed.cancel();
     }
 
     /// A subscription: every agent event from now on (it is registered
     /// when this is called, not when the stream is first polled), until the
     /// hub closes or the stream is dropped.
-    pub fn subscribe(&self) -> impl Stream<Item = AgentEventMsg> + Send + 'static {
+    pub(crate) fn subscribe(&self) -> impl Stream<Item = AgentEventMsg> + Send + 'static {
         let subscriber = Arc::new(Subscriber {
             queue: Mutex::new(Queue::default()),
             ready: Notify::new(),
@@ -115,7 +115,8 @@ impl EventHub {
     }
 
     /// How many subscriptions are open (for tests).
-    pub fn subscribers(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn subscribers(&self) -> usize {
         let mut subscribers = self.subscribers.lock();
         subscribers.retain(|subscriber| subscriber.strong_count() > 0);
         subscribers.len()

@@ -13,15 +13,13 @@ use crabtalk_proto::msg::{
     AgentEventKind, AgentEventMsg, StreamEnd, StreamEvent, ToolCallInfo, stream_event::Event,
 };
 
-pub use super::client_outlet::{
-    CLIENT_QUEUE_BYTES, CLIENT_QUEUE_LIMIT, ClientOutlet, client_outlet,
-};
-pub use super::event_hub::{EventHub, SUBSCRIBER_BUFFER, SUBSCRIBER_BYTES};
+pub(crate) use super::client_outlet::{ClientOutlet, client_outlet};
+pub(crate) use super::event_hub::{EventHub, SUBSCRIBER_BUFFER};
 use crate::storage::now_rfc3339;
 
 /// The event outlet of one turn.
 #[derive(Clone)]
-pub struct TurnSink {
+pub(crate) struct TurnSink {
     client: Option<ClientOutlet>,
     hub: Arc<EventHub>,
     /// The agent speaking (the guest, on a guest turn).
@@ -35,7 +33,7 @@ pub struct TurnSink {
 }
 
 impl TurnSink {
-    pub fn new(
+    pub(crate) fn new(
         client: Option<ClientOutlet>,
         hub: Arc<EventHub>,
         agent: &str,
@@ -55,14 +53,14 @@ impl TurnSink {
 
     /// Names the agent whose conversation the turn is in (another than the
     /// speaker on a guest's turn).
-    pub fn in_conversation_of(mut self, agent: &str) -> Self {
+    pub(crate) fn in_conversation_of(mut self, agent: &str) -> Self {
         self.conversation_agent = agent.to_owned();
         self
     }
 
     /// Tells subscribers the user message that started the turn (the
     /// client that sent it knows it already).
-    pub fn user_message(&self, content: &str) {
+    pub(crate) fn user_message(&self, content: &str) {
         if let Some(mut event) = self.base_event() {
             event.kind = AgentEventKind::UserMessage as i32;
             event.content = content.to_owned();
@@ -71,22 +69,22 @@ impl TurnSink {
     }
 
     /// This sink, reporting `trigger` as the turn's trigger.
-    pub fn triggered_by(mut self, trigger: Option<&str>) -> Self {
+    pub(crate) fn triggered_by(mut self, trigger: Option<&str>) -> Self {
         self.trigger = trigger.unwrap_or_default().to_owned();
         self
     }
 
-    pub fn agent(&self) -> &str {
+    pub(crate) fn agent(&self) -> &str {
         &self.agent
     }
 
-    pub fn run_id(&self) -> u64 {
+    pub(crate) fn run_id(&self) -> u64 {
         self.run_id
     }
 
     /// Sends an event to the client (if it is still there) and to the
     /// subscribers.
-    pub fn emit(&self, event: impl Into<StreamEvent>) {
+    pub(crate) fn emit(&self, event: impl Into<StreamEvent>) {
         let event = event.into();
         if let Some(agent_event) = self.agent_event(&event) {
             self.hub.publish(agent_event);
@@ -98,7 +96,7 @@ impl TurnSink {
 
     /// Waits while the client has more than its budget of events queued,
     /// as long as it keeps reading (see [`ClientOutlet::room`]).
-    pub async fn room(&self, stall: std::time::Duration) {
+    pub(crate) async fn room(&self, stall: std::time::Duration) {
         if let Some(client) = &self.client {
             client.room(stall).await;
         }
@@ -106,7 +104,7 @@ impl TurnSink {
 
     /// Ends the turn: `StreamEnd` to the client, and to subscribers a `DONE`
     /// that carries the turn's final text.
-    pub fn finish(&self, end: StreamEnd, final_text: &str) {
+    pub(crate) fn finish(&self, end: StreamEnd, final_text: &str) {
         let event = StreamEvent::from(end);
         if let Some(mut done) = self.agent_event(&event) {
             done.content = final_text.to_owned();
@@ -194,7 +192,7 @@ fn questions_json(ask: &crabtalk_proto::msg::AskUserEvent) -> serde_json::Value 
 }
 
 /// The tool-call list of a `ToolStart` event.
-pub fn tool_call_infos(calls: &[crate::storage::ToolCallRecord]) -> Vec<ToolCallInfo> {
+pub(crate) fn tool_call_infos(calls: &[crate::storage::ToolCallRecord]) -> Vec<ToolCallInfo> {
     calls
         .iter()
         .map(|call| ToolCallInfo {

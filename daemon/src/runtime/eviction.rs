@@ -26,7 +26,7 @@ pub(super) fn sweep_interval(idle: Duration) -> Duration {
 
 impl Runtime {
     /// Evicts idle conversations until the task is dropped.
-    pub async fn evict_idle_conversations(self: Arc<Self>) {
+    pub(crate) async fn evict_idle_conversations(self: Arc<Self>) {
         let mut reloads = self.reloads.subscribe();
         loop {
             let idle = Duration::from_secs(self.snapshot().config.conversations.idle_evict_secs);

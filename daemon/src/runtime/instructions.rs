@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crabtalk_home::Home;
 
 /// The file name looked for.
-pub const FILE_NAME: &str = "Crab.md";
+pub(crate) const FILE_NAME: &str = "Crab.md";
 
 /// Largest instruction file read (bytes); longer files are cut.
 const MAX_FILE: usize = 64 * 1024;
@@ -17,7 +17,7 @@ const MAX_FILE: usize = 64 * 1024;
 const MAX_PROJECT_FILES: usize = 8;
 
 /// The instruction files that apply to `cwd`, in order.
-pub fn files(home: &Home, cwd: &Path) -> Vec<PathBuf> {
+pub(crate) fn files(home: &Home, cwd: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let global = home.instructions_file();
     if global.is_file() {
@@ -35,7 +35,7 @@ pub fn files(home: &Home, cwd: &Path) -> Vec<PathBuf> {
 }
 
 /// The `<instructions>` block for `cwd`, or `None` when there are none.
-pub fn block(home: &Home, cwd: &Path) -> Option<String> {
+pub(crate) fn block(home: &Home, cwd: &Path) -> Option<String> {
     let mut block = String::new();
     for path in files(home, cwd) {
         let Ok(bytes) = std::fs::read(&path) else {

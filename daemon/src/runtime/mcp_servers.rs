@@ -9,7 +9,7 @@ use crate::config::agent::McpServerConfig;
 impl Runtime {
     /// Adds (or replaces, by name) an MCP server in `agent`'s config, from
     /// `McpServerConfig` JSON; returns the server's name.
-    pub fn upsert_mcp(&self, agent: &str, config_json: &str) -> Result<String, Error> {
+    pub(crate) fn upsert_mcp(&self, agent: &str, config_json: &str) -> Result<String, Error> {
         let config: McpServerConfig = serde_json::from_str(config_json)
             .map_err(|err| Error::invalid(format!("not McpServerConfig JSON: {err}")))?;
         crate::config::agent::validate_server_name(&config.name)
@@ -42,7 +42,7 @@ impl Runtime {
     }
 
     /// Removes the MCP server `name` from `agent`'s config.
-    pub fn delete_mcp(&self, agent: &str, name: &str) -> Result<(), Error> {
+    pub(crate) fn delete_mcp(&self, agent: &str, name: &str) -> Result<(), Error> {
         let key = self.key(agent, "");
         let snapshot = self.snapshot();
         let mut def = AgentDef::clone(&*snapshot.agent(&key.agent).map_err(Error::not_found)?);

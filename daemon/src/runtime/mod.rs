@@ -11,19 +11,19 @@
 mod agents;
 mod client_outlet;
 mod compaction;
-pub mod conversation;
+pub(crate) mod conversation;
 mod error;
-pub mod event_hub;
-pub mod events;
+pub(crate) mod event_hub;
+pub(crate) mod events;
 mod eviction;
-pub mod instructions;
+pub(crate) mod instructions;
 mod mcp_servers;
-pub mod release;
+pub(crate) mod release;
 mod reload;
-pub mod request;
-pub mod snapshot;
+pub(crate) mod request;
+pub(crate) mod snapshot;
 mod tool_host;
-pub mod turn;
+pub(crate) mod turn;
 mod turns;
 
 use std::path::PathBuf;
@@ -36,11 +36,11 @@ use parking_lot::RwLock;
 use tokio_util::task::TaskTracker;
 
 use self::conversation::Conversations;
-pub use self::error::Error;
+pub(crate) use self::error::Error;
 use self::events::{EventHub, SUBSCRIBER_BUFFER};
-pub use self::snapshot::{Snapshot, WORKER};
+pub(crate) use self::snapshot::Snapshot;
 use self::snapshot::{load_agents, load_config, mcp_settings, refusal, tool_settings};
-pub use self::turn::{TurnOutcome, TurnRequest};
+pub(crate) use self::turn::{TurnOutcome, TurnRequest};
 use crate::bus::EventBus;
 use crate::config::Refusal;
 use crate::config::agent::AgentStore;
@@ -53,11 +53,11 @@ use crate::storage::Storage;
 use crate::tools::Tools;
 
 /// The sender used when a client names none.
-pub const DEFAULT_SENDER: &str = "user";
+pub(crate) const DEFAULT_SENDER: &str = "user";
 
 /// Why the runtime could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum StartError {
+pub(crate) enum StartError {
     #[error(transparent)]
     Config(#[from] Refusal),
     #[error("cannot create the default agent in {dir}: {source}")]
@@ -67,7 +67,7 @@ pub enum StartError {
     },
 }
 
-pub struct Runtime {
+pub(crate) struct Runtime {
     pub home: Home,
     agent_store: AgentStore,
     snapshot: RwLock<Arc<Snapshot>>,
@@ -93,7 +93,7 @@ pub struct Runtime {
 impl Runtime {
     /// Loads the configuration and agents of `home` (creating the default
     /// agent if it is missing). Model discovery starts in the background.
-    pub fn start(home: Home, environment: Environment) -> Result<Arc<Self>, StartError> {
+    pub(crate) fn start(home: Home, environment: Environment) -> Result<Arc<Self>, StartError> {
         let config = load_config(&home)?;
         let agent_store = AgentStore::new(home.agents_dir());
         agent_store
@@ -168,7 +168,7 @@ impl Runtime {
     }
 
     /// A fresh id, unique across restarts (run ids, delegate senders).
-    pub fn next_id(&self) -> u64 {
+    pub(crate) fn next_id(&self) -> u64 {
         self.next_run.fetch_add(1, Ordering::Relaxed)
     }
 
@@ -177,7 +177,7 @@ impl Runtime {
     /// the turn (or the client) that published it; the fired turns continue
     /// it one hop further. Past the hop limit the chain stops, with a
     /// warning.
-    pub fn publish(self: &Arc<Self>, source: &str, payload: &str, cause: &Chain) {
+    pub(crate) fn publish(self: &Arc<Self>, source: &str, payload: &str, cause: &Chain) {
         let max_hops = self.snapshot().config.events.max_hops;
         let subscribed = self
             .bus
@@ -226,31 +226,31 @@ impl Runtime {
     }
 
     /// Every agent's memory.
-    pub fn memories(&self) -> &Arc<Memories> {
+    pub(crate) fn memories(&self) -> &Arc<Memories> {
         &self.memories
     }
 
     /// Session search over every stored conversation.
-    pub fn sessions(&self) -> &SessionSearch {
+    pub(crate) fn sessions(&self) -> &SessionSearch {
         &self.sessions
     }
 
     /// The event bus's subscription table.
-    pub fn bus(&self) -> &EventBus {
+    pub(crate) fn bus(&self) -> &EventBus {
         &self.bus
     }
 
     /// The snapshot new work runs against.
-    pub fn snapshot(&self) -> Arc<Snapshot> {
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshot.read().clone()
     }
 
-    pub fn uptime(&self) -> Duration {
+    pub(crate) fn uptime(&self) -> Duration {
         self.started.elapsed()
     }
 
     /// Cancels every running turn and waits (bounded) for them to persist.
-    pub async fn shutdown(&self, grace: Duration) {
+    pub(crate) async fn shutdown(&self, grace: Duration) {
         self.closing.store(true, Ordering::Release);
         self.hub.close();
         self.conversations.kill_all("the daemon is shutting down");

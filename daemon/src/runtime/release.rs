@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long nothing may happen before memory is returned.
-pub const QUIET: Duration = Duration::from_secs(2);
+pub(crate) const QUIET: Duration = Duration::from_secs(2);
 
 /// Whether a release is scheduled.
 static SCHEDULED: AtomicBool = AtomicBool::new(false);
@@ -29,7 +29,7 @@ static LAST: AtomicU64 = AtomicU64::new(0);
 static BUSY: AtomicUsize = AtomicUsize::new(0);
 
 /// Marks work going on while it lives.
-pub struct Busy(());
+pub(crate) struct Busy(());
 
 impl Drop for Busy {
     fn drop(&mut self) {
@@ -38,7 +38,7 @@ impl Drop for Busy {
 }
 
 /// Work is going on until the returned guard is dropped.
-pub fn busy() -> Busy {
+pub(crate) fn busy() -> Busy {
     BUSY.fetch_add(1, Ordering::AcqRel);
     Busy(())
 }
@@ -54,7 +54,7 @@ fn now_ms() -> u64 {
 
 /// Notes that something freed memory: returns it to the OS once the daemon
 /// has been quiet for [`QUIET`] and no work is going on.
-pub fn soon() {
+pub(crate) fn soon() {
     LAST.store(now_ms(), Ordering::Release);
     if SCHEDULED.swap(true, Ordering::AcqRel) {
         return;

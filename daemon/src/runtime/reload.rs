@@ -21,7 +21,7 @@ impl Runtime {
     /// keeps that agent's previous definition. Everything else is applied.
     /// `Ok` carries notes worth showing (warnings); `Err` lists every
     /// refused file's problems, with file, line and column.
-    pub fn reload(&self) -> Result<Vec<String>, Error> {
+    pub(crate) fn reload(&self) -> Result<Vec<String>, Error> {
         let previous = self.snapshot();
         let mut refusals = Vec::new();
         let loaded = match DaemonConfig::load(&self.home.config_file()) {

@@ -17,7 +17,7 @@ use crate::hook::{ToolSpec, escape_attribute};
 use crate::storage::{Message, Role};
 
 /// Who is speaking on this turn.
-pub enum Speaker<'a> {
+pub(crate) enum Speaker<'a> {
     /// The conversation's own agent.
     Primary(&'a AgentDef),
     /// A guest in the primary's conversation: text only.
@@ -28,7 +28,7 @@ pub enum Speaker<'a> {
 }
 
 impl Speaker<'_> {
-    pub fn agent(&self) -> &AgentDef {
+    pub(crate) fn agent(&self) -> &AgentDef {
         match self {
             Self::Primary(agent) => agent,
             Self::Guest { guest, .. } => guest,
@@ -37,7 +37,7 @@ impl Speaker<'_> {
 }
 
 /// The inputs of one model call.
-pub struct RequestParts<'a> {
+pub(crate) struct RequestParts<'a> {
     pub speaker: Speaker<'a>,
     /// The summary of what came before the last compaction, if any.
     pub summary: Option<&'a Message>,
@@ -51,7 +51,7 @@ pub struct RequestParts<'a> {
 }
 
 /// A guest's message as every model sees it.
-pub fn tagged(agent: &str, content: &str) -> String {
+pub(crate) fn tagged(agent: &str, content: &str) -> String {
     format!(
         "<from agent=\"{}\">\n{content}\n</from>",
         escape_attribute(agent)
@@ -59,7 +59,7 @@ pub fn tagged(agent: &str, content: &str) -> String {
 }
 
 impl RequestParts<'_> {
-    pub fn build(self) -> ChatCompletionRequest {
+    pub(crate) fn build(self) -> ChatCompletionRequest {
         let agent = self.speaker.agent();
         let mut system = agent.prompt.trim().to_owned();
         for fragment in &self.hook_prompts {

@@ -21,7 +21,7 @@ use crate::skills::SkillDirs;
 use crate::tools::ToolSettings;
 use crate::tools::Tools;
 
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub config: Arc<DaemonConfig>,
     pub agents: BTreeMap<String, Arc<AgentDef>>,
     pub registry: Arc<ModelRegistry>,
@@ -32,7 +32,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// The same snapshot with other agents.
-    pub fn with_agents(&self, agents: BTreeMap<String, Arc<AgentDef>>) -> Self {
+    pub(crate) fn with_agents(&self, agents: BTreeMap<String, Arc<AgentDef>>) -> Self {
         Self {
             config: self.config.clone(),
             agents,
@@ -43,7 +43,7 @@ impl Snapshot {
     }
 
     /// `agent`, or a not-found message that lists the agents there are.
-    pub fn agent(&self, name: &str) -> Result<Arc<AgentDef>, String> {
+    pub(crate) fn agent(&self, name: &str) -> Result<Arc<AgentDef>, String> {
         self.agents.get(name).cloned().ok_or_else(|| {
             let names: Vec<&str> = self.agents.keys().map(String::as_str).collect();
             format!("agent {name:?} not found; agents: {}", names.join(", "))
@@ -55,7 +55,7 @@ pub(super) fn load_config(home: &Home) -> Result<DaemonConfig, Refusal> {
     DaemonConfig::load(&home.config_file())
 }
 
-pub const WORKER: &str = "worker";
+pub(crate) const WORKER: &str = "worker";
 
 pub(super) const WORKER_PROMPT: &str = "\
 You are a worker agent: another agent handed you a task. Do exactly that task with the tools you \

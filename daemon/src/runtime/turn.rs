@@ -39,7 +39,7 @@ use crate::provider::LlmError;
 use crate::storage::{Message, ToolCallRecord};
 
 /// What a client asks for.
-pub struct TurnRequest {
+pub(crate) struct TurnRequest {
     pub agent: String,
     pub sender: String,
     pub content: String,
@@ -64,10 +64,9 @@ pub struct TurnRequest {
 
 /// How a turn ended.
 #[derive(Debug, Clone, Default)]
-pub struct TurnOutcome {
+pub(crate) struct TurnOutcome {
     /// The agent that spoke.
     pub agent: String,
-    pub sender: String,
     /// The text of the last model reply.
     pub final_text: String,
     pub model: String,
@@ -158,7 +157,6 @@ pub(super) async fn run(runtime: Arc<Runtime>, plan: TurnPlan) -> TurnOutcome {
     .triggered_by(chain.trigger.as_deref());
     let mut outcome = TurnOutcome {
         agent: speaker.name.clone(),
-        sender: key.sender.clone(),
         ..Default::default()
     };
 

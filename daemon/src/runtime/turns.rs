@@ -19,7 +19,7 @@ use crate::hook::Chain;
 impl Runtime {
     /// Starts a turn; its events go to `request.client`, its outcome to the
     /// returned handle. The turn runs to its end even if nobody listens.
-    pub fn start_turn(
+    pub(crate) fn start_turn(
         self: &Arc<Self>,
         mut request: TurnRequest,
     ) -> Result<JoinHandle<TurnOutcome>, Error> {
@@ -93,7 +93,7 @@ impl Runtime {
     }
 
     /// Cancels the turn running on `(agent, sender)`, if any.
-    pub fn kill(&self, agent: &str, sender: &str) -> bool {
+    pub(crate) fn kill(&self, agent: &str, sender: &str) -> bool {
         let key = self.key(agent, sender);
         self.conversations
             .get(&key)
@@ -101,7 +101,7 @@ impl Runtime {
     }
 
     /// Injects a user message into the running turn of `(agent, sender)`.
-    pub fn steer(&self, agent: &str, sender: &str, content: &str) -> Result<(), Error> {
+    pub(crate) fn steer(&self, agent: &str, sender: &str, content: &str) -> Result<(), Error> {
         let key = self.key(agent, sender);
         let steered = self
             .conversations
@@ -118,7 +118,7 @@ impl Runtime {
     }
 
     /// Answers a question waiting on `(agent, sender)`.
-    pub fn answer(
+    pub(crate) fn answer(
         &self,
         agent: &str,
         sender: &str,
@@ -138,7 +138,7 @@ impl Runtime {
     }
 
     /// `(agent, sender)` with the defaults filled in.
-    pub fn key(&self, agent: &str, sender: &str) -> ConversationKey {
+    pub(crate) fn key(&self, agent: &str, sender: &str) -> ConversationKey {
         let agent = if agent.is_empty() {
             self.snapshot().config.default_agent.clone()
         } else {

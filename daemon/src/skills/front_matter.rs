@@ -14,7 +14,7 @@
 
 /// The fields read from a skill's front matter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FrontMatter {
+pub(crate) struct FrontMatter {
     pub name: Option<String>,
     pub description: Option<String>,
     pub allowed_tools: Vec<String>,
@@ -22,7 +22,7 @@ pub struct FrontMatter {
 
 impl FrontMatter {
     /// Splits a file into its front matter and its body.
-    pub fn split(text: &str) -> Result<(Self, &str), String> {
+    pub(crate) fn split(text: &str) -> Result<(Self, &str), String> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let Some(rest) = text
             .strip_prefix("---")

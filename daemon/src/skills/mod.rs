@@ -24,7 +24,7 @@ mod front_matter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use front_matter::FrontMatter;
+pub(crate) use front_matter::FrontMatter;
 use parking_lot::Mutex;
 
 /// How deep below a skill folder `SKILL.md` files are looked for.
@@ -35,7 +35,7 @@ const MAX_SKILL_FILE: u64 = 256 * 1024;
 
 /// A skill found on disk (without its body).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SkillEntry {
+pub(crate) struct SkillEntry {
     pub name: String,
     pub description: String,
     pub path: PathBuf,
@@ -43,7 +43,7 @@ pub struct SkillEntry {
 
 /// A skill with its body, read fresh.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skill {
+pub(crate) struct Skill {
     pub name: String,
     pub description: String,
     pub allowed_tools: Vec<String>,
@@ -53,14 +53,14 @@ pub struct Skill {
 
 /// What a walk of the skill folders found.
 #[derive(Debug, Default)]
-pub struct Discovery {
+pub(crate) struct Discovery {
     pub skills: Vec<SkillEntry>,
     pub warnings: Vec<String>,
 }
 
 /// The skill folders, in priority order. Clones share what was logged.
 #[derive(Debug, Clone)]
-pub struct SkillDirs {
+pub(crate) struct SkillDirs {
     dirs: Vec<PathBuf>,
     /// The warnings of the last walk, all of them logged by now.
     logged: Arc<Mutex<Vec<String>>>,
@@ -68,7 +68,7 @@ pub struct SkillDirs {
 
 /// Whether `name` can be a skill name: letters, digits, `-`, `_`, `.` (not
 /// first), nothing that could be a path.
-pub fn is_valid_name(name: &str) -> bool {
+pub(crate) fn is_valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && !name.starts_with('.')
@@ -79,21 +79,17 @@ pub fn is_valid_name(name: &str) -> bool {
 }
 
 impl SkillDirs {
-    pub fn new(dirs: Vec<PathBuf>) -> Self {
+    pub(crate) fn new(dirs: Vec<PathBuf>) -> Self {
         Self {
             dirs,
             logged: Arc::default(),
         }
     }
 
-    pub fn dirs(&self) -> &[PathBuf] {
-        &self.dirs
-    }
-
     /// Every skill, sorted by name; duplicates reported, first folder wins.
     /// Warnings this `SkillDirs` has not logged since they last appeared are
     /// logged now.
-    pub fn discover(&self) -> Discovery {
+    pub(crate) fn discover(&self) -> Discovery {
         let discovery = self.walk();
         for warning in self.not_yet_logged(&discovery.warnings) {
             tracing::warn!("{warning}");
@@ -147,7 +143,7 @@ impl SkillDirs {
     }
 
     /// The skill `name`, read fresh from disk.
-    pub fn load(&self, name: &str) -> Option<Result<Skill, String>> {
+    pub(crate) fn load(&self, name: &str) -> Option<Result<Skill, String>> {
         if !is_valid_name(name) {
             return None;
         }

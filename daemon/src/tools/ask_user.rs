@@ -13,7 +13,7 @@ use crate::hook::{Hook, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arg
 use crate::storage::ToolCallRecord;
 
 /// The `ask_user` tool.
-pub struct AskUserHook;
+pub(crate) struct AskUserHook;
 
 #[derive(Deserialize)]
 struct Arguments {

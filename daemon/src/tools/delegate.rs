@@ -31,10 +31,10 @@ use crate::hook::{
 use crate::storage::ToolCallRecord;
 
 /// The sender prefix of delegated turns.
-pub const SENDER_PREFIX: &str = "delegate:";
+pub(crate) const SENDER_PREFIX: &str = "delegate:";
 
 /// The `delegate` tool.
-pub struct DelegateHook {
+pub(crate) struct DelegateHook {
     max_depth: u32,
     max_tasks: usize,
 }
@@ -55,7 +55,7 @@ struct Task {
 }
 
 impl DelegateHook {
-    pub fn new(max_depth: u32, max_tasks: usize) -> Self {
+    pub(crate) fn new(max_depth: u32, max_tasks: usize) -> Self {
         Self {
             max_depth,
             max_tasks,

@@ -17,12 +17,12 @@ use crate::hook::{Hook, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arg
 use crate::storage::ToolCallRecord;
 
 /// The `edit` tool.
-pub struct EditHook {
+pub(crate) struct EditHook {
     guard: HomeGuard,
 }
 
 impl EditHook {
-    pub fn new(guard: HomeGuard) -> Self {
+    pub(crate) fn new(guard: HomeGuard) -> Self {
         Self { guard }
     }
 }

@@ -25,7 +25,7 @@ use crabtalk_home::Home;
 
 /// `path` relative to `cwd` (absolute paths stay as they are), with `.` and
 /// `..` resolved lexically so the same file always has the same key.
-pub fn resolve(cwd: &Path, path: &str) -> PathBuf {
+pub(crate) fn resolve(cwd: &Path, path: &str) -> PathBuf {
     let joined = cwd.join(path);
     let mut out = PathBuf::new();
     for part in joined.components() {
@@ -42,7 +42,7 @@ pub fn resolve(cwd: &Path, path: &str) -> PathBuf {
 
 /// Keeps `read` and `edit` out of the daemon's own files.
 #[derive(Debug, Clone)]
-pub struct HomeGuard {
+pub(crate) struct HomeGuard {
     /// The home, as given and resolved (they differ when it is reached
     /// through a link).
     roots: Vec<PathBuf>,
@@ -53,7 +53,7 @@ pub struct HomeGuard {
 }
 
 impl HomeGuard {
-    pub fn new(home: &Home) -> Self {
+    pub(crate) fn new(home: &Home) -> Self {
         let resolved = |path: PathBuf| {
             let mut both = vec![path.clone()];
             if let Ok(real) = std::fs::canonicalize(&path)
@@ -75,7 +75,7 @@ impl HomeGuard {
     /// Opens `path` for reading if it is not one of the daemon's files;
     /// returns the file and its real path (links resolved), which is where
     /// an edit must write.
-    pub fn open(&self, path: &Path) -> Result<(File, PathBuf), String> {
+    pub(crate) fn open(&self, path: &Path) -> Result<(File, PathBuf), String> {
         let file = File::open(path).map_err(|err| match err.kind() {
             std::io::ErrorKind::NotFound => format!("{} does not exist", path.display()),
             _ => format!("cannot read {}: {err}", path.display()),
@@ -154,7 +154,7 @@ fn is_own_proc_entry(real: &Path) -> bool {
 }
 
 /// Whether bytes look like a binary file (a NUL in the first 8 KiB).
-pub fn looks_binary(bytes: &[u8]) -> bool {
+pub(crate) fn looks_binary(bytes: &[u8]) -> bool {
     bytes[..bytes.len().min(8192)].contains(&0)
 }
 

@@ -24,7 +24,7 @@ use crate::hook::Chain;
 
 /// The gateway rule in force (rebuilt with the tools on every reload).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GatewayPolicy {
+pub(crate) struct GatewayPolicy {
     senders: Vec<String>,
     deny_tools: Vec<String>,
 }
@@ -36,7 +36,7 @@ impl Default for GatewayPolicy {
 }
 
 impl GatewayPolicy {
-    pub fn new(settings: &GatewaySettings) -> Self {
+    pub(crate) fn new(settings: &GatewaySettings) -> Self {
         Self {
             senders: settings
                 .senders
@@ -50,7 +50,7 @@ impl GatewayPolicy {
 
     /// Whether `sender` came through a gateway (starts with a configured
     /// prefix).
-    pub fn is_gateway_sender(&self, sender: &str) -> bool {
+    pub(crate) fn is_gateway_sender(&self, sender: &str) -> bool {
         self.senders
             .iter()
             .any(|prefix| sender.starts_with(prefix.as_str()))
@@ -58,7 +58,7 @@ impl GatewayPolicy {
 
     /// The gateway sender behind a turn of `sender` in `chain`, if any: the
     /// one that began the chain, else the turn's own sender.
-    pub fn gateway_of(&self, sender: &str, chain: &Chain) -> Option<String> {
+    pub(crate) fn gateway_of(&self, sender: &str, chain: &Chain) -> Option<String> {
         [chain.origin.as_str(), sender]
             .into_iter()
             .find(|sender| self.is_gateway_sender(sender))
@@ -66,7 +66,7 @@ impl GatewayPolicy {
     }
 
     /// Whether a gateway chain may use `tool` through `agent`.
-    pub fn allows(&self, agent: &AgentDef, tool: &str) -> bool {
+    pub(crate) fn allows(&self, agent: &AgentDef, tool: &str) -> bool {
         if tool == "bash" && agent.config.bash.allow_gateway {
             return true;
         }
@@ -74,7 +74,7 @@ impl GatewayPolicy {
     }
 
     /// What the model is told when it calls a denied tool.
-    pub fn refusal(&self, tool: &str, gateway: &str) -> String {
+    pub(crate) fn refusal(&self, tool: &str, gateway: &str) -> String {
         let lift = if tool == "bash" {
             "the agent's config can allow it with [bash] allow_gateway = true".to_owned()
         } else {

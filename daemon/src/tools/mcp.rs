@@ -14,12 +14,12 @@ use crate::mcp::caller::Caller;
 use crate::storage::ToolCallRecord;
 
 /// The MCP tools.
-pub struct McpHook {
+pub(crate) struct McpHook {
     hub: Arc<McpHub>,
 }
 
 impl McpHook {
-    pub fn new(hub: Arc<McpHub>) -> Self {
+    pub(crate) fn new(hub: Arc<McpHub>) -> Self {
         Self { hub }
     }
 }

@@ -31,7 +31,7 @@ use crate::storage::ToolCallRecord;
 use crabtalk_memory::{Entry, EntryKind, MemoryError, Op};
 
 /// The memory tools.
-pub struct MemoryHook {
+pub(crate) struct MemoryHook {
     memories: Arc<Memories>,
 }
 
@@ -59,7 +59,7 @@ struct RecallArgs {
 }
 
 impl MemoryHook {
-    pub fn new(memories: Arc<Memories>) -> Self {
+    pub(crate) fn new(memories: Arc<Memories>) -> Self {
         Self { memories }
     }
 }

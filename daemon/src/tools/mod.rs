@@ -10,32 +10,32 @@
 //! result the model can read; it never fails the turn.
 
 mod ask_user;
-pub mod bash;
-pub mod delegate;
+pub(crate) mod bash;
+pub(crate) mod delegate;
 mod edit;
-pub mod files;
-pub mod gateway;
+pub(crate) mod files;
+pub(crate) mod gateway;
 mod mcp;
 mod memory;
 mod read;
-pub mod scope;
+pub(crate) mod scope;
 mod search_sessions;
 mod skill;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use self::ask_user::AskUserHook;
-pub use self::bash::BashHook;
-pub use self::delegate::DelegateHook;
-pub use self::edit::EditHook;
+pub(crate) use self::ask_user::AskUserHook;
+pub(crate) use self::bash::BashHook;
+pub(crate) use self::delegate::DelegateHook;
+pub(crate) use self::edit::EditHook;
 use self::gateway::GatewayPolicy;
-pub use self::mcp::McpHook;
-pub use self::memory::MemoryHook;
-pub use self::read::ReadHook;
+pub(crate) use self::mcp::McpHook;
+pub(crate) use self::memory::MemoryHook;
+pub(crate) use self::read::ReadHook;
 use self::scope::Scope;
-pub use self::search_sessions::SessionSearchHook;
-pub use self::skill::SkillHook;
+pub(crate) use self::search_sessions::SessionSearchHook;
+pub(crate) use self::skill::SkillHook;
 use crate::config::agent::AgentDef;
 use crate::hook::{Chain, Hook, PromptContext, ToolContext, ToolFuture, ToolOutput, ToolSpec};
 use crate::memories::Memories;
@@ -44,11 +44,11 @@ use crate::storage::ToolCallRecord;
 
 /// Tool output longer than this is cut (with a marker) before the model
 /// sees it.
-pub const MAX_TOOL_OUTPUT: usize = 256 * 1024;
+pub(crate) const MAX_TOOL_OUTPUT: usize = 256 * 1024;
 
 /// How the daemon's tools are set up: what the hooks are given once, when
 /// the tools are built (at start and on every reload).
-pub struct ToolSettings {
+pub(crate) struct ToolSettings {
     /// The daemon's home: `read` and `edit` never touch what it keeps there.
     pub home: crabtalk_home::Home,
     pub gateway: GatewayPolicy,
@@ -64,13 +64,13 @@ pub struct ToolSettings {
 
 /// The composite of every hook, and the gate in front of them.
 #[derive(Clone, Default)]
-pub struct Tools {
+pub(crate) struct Tools {
     hooks: Vec<Arc<dyn Hook>>,
     gateway: GatewayPolicy,
 }
 
 impl Tools {
-    pub fn new(hooks: Vec<Arc<dyn Hook>>) -> Self {
+    pub(crate) fn new(hooks: Vec<Arc<dyn Hook>>) -> Self {
         Self {
             hooks,
             gateway: GatewayPolicy::default(),
@@ -78,13 +78,13 @@ impl Tools {
     }
 
     /// These tools, with `policy` as the gateway rule.
-    pub fn with_gateway(mut self, policy: GatewayPolicy) -> Self {
+    pub(crate) fn with_gateway(mut self, policy: GatewayPolicy) -> Self {
         self.gateway = policy;
         self
     }
 
     /// The daemon's standard set of hooks.
-    pub fn standard(settings: &ToolSettings) -> Self {
+    pub(crate) fn standard(settings: &ToolSettings) -> Self {
         let files = files::HomeGuard::new(&settings.home);
         Self::new(vec![
             Arc::new(BashHook),
@@ -104,7 +104,7 @@ impl Tools {
     }
 
     /// Whether `agent`'s scope lets it call `tool`.
-    pub fn in_scope(agent: &AgentDef, tool: &str) -> bool {
+    pub(crate) fn in_scope(agent: &AgentDef, tool: &str) -> bool {
         Scope::of(agent).allows_tool(tool)
     }
 
@@ -118,7 +118,7 @@ impl Tools {
 
     /// The tools offered to `agent` in a turn of `chain`: owned by a hook
     /// that offers them, and let through by the gate.
-    pub fn specs_for(&self, agent: &AgentDef, chain: &Chain) -> Vec<ToolSpec> {
+    pub(crate) fn specs_for(&self, agent: &AgentDef, chain: &Chain) -> Vec<ToolSpec> {
         let mut specs = Vec::new();
         for hook in &self.hooks {
             for spec in hook.tools_for(agent, chain) {
@@ -132,7 +132,7 @@ impl Tools {
 
     /// Every hook's system-prompt fragment for `agent`, then the `<scope>`
     /// block if the agent is scoped.
-    pub fn system_prompts(
+    pub(crate) fn system_prompts(
         &self,
         agent: &AgentDef,
         agents: &BTreeMap<String, Arc<AgentDef>>,
@@ -154,7 +154,7 @@ impl Tools {
     }
 
     /// A user message after every hook's rewriting.
-    pub fn preprocess(&self, agent: &AgentDef, content: &str) -> String {
+    pub(crate) fn preprocess(&self, agent: &AgentDef, content: &str) -> String {
         let mut content = content.to_owned();
         for hook in &self.hooks {
             if let Some(rewritten) = hook.preprocess(agent, &content) {
@@ -166,7 +166,7 @@ impl Tools {
 
     /// Runs a call: the gate first (scope, then the gateway rule), then
     /// the hook that owns the tool.
-    pub fn dispatch(&self, call: &ToolCallRecord, mut context: ToolContext) -> ToolFuture {
+    pub(crate) fn dispatch(&self, call: &ToolCallRecord, mut context: ToolContext) -> ToolFuture {
         let agent = context.agent.clone();
         context.gateway = self.gateway.gateway_of(&context.sender, &context.chain);
         if !Self::in_scope(&agent, &call.name) {

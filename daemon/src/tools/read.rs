@@ -26,12 +26,12 @@ const MAX_LINE: usize = 2000;
 const MAX_FILE: u64 = 32 * 1024 * 1024;
 
 /// The `read` tool.
-pub struct ReadHook {
+pub(crate) struct ReadHook {
     guard: HomeGuard,
 }
 
 impl ReadHook {
-    pub fn new(guard: HomeGuard) -> Self {
+    pub(crate) fn new(guard: HomeGuard) -> Self {
         Self { guard }
     }
 }

@@ -13,21 +13,21 @@
 use crate::config::agent::AgentDef;
 
 /// Tools every scoped agent keeps.
-pub const BASE_TOOLS: [&str; 4] = ["bash", "ask_user", "read", "edit"];
+pub(crate) const BASE_TOOLS: [&str; 4] = ["bash", "ask_user", "read", "edit"];
 
 /// Tools that come with memory.
-pub const MEMORY_TOOLS: [&str; 4] = ["remember", "forget", "recall", "search_sessions"];
+pub(crate) const MEMORY_TOOLS: [&str; 4] = ["remember", "forget", "recall", "search_sessions"];
 
 /// Delegation is not scoped: any agent may hand work to any other.
-pub const UNSCOPED_TOOLS: [&str; 1] = ["delegate"];
+pub(crate) const UNSCOPED_TOOLS: [&str; 1] = ["delegate"];
 
 /// An agent's scope.
-pub struct Scope<'a> {
+pub(crate) struct Scope<'a> {
     agent: &'a AgentDef,
 }
 
 impl<'a> Scope<'a> {
-    pub fn of(agent: &'a AgentDef) -> Self {
+    pub(crate) fn of(agent: &'a AgentDef) -> Self {
         Self { agent }
     }
 
@@ -40,11 +40,11 @@ impl<'a> Scope<'a> {
     }
 
     /// Whether the agent's tools are restricted at all.
-    pub fn is_restricted(&self) -> bool {
+    pub(crate) fn is_restricted(&self) -> bool {
         !self.tools().is_empty() || !self.skills().is_empty()
     }
 
-    pub fn allows_tool(&self, tool: &str) -> bool {
+    pub(crate) fn allows_tool(&self, tool: &str) -> bool {
         if UNSCOPED_TOOLS.contains(&tool) {
             return true;
         }
@@ -62,13 +62,13 @@ impl<'a> Scope<'a> {
         true
     }
 
-    pub fn allows_skill(&self, skill: &str) -> bool {
+    pub(crate) fn allows_skill(&self, skill: &str) -> bool {
         self.skills().is_empty() || self.skills().iter().any(|allowed| allowed == skill)
     }
 
     /// The `<scope>` block for the system prompt, when the agent is scoped.
     /// `offered` is the tool list the agent actually gets.
-    pub fn block(&self, offered: &[String]) -> Option<String> {
+    pub(crate) fn block(&self, offered: &[String]) -> Option<String> {
         if !self.is_restricted() {
             return None;
         }

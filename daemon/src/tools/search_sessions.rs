@@ -25,12 +25,12 @@ const DEFAULT_HITS: usize = 5;
 /// Messages before and after a match when the model asks for no number.
 const DEFAULT_CONTEXT: usize = 2;
 
-pub struct SessionSearchHook {
+pub(crate) struct SessionSearchHook {
     sessions: SessionSearch,
 }
 
 impl SessionSearchHook {
-    pub fn new(sessions: SessionSearch) -> Self {
+    pub(crate) fn new(sessions: SessionSearch) -> Self {
         Self { sessions }
     }
 }

@@ -17,7 +17,7 @@ use crate::skills::{SkillDirs, SkillEntry, is_valid_name};
 use crate::storage::ToolCallRecord;
 
 /// The `skill` tool and slash commands.
-pub struct SkillHook {
+pub(crate) struct SkillHook {
     dirs: SkillDirs,
 }
 
@@ -28,7 +28,7 @@ struct Arguments {
 }
 
 impl SkillHook {
-    pub fn new(dirs: SkillDirs) -> Self {
+    pub(crate) fn new(dirs: SkillDirs) -> Self {
         Self { dirs }
     }
 

@@ -43,7 +43,7 @@ use crate::storage::now_rfc3339;
 
 /// A tool of a server.
 #[derive(Debug, Clone)]
-pub struct RemoteTool {
+pub(crate) struct RemoteTool {
     /// The name the server knows it by.
     pub name: String,
     /// The name agents call it by: `server__tool`, safe for every provider.
@@ -57,7 +57,7 @@ pub struct RemoteTool {
 
 /// Where a connection is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     Connecting,
     Connected,
     Failed(String),
@@ -66,7 +66,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn wire(&self) -> McpStatus {
+    pub(crate) fn wire(&self) -> McpStatus {
         match self {
             Self::Connecting => McpStatus::Connecting,
             Self::Connected => McpStatus::Connected,
@@ -76,7 +76,7 @@ impl Status {
     }
 
     /// Why it is not connected, if it is not.
-    pub fn error(&self) -> &str {
+    pub(crate) fn error(&self) -> &str {
         match self {
             Self::Failed(error) | Self::Disconnected(error) => error,
             Self::Connecting | Self::Connected => "",

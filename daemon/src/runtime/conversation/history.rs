@@ -8,7 +8,7 @@ use crate::sessions::SessionFeed;
 use crate::storage::{CompactMarker, Entry, Message, Meta, Role, SessionLog, now_rfc3339};
 
 /// The history of a conversation, held by the running turn.
-pub struct History {
+pub(crate) struct History {
     pub(super) loaded: bool,
     /// Messages since the last compact marker.
     pub messages: Vec<Message>,
@@ -23,7 +23,7 @@ pub struct History {
 
 impl History {
     /// Appends a message to the log, then to memory and the session index.
-    pub fn append(&mut self, message: Message) -> io::Result<()> {
+    pub(crate) fn append(&mut self, message: Message) -> io::Result<()> {
         self.log.append(&Entry::Message(message.clone()))?;
         self.feed.message(self.next_number, &message);
         self.next_number += 1;
@@ -34,14 +34,15 @@ impl History {
     }
 
     /// How many messages the whole log holds (before and after markers).
-    pub fn message_count(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn message_count(&self) -> u64 {
         self.next_number
     }
 
     /// Appends a compact marker: the history continues from its summary
     /// (from nothing, for a marker without one: a fresh start). The marker
     /// records how many messages came before it.
-    pub fn append_marker(&mut self, mut marker: CompactMarker) -> io::Result<()> {
+    pub(crate) fn append_marker(&mut self, mut marker: CompactMarker) -> io::Result<()> {
         marker.messages_before = Some(self.next_number);
         self.log.append(&Entry::Compact(marker.clone()))?;
         let summary = Some(marker.compact.clone()).filter(|summary| !summary.trim().is_empty());
@@ -60,7 +61,7 @@ impl History {
 
     /// Names the conversation after its first message, if it has no title
     /// yet: the message's first line, cut to [`MAX_TITLE_CHARS`].
-    pub fn title_from(&mut self, message: &str) {
+    pub(crate) fn title_from(&mut self, message: &str) {
         if !self.meta.title.is_empty() {
             return;
         }
@@ -75,7 +76,7 @@ impl History {
 
     /// What the model is told in place of the history before the last
     /// compaction (nothing after a fresh start).
-    pub fn summary_message(&self) -> Option<Message> {
+    pub(crate) fn summary_message(&self) -> Option<Message> {
         self.marker
             .as_ref()
             .filter(|marker| !marker.compact.trim().is_empty())
@@ -90,7 +91,7 @@ impl History {
     /// Gives every tool call of the last assistant message that has no
     /// result a result saying why (a cancelled turn must leave a history
     /// every provider accepts).
-    pub fn close_dangling_calls(&mut self, reason: &str) -> io::Result<()> {
+    pub(crate) fn close_dangling_calls(&mut self, reason: &str) -> io::Result<()> {
         let Some(position) = self
             .messages
             .iter()
@@ -116,11 +117,11 @@ impl History {
 }
 
 /// The longest title taken from a first message, in characters.
-pub const MAX_TITLE_CHARS: usize = 60;
+pub(crate) const MAX_TITLE_CHARS: usize = 60;
 
 /// A title from a message: its first non-empty line, whitespace collapsed,
 /// cut between words to [`MAX_TITLE_CHARS`] (with `…` when cut).
-pub fn title_of(message: &str) -> String {
+pub(crate) fn title_of(message: &str) -> String {
     let line = message
         .lines()
         .map(str::trim)

@@ -38,15 +38,15 @@ mod meta_writer;
 mod set;
 mod tickets;
 
-pub use self::history::{History, MAX_TITLE_CHARS, title_of};
+pub(crate) use self::history::History;
 use self::meta_writer::MetaWriter;
-pub use self::set::Conversations;
+pub(crate) use self::set::Conversations;
 use self::tickets::TurnOrder;
-pub use self::tickets::{AskTicket, RunGuard, TurnTicket};
+pub(crate) use self::tickets::{AskTicket, RunGuard, TurnTicket};
 
 /// `(agent, sender)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ConversationKey {
+pub(crate) struct ConversationKey {
     pub agent: String,
     pub sender: String,
 }
@@ -66,7 +66,7 @@ struct PendingAsk {
 }
 
 /// One conversation.
-pub struct Conversation {
+pub(crate) struct Conversation {
     pub key: ConversationKey,
     pub files: ConversationFiles,
     history: tokio::sync::Mutex<History>,
@@ -86,7 +86,7 @@ pub struct Conversation {
 
 /// Why `ReplyToAsk` found nothing to answer.
 #[derive(Debug, thiserror::Error)]
-pub enum AnswerError {
+pub(crate) enum AnswerError {
     #[error("no question is waiting on this conversation")]
     NothingPending,
     #[error("no question with call id {0:?} is waiting on this conversation")]
@@ -129,7 +129,10 @@ impl Conversation {
 
     /// Waits for the turn lock and returns the loaded history. The first
     /// lock loads it from disk (creating the conversation's files if new).
-    pub async fn lock_history(&self, created_by: &str) -> io::Result<MutexGuard<'_, History>> {
+    pub(crate) async fn lock_history(
+        &self,
+        created_by: &str,
+    ) -> io::Result<MutexGuard<'_, History>> {
         let mut history = self.history.lock().await;
         self.touch();
         if !history.loaded {
@@ -190,25 +193,25 @@ impl Conversation {
 
     /// The latest metadata, without waiting for a running turn; `None`
     /// until the conversation was loaded.
-    pub fn latest_meta(&self) -> Option<Meta> {
+    pub(crate) fn latest_meta(&self) -> Option<Meta> {
         self.latest_meta.lock().clone()
     }
 
     /// How long this conversation has been in memory.
-    pub fn alive(&self) -> Duration {
+    pub(crate) fn alive(&self) -> Duration {
         self.created.elapsed()
     }
 
     /// Records a turn's end: the listing metadata now, the metadata file in
     /// the background (debounced, so a burst of turns writes it once, and
     /// never on the turn's own time).
-    pub fn save_meta(&self, meta: &Meta) {
+    pub(crate) fn save_meta(&self, meta: &Meta) {
         *self.latest_meta.lock() = Some(meta.clone());
         self.meta_writer.schedule(meta.clone());
     }
 
     /// Marks a turn as running; the guard clears it.
-    pub fn begin_run(self: &Arc<Self>, run_id: u64) -> RunGuard {
+    pub(crate) fn begin_run(self: &Arc<Self>, run_id: u64) -> RunGuard {
         let cancel = CancellationToken::new();
         *self.run.lock() = Some(RunControl {
             run_id,
@@ -224,7 +227,7 @@ impl Conversation {
     }
 
     /// Cancels the running turn, if any; returns whether there was one.
-    pub fn kill(&self, reason: &str) -> bool {
+    pub(crate) fn kill(&self, reason: &str) -> bool {
         let mut run = self.run.lock();
         match run.as_mut() {
             Some(control) => {
@@ -237,7 +240,7 @@ impl Conversation {
     }
 
     /// Queues a user message for the running turn's next model call.
-    pub fn steer(&self, content: &str) -> bool {
+    pub(crate) fn steer(&self, content: &str) -> bool {
         match self.run.lock().as_mut() {
             Some(control) => {
                 control.steers.push(content.to_owned());
@@ -248,7 +251,7 @@ impl Conversation {
     }
 
     /// Takes the queued steering messages.
-    pub fn take_steers(&self) -> Vec<String> {
+    pub(crate) fn take_steers(&self) -> Vec<String> {
         self.run
             .lock()
             .as_mut()
@@ -257,23 +260,24 @@ impl Conversation {
     }
 
     /// The running turn's id, if a turn is running.
-    pub fn running(&self) -> Option<u64> {
+    #[cfg(test)]
+    pub(crate) fn running(&self) -> Option<u64> {
         self.run.lock().as_ref().map(|control| control.run_id)
     }
 
     /// Records that `path` was read, as it was then.
-    pub fn record_read(&self, path: std::path::PathBuf, stamp: crate::hook::FileStamp) {
+    pub(crate) fn record_read(&self, path: std::path::PathBuf, stamp: crate::hook::FileStamp) {
         self.reads.lock().insert(path, stamp);
     }
 
     /// What `path` held when it was last read here, if it was.
-    pub fn read_stamp(&self, path: &std::path::Path) -> Option<crate::hook::FileStamp> {
+    pub(crate) fn read_stamp(&self, path: &std::path::Path) -> Option<crate::hook::FileStamp> {
         self.reads.lock().get(path).copied()
     }
 
     /// Registers a question; the ticket waits for its answer and withdraws
     /// the question when dropped.
-    pub fn register_ask(self: &Arc<Self>, call_id: &str) -> AskTicket {
+    pub(crate) fn register_ask(self: &Arc<Self>, call_id: &str) -> AskTicket {
         let (reply, answer) = oneshot::channel();
         self.asks.lock().push_back(PendingAsk {
             call_id: call_id.to_owned(),
@@ -287,7 +291,7 @@ impl Conversation {
     }
 
     /// Answers the question `call_id`, or the oldest one.
-    pub fn answer(&self, call_id: Option<&str>, content: &str) -> Result<(), AnswerError> {
+    pub(crate) fn answer(&self, call_id: Option<&str>, content: &str) -> Result<(), AnswerError> {
         let mut asks = self.asks.lock();
         let position = match call_id.filter(|id| !id.is_empty()) {
             Some(id) => asks
@@ -322,7 +326,7 @@ impl Conversation {
 
     /// Takes this conversation's next turn number. Called when a turn is
     /// started, so numbers follow the order requests arrived in.
-    pub fn take_ticket(self: &Arc<Self>) -> TurnTicket {
+    pub(crate) fn take_ticket(self: &Arc<Self>) -> TurnTicket {
         let mut order = self.order.lock();
         let number = order.next;
         order.next += 1;
@@ -334,7 +338,7 @@ impl Conversation {
 
     /// Waits (briefly) until nothing else holds this conversation: a turn
     /// that just ended and a metadata write finish within moments.
-    pub async fn settled(self: Arc<Self>) {
+    pub(crate) async fn settled(self: Arc<Self>) {
         let deadline = Instant::now() + Duration::from_secs(5);
         while Arc::strong_count(&self) > 1 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -344,7 +348,7 @@ impl Conversation {
     }
 
     /// Writes pending metadata now (at shutdown).
-    pub fn flush_meta(&self) {
+    pub(crate) fn flush_meta(&self) {
         self.meta_writer.flush();
     }
 }

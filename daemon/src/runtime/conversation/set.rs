@@ -12,7 +12,7 @@ use super::{Conversation, ConversationKey};
 use crate::storage::Storage;
 
 /// The conversations held in memory.
-pub struct Conversations {
+pub(crate) struct Conversations {
     map: Mutex<HashMap<ConversationKey, Arc<Conversation>>>,
     storage: Storage,
     /// Every appended message is indexed here.
@@ -21,7 +21,7 @@ pub struct Conversations {
 }
 
 impl Conversations {
-    pub fn new(storage: Storage, max_in_memory: usize) -> Self {
+    pub(crate) fn new(storage: Storage, max_in_memory: usize) -> Self {
         Self {
             map: Mutex::new(HashMap::new()),
             storage,
@@ -30,18 +30,18 @@ impl Conversations {
         }
     }
 
-    pub fn storage(&self) -> &Storage {
+    pub(crate) fn storage(&self) -> &Storage {
         &self.storage
     }
 
     /// The session index the conversations feed.
-    pub fn index(&self) -> &SessionIndex {
+    pub(crate) fn index(&self) -> &SessionIndex {
         &self.index
     }
 
     /// The conversation `key`, created in memory on first reference (its
     /// files are created by its first turn).
-    pub fn get_or_create(&self, key: &ConversationKey) -> Arc<Conversation> {
+    pub(crate) fn get_or_create(&self, key: &ConversationKey) -> Arc<Conversation> {
         let mut map = self.map.lock();
         if let Some(conversation) = map.get(key) {
             return conversation.clone();
@@ -56,28 +56,24 @@ impl Conversations {
         conversation
     }
 
-    pub fn get(&self, key: &ConversationKey) -> Option<Arc<Conversation>> {
+    pub(crate) fn get(&self, key: &ConversationKey) -> Option<Arc<Conversation>> {
         self.map.lock().get(key).cloned()
     }
 
     /// Every conversation in memory, sorted by key.
-    pub fn all(&self) -> Vec<Arc<Conversation>> {
+    pub(crate) fn all(&self) -> Vec<Arc<Conversation>> {
         let mut all: Vec<_> = self.map.lock().values().cloned().collect();
         all.sort_by(|a, b| a.key.cmp(&b.key));
         all
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Evicts idle conversations beyond the cap (least recently used first);
     /// called when a turn lets go of its conversation.
-    pub fn trim(&self) {
+    pub(crate) fn trim(&self) {
         let mut map = self.map.lock();
         if map.len() > self.max_in_memory {
             let excess = map.len() - self.max_in_memory;
@@ -86,7 +82,7 @@ impl Conversations {
     }
 
     /// Drops idle conversations unused for longer than `idle`.
-    pub fn evict_idle(&self, idle: Duration) -> usize {
+    pub(crate) fn evict_idle(&self, idle: Duration) -> usize {
         let mut map = self.map.lock();
         let before = map.len();
         map.retain(|_, conversation| {
@@ -99,7 +95,7 @@ impl Conversations {
     /// of them is busy (a turn runs or a question waits): then nothing is
     /// taken and the busy keys are returned. Await [`Conversation::settled`]
     /// on what was taken before touching its files.
-    pub fn take_where(
+    pub(crate) fn take_where(
         &self,
         mut matches: impl FnMut(&ConversationKey) -> bool,
     ) -> Result<Vec<Arc<Conversation>>, Vec<ConversationKey>> {
@@ -118,7 +114,7 @@ impl Conversations {
     }
 
     /// Cancels every running turn (at shutdown).
-    pub fn kill_all(&self, reason: &str) {
+    pub(crate) fn kill_all(&self, reason: &str) {
         for conversation in self.all() {
             conversation.kill(reason);
         }

@@ -22,14 +22,14 @@ pub(super) struct TurnOrder {
 /// A turn's place in its conversation's queue. Turns on one conversation
 /// run in the order they were started, not in the order their tasks happen
 /// to be scheduled; dropping the ticket lets the next one go.
-pub struct TurnTicket {
+pub(crate) struct TurnTicket {
     pub(super) conversation: Arc<Conversation>,
     pub(super) number: u64,
 }
 
 impl TurnTicket {
     /// Resolves when every turn started before this one has finished.
-    pub async fn wait(&self) {
+    pub(crate) async fn wait(&self) {
         loop {
             let changed = self.conversation.order_changed.notified();
             if self.conversation.order.lock().serving == self.number {
@@ -57,7 +57,7 @@ impl Drop for TurnTicket {
 }
 
 /// Clears the running-turn marker when the turn ends.
-pub struct RunGuard {
+pub(crate) struct RunGuard {
     pub(super) conversation: Arc<Conversation>,
     pub(super) run_id: u64,
     pub(super) cancel: CancellationToken,
@@ -65,12 +65,12 @@ pub struct RunGuard {
 
 impl RunGuard {
     /// Resolves when the turn is cancelled.
-    pub async fn cancelled(&self) {
+    pub(crate) async fn cancelled(&self) {
         self.cancel.cancelled().await
     }
 
     /// Why the turn was cancelled.
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         self.conversation
             .run
             .lock()
@@ -93,7 +93,7 @@ impl Drop for RunGuard {
 }
 
 /// A question waiting for its answer.
-pub struct AskTicket {
+pub(crate) struct AskTicket {
     pub(super) conversation: Arc<Conversation>,
     pub(super) call_id: String,
     pub(super) answer: Option<oneshot::Receiver<String>>,
@@ -101,7 +101,7 @@ pub struct AskTicket {
 
 impl AskTicket {
     /// The answer, or `None` if the question was withdrawn.
-    pub async fn answer(mut self) -> Option<String> {
+    pub(crate) async fn answer(mut self) -> Option<String> {
         self.answer.take()?.await.ok()
     }
 }

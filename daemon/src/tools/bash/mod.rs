@@ -27,8 +27,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use self::reaper::end_all;
-pub use self::supervisor::OUTPUT_CAP;
+pub(crate) use self::reaper::end_all;
 use self::supervisor::{Captured, Ending};
 use crate::config::agent::AgentDef;
 use crate::hook::{Hook, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
@@ -38,7 +37,7 @@ use crate::storage::ToolCallRecord;
 const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The `bash` tool.
-pub struct BashHook;
+pub(crate) struct BashHook;
 
 #[derive(Deserialize)]
 struct Arguments {

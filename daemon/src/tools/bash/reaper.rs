@@ -68,7 +68,7 @@ pub(super) fn end_tree(supervisor: u32) {
 }
 
 /// Ends every call still running (the daemon is stopping).
-pub fn end_all() {
+pub(crate) fn end_all() {
     let supervisors: Vec<u32> = running().iter().copied().collect();
     for supervisor in supervisors {
         end_tree(supervisor);

@@ -30,7 +30,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use super::reaper;
 
 /// Bytes kept of each of stdout and stderr.
-pub const OUTPUT_CAP: usize = 64 * 1024;
+pub(crate) const OUTPUT_CAP: usize = 64 * 1024;
 
 /// How long the pipes may still take to end once everything that held them
 /// is killed.
