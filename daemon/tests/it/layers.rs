@@ -296,7 +296,11 @@ fn every_module_of_the_daemon_has_exactly_one_layer() {
     let root = std::fs::read_to_string(src_dir().join("lib.rs")).unwrap();
     let declared: BTreeSet<String> = root
         .lines()
-        .filter_map(|line| line.trim().strip_prefix("pub mod "))
+        .filter_map(|line| {
+            let line = line.trim();
+            line.strip_prefix("pub mod ")
+                .or_else(|| line.strip_prefix("mod "))
+        })
         .map(|rest| rest.trim_end_matches(';').to_owned())
         .collect();
     let placed: Vec<&str> = LAYERS
