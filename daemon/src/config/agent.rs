@@ -216,6 +216,23 @@ pub struct AgentDef {
 /// at most 64 characters, and the rest is left for the tool's own name.
 pub const MAX_SERVER_NAME: usize = 24;
 
+/// An agent asked for by a name no agent has; the text lists those there
+/// are, so a model or a person can pick one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("agent {name:?} not found; agents: {}", agents.join(", "))]
+pub struct UnknownAgent {
+    pub name: String,
+    /// The agents there are, by name.
+    pub agents: Vec<String>,
+}
+
+/// The wire and the runtime answer with the message.
+impl From<UnknownAgent> for String {
+    fn from(unknown: UnknownAgent) -> Self {
+        unknown.to_string()
+    }
+}
+
 /// An MCP server name that breaks the rule of [`validate_server_name`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(

@@ -30,7 +30,7 @@ pub(crate) use self::context::ToolContext;
 pub(crate) use self::conversation::{FileStamp, ToolConversation};
 pub(crate) use self::prompt::{PromptContext, escape_attribute};
 pub(crate) use self::tool::{ToolFuture, ToolOutput, ToolSpec, parse_arguments};
-pub(crate) use self::turns::{TaskHandle, TaskOutcome, TaskRequest, Turns};
+pub(crate) use self::turns::{TaskError, TaskHandle, TaskOutcome, TaskRequest, Turns};
 
 use crate::config::agent::AgentDef;
 use crate::storage::ToolCallRecord;

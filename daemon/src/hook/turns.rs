@@ -11,21 +11,21 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use super::Chain;
+use crate::config::agent::UnknownAgent;
 
 /// What a tool may ask of the daemon's turns.
 pub(crate) trait Turns: Send + Sync {
     /// A fresh id, unique across restarts (for `delegate:<id>` senders).
     fn next_id(&self) -> u64;
 
-    /// `Ok` if an agent named `name` exists; else why not, in words the
-    /// model can act on.
-    fn check_agent(&self, name: &str) -> Result<(), String>;
+    /// `Ok` if an agent named `name` exists; else which agents there are.
+    fn check_agent(&self, name: &str) -> Result<(), UnknownAgent>;
 
     /// Starts a turn for `task`. It runs to its end whether or not the
     /// handle is awaited; the handle yields its outcome. `Err` says why it
     /// could not start. (It takes the `Arc` because the turn keeps the
     /// daemon's state alive while it runs.)
-    fn start(self: Arc<Self>, task: TaskRequest) -> Result<TaskHandle, String>;
+    fn start(self: Arc<Self>, task: TaskRequest) -> Result<TaskHandle, TaskError>;
 
     /// Cancels the turn running on `(agent, sender)`, if any; whether one
     /// was.
@@ -54,5 +54,21 @@ pub(crate) struct TaskOutcome {
     pub error: Option<String>,
 }
 
-/// A started turn's outcome, or why the turn was lost (it panicked).
-pub(crate) type TaskHandle = Pin<Box<dyn Future<Output = Result<TaskOutcome, String>> + Send>>;
+/// Why a tool's turn did not start, or was lost; the text is what the
+/// model reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TaskError {
+    /// No agent by that name.
+    #[error(transparent)]
+    UnknownAgent(#[from] UnknownAgent),
+    /// The daemon would not start it (shutting down, the conversation busy
+    /// with a question, …), in the daemon's words.
+    #[error("{0}")]
+    Refused(String),
+    /// It started and never ended (its task panicked).
+    #[error("{0}")]
+    Lost(String),
+}
+
+/// A started turn's outcome, or why the turn was lost.
+pub(crate) type TaskHandle = Pin<Box<dyn Future<Output = Result<TaskOutcome, TaskError>> + Send>>;

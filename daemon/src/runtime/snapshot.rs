@@ -12,7 +12,7 @@ use crabtalk_home::Home;
 use crate::config::DaemonConfig;
 use crate::config::Refusal;
 use crate::config::agent::AgentDef;
-use crate::config::agent::{AgentConfig, AgentStore, RefusedAgent};
+use crate::config::agent::{AgentConfig, AgentStore, RefusedAgent, UnknownAgent};
 use crate::mcp::{McpHub, McpSettings};
 use crate::memories::Memories;
 use crate::provider::ModelRegistry;
@@ -42,11 +42,11 @@ impl Snapshot {
         }
     }
 
-    /// `agent`, or a not-found message that lists the agents there are.
-    pub(crate) fn agent(&self, name: &str) -> Result<Arc<AgentDef>, String> {
-        self.agents.get(name).cloned().ok_or_else(|| {
-            let names: Vec<&str> = self.agents.keys().map(String::as_str).collect();
-            format!("agent {name:?} not found; agents: {}", names.join(", "))
+    /// `agent`, or which agents there are.
+    pub(crate) fn agent(&self, name: &str) -> Result<Arc<AgentDef>, UnknownAgent> {
+        self.agents.get(name).cloned().ok_or_else(|| UnknownAgent {
+            name: name.to_owned(),
+            agents: self.agents.keys().cloned().collect(),
         })
     }
 }

@@ -18,18 +18,21 @@ use crabtalk_proto::msg::AskUserEvent;
 use super::conversation::Conversation;
 use super::events::TurnSink;
 use super::{Runtime, TurnRequest};
-use crate::hook::{FileStamp, TaskHandle, TaskOutcome, TaskRequest, ToolConversation, Turns};
+use crate::config::agent::UnknownAgent;
+use crate::hook::{
+    FileStamp, TaskError, TaskHandle, TaskOutcome, TaskRequest, ToolConversation, Turns,
+};
 
 impl Turns for Runtime {
     fn next_id(&self) -> u64 {
         Runtime::next_id(self)
     }
 
-    fn check_agent(&self, name: &str) -> Result<(), String> {
+    fn check_agent(&self, name: &str) -> Result<(), UnknownAgent> {
         self.snapshot().agent(name).map(|_| ())
     }
 
-    fn start(self: Arc<Self>, task: TaskRequest) -> Result<TaskHandle, String> {
+    fn start(self: Arc<Self>, task: TaskRequest) -> Result<TaskHandle, TaskError> {
         let turn = self
             .start_turn(TurnRequest {
                 agent: task.agent,
@@ -44,9 +47,9 @@ impl Turns for Runtime {
                 trigger: None,
                 origin: None,
             })
-            .map_err(|error| error.to_string())?;
+            .map_err(|error| TaskError::Refused(error.to_string()))?;
         Ok(Box::pin(async move {
-            let outcome = turn.await.map_err(|err| err.to_string())?;
+            let outcome = turn.await.map_err(|err| TaskError::Lost(err.to_string()))?;
             Ok(TaskOutcome {
                 final_text: outcome.final_text,
                 error: outcome.error.map(|failure| failure.to_string()),

@@ -12,6 +12,18 @@
 //!
 //! A file without front matter is all body. Unknown keys are ignored.
 
+/// Why a skill's front matter cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum FrontMatterError {
+    /// A line that is neither a `key: value` pair, a list item, a comment
+    /// nor blank.
+    #[error("front matter line {0:?} is not `key: value`")]
+    NotAPair(String),
+    /// The opening `---` has no closing one.
+    #[error("front matter is not closed with `---`")]
+    NotClosed,
+}
+
 /// The fields read from a skill's front matter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct FrontMatter {
@@ -22,7 +34,7 @@ pub(crate) struct FrontMatter {
 
 impl FrontMatter {
     /// Splits a file into its front matter and its body.
-    pub(crate) fn split(text: &str) -> Result<(Self, &str), String> {
+    pub(crate) fn split(text: &str) -> Result<(Self, &str), FrontMatterError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let Some(rest) = text
             .strip_prefix("---")
@@ -52,7 +64,7 @@ impl FrontMatter {
                 continue;
             }
             let Some((key, value)) = line.split_once(':') else {
-                return Err(format!("front matter line {line:?} is not `key: value`"));
+                return Err(FrontMatterError::NotAPair(line.to_owned()));
             };
             let key = key.trim().to_owned();
             let value = strip_comment(value.trim());
@@ -66,7 +78,7 @@ impl FrontMatter {
                 _ => {}
             }
         }
-        Err("front matter is not closed with `---`".into())
+        Err(FrontMatterError::NotClosed)
     }
 }
 

@@ -24,7 +24,7 @@ mod front_matter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub(crate) use front_matter::FrontMatter;
+pub(crate) use front_matter::{FrontMatter, FrontMatterError};
 use parking_lot::Mutex;
 
 /// How deep below a skill folder `SKILL.md` files are looked for.
@@ -134,7 +134,7 @@ impl SkillDirs {
                             discovery.skills.push(entry);
                         }
                     }
-                    Err(warning) => discovery.warnings.push(warning),
+                    Err(warning) => discovery.warnings.push(warning.to_string()),
                 }
             }
         }
@@ -143,7 +143,7 @@ impl SkillDirs {
     }
 
     /// The skill `name`, read fresh from disk.
-    pub(crate) fn load(&self, name: &str) -> Option<Result<Skill, String>> {
+    pub(crate) fn load(&self, name: &str) -> Option<Result<Skill, SkillError>> {
         if !is_valid_name(name) {
             return None;
         }
@@ -182,20 +182,53 @@ fn collect_skill_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn read_text(path: &Path) -> Result<String, String> {
-    let meta =
-        std::fs::metadata(path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+/// Why a skill file was skipped or could not be loaded; the text names the
+/// file, as the log and the model read it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SkillError {
+    #[error("cannot read {}: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is larger than {MAX_SKILL_FILE} bytes; skipped", path.display())]
+    TooLarge { path: PathBuf },
+    #[error("{}: {source}", path.display())]
+    FrontMatter {
+        path: PathBuf,
+        source: FrontMatterError,
+    },
+    #[error(
+        "{}: {name:?} is not a usable skill name (letters, digits, '-', '_', '.'); skipped",
+        path.display()
+    )]
+    BadName { path: PathBuf, name: String },
+}
+
+fn read_text(path: &Path) -> Result<String, SkillError> {
+    let unreadable = |source| SkillError::Unreadable {
+        path: path.to_owned(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(unreadable)?;
     if meta.len() > MAX_SKILL_FILE {
-        return Err(format!(
-            "{} is larger than {MAX_SKILL_FILE} bytes; skipped",
-            path.display()
-        ));
+        return Err(SkillError::TooLarge {
+            path: path.to_owned(),
+        });
     }
-    std::fs::read_to_string(path).map_err(|err| format!("cannot read {}: {err}", path.display()))
+    std::fs::read_to_string(path).map_err(unreadable)
+}
+
+/// The front matter and body of a skill file.
+fn split<'a>(path: &Path, text: &'a str) -> Result<(FrontMatter, &'a str), SkillError> {
+    FrontMatter::split(text).map_err(|source| SkillError::FrontMatter {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// The name a skill file declares, or its folder's name.
-fn skill_name(path: &Path, front: &FrontMatter) -> Result<String, String> {
+fn skill_name(path: &Path, front: &FrontMatter) -> Result<String, SkillError> {
     let folder = path
         .parent()
         .and_then(Path::file_name)
@@ -204,17 +237,16 @@ fn skill_name(path: &Path, front: &FrontMatter) -> Result<String, String> {
     if is_valid_name(&name) {
         Ok(name)
     } else {
-        Err(format!(
-            "{}: {name:?} is not a usable skill name (letters, digits, '-', '_', '.'); skipped",
-            path.display()
-        ))
+        Err(SkillError::BadName {
+            path: path.to_owned(),
+            name,
+        })
     }
 }
 
-fn read_entry(path: &Path) -> Result<SkillEntry, String> {
+fn read_entry(path: &Path) -> Result<SkillEntry, SkillError> {
     let text = read_text(path)?;
-    let (front, _) =
-        FrontMatter::split(&text).map_err(|err| format!("{}: {err}", path.display()))?;
+    let (front, _) = split(path, &text)?;
     Ok(SkillEntry {
         name: skill_name(path, &front)?,
         description: front.description.clone().unwrap_or_default(),
@@ -222,10 +254,9 @@ fn read_entry(path: &Path) -> Result<SkillEntry, String> {
     })
 }
 
-fn read_skill(path: &Path) -> Result<Skill, String> {
+fn read_skill(path: &Path) -> Result<Skill, SkillError> {
     let text = read_text(path)?;
-    let (front, body) =
-        FrontMatter::split(&text).map_err(|err| format!("{}: {err}", path.display()))?;
+    let (front, body) = split(path, &text)?;
     Ok(Skill {
         name: skill_name(path, &front)?,
         description: front.description.clone().unwrap_or_default(),

@@ -25,8 +25,8 @@ use serde::Deserialize;
 
 use super::files::resolve;
 use crate::hook::{
-    Hook, PromptContext, TaskRequest, ToolContext, ToolFuture, ToolOutput, ToolSpec, Turns,
-    parse_arguments,
+    Hook, PromptContext, TaskError, TaskRequest, ToolContext, ToolFuture, ToolOutput, ToolSpec,
+    Turns, parse_arguments,
 };
 use crate::storage::ToolCallRecord;
 
@@ -174,8 +174,8 @@ impl DelegateHook {
         }
         let mut started = Vec::new();
         for task in arguments.tasks {
-            if let Err(message) = turns.check_agent(&task.agent) {
-                started.push((task.agent, String::new(), Err(message)));
+            if let Err(unknown) = turns.check_agent(&task.agent) {
+                started.push((task.agent, String::new(), Err(TaskError::from(unknown))));
                 continue;
             }
             let cwd = task
@@ -203,7 +203,9 @@ impl DelegateHook {
                 match handle {
                     // The turn runs on without us; its result is its done-event.
                     Ok(_) => tasks.push(serde_json::json!({"id": sender, "agent": agent})),
-                    Err(error) => tasks.push(serde_json::json!({"agent": agent, "error": error})),
+                    Err(error) => {
+                        tasks.push(serde_json::json!({"agent": agent, "error": error.to_string()}))
+                    }
                 }
             }
             let reply = serde_json::json!({
@@ -231,7 +233,7 @@ impl DelegateHook {
             for (agent, _, handle) in started {
                 let entry = match handle {
                     Err(error) => {
-                        serde_json::json!({"agent": agent, "result": null, "error": error})
+                        serde_json::json!({"agent": agent, "result": null, "error": error.to_string()})
                     }
                     Ok(handle) => match handle.await {
                         Ok(outcome) => match outcome.error {
@@ -243,7 +245,7 @@ impl DelegateHook {
                             }
                         },
                         Err(err) => {
-                            serde_json::json!({"agent": agent, "result": null, "error": err})
+                            serde_json::json!({"agent": agent, "result": null, "error": err.to_string()})
                         }
                     },
                 };

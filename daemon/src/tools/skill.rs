@@ -70,7 +70,7 @@ impl SkillHook {
         }
         match self.dirs.load(name) {
             Some(Ok(skill)) => ToolOutput::ok(Self::render(&skill.name, &skill.body)),
-            Some(Err(message)) => ToolOutput::error(message),
+            Some(Err(problem)) => ToolOutput::error(problem.to_string()),
             None => {
                 let needle = name.to_lowercase();
                 let close: Vec<SkillEntry> = available
