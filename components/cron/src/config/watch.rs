@@ -41,6 +41,20 @@ pub struct FileWatch {
     changes: mpsc::Receiver<()>,
     _watcher: Option<notify::RecommendedWatcher>,
     poller: tokio::task::JoinHandle<()>,
+    /// A change taken from `changes` whose file has not yet been left alone
+    /// long enough. Kept here, not in the future that waits, so that a
+    /// `changed()` dropped mid-wait (the engine's `select!` picked a timer)
+    /// does not lose the change: the next call goes on waiting.
+    settling: Option<Settling>,
+}
+
+/// When a change being waited out may be reported.
+#[derive(Debug, Clone, Copy)]
+struct Settling {
+    /// 100 ms after the latest change.
+    quiet_until: tokio::time::Instant,
+    /// 1 s after the first.
+    deadline: tokio::time::Instant,
 }
 
 impl Drop for FileWatch {
@@ -76,6 +90,7 @@ impl FileWatch {
             changes,
             _watcher: watcher,
             poller,
+            settling: None,
         }
     }
 
@@ -83,16 +98,33 @@ impl FileWatch {
     /// alone for 100 ms (at most 1 s after the first change): a save that
     /// empties the file and then writes it (a shell's `>`, some editors) is
     /// read once, whole, not as an empty schedule followed by the new one.
+    ///
+    /// Cancel-safe: dropped at any await, no change is lost.
     pub async fn changed(&mut self) {
-        if self.changes.recv().await.is_none() {
-            std::future::pending::<()>().await;
-        }
-        let deadline = tokio::time::Instant::now() + SETTLE_AT_MOST;
         loop {
-            let quiet_until = (tokio::time::Instant::now() + SETTLE).min(deadline);
-            match tokio::time::timeout_at(quiet_until, self.changes.recv()).await {
-                Ok(Some(())) if tokio::time::Instant::now() < deadline => continue,
-                _ => return,
+            let Some(settling) = self.settling else {
+                if self.changes.recv().await.is_none() {
+                    std::future::pending::<()>().await;
+                }
+                let now = tokio::time::Instant::now();
+                self.settling = Some(Settling {
+                    quiet_until: now + SETTLE,
+                    deadline: now + SETTLE_AT_MOST,
+                });
+                continue;
+            };
+            match tokio::time::timeout_at(settling.quiet_until, self.changes.recv()).await {
+                Ok(Some(())) if tokio::time::Instant::now() < settling.deadline => {
+                    let quiet_until = (tokio::time::Instant::now() + SETTLE).min(settling.deadline);
+                    self.settling = Some(Settling {
+                        quiet_until,
+                        ..settling
+                    });
+                }
+                _ => {
+                    self.settling = None;
+                    return;
+                }
             }
         }
     }
@@ -131,5 +163,34 @@ fn watch_folder(path: PathBuf, tx: mpsc::Sender<()>) -> Option<notify::Recommend
             );
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The engine waits for a change in a `select!` beside its timers; a
+    /// timer that wins drops the waiting future. A change must survive
+    /// that, however often it happens (an entry every second, runs ending).
+    #[tokio::test]
+    async fn a_change_survives_the_wait_being_dropped_again_and_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("crons.toml");
+        std::fs::write(&path, "").unwrap();
+        let file = CronsFile::at(&path);
+        let mut watch = FileWatch::start(&file, WatchMode::PollOnly, Duration::from_millis(10));
+        std::fs::write(&path, "[[cron]]\n").unwrap();
+        let noticed = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                // Shorter than the 100 ms the file must be left alone.
+                tokio::select! {
+                    () = watch.changed() => return,
+                    () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                }
+            }
+        })
+        .await;
+        assert!(noticed.is_ok(), "the change was lost to a dropped wait");
     }
 }
