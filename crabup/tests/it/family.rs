@@ -20,7 +20,6 @@
 //! one of them is answered with how to start it, `ps` says it failed and
 //! exits 3, and `crabup <it> start` brings it and its tools back.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crabtalk_fake_bot_api::{FakeBotApi, TOKEN, TgUser};
@@ -44,40 +43,6 @@ pub(crate) const SERVICES: [(&str, &str); 4] = [
 /// The components, each with the prefix of the tools it offers agents.
 pub(crate) const COMPONENTS: [&str; 3] = ["cron", "search", "telegram"];
 
-/// The fixture of a search engine, from crabtalk-search's own tests.
-fn fixture(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../components/search/tests/fixtures")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
-}
-
-/// Wikipedia's API and DuckDuckGo's HTML page, answered from fixtures.
-async fn engines() -> String {
-    use axum::http::header::CONTENT_TYPE;
-    let wikipedia = fixture("wikipedia.json");
-    let duckduckgo = fixture("duckduckgo.html");
-    let app = axum::Router::new()
-        .route(
-            "/w/api.php",
-            axum::routing::get(
-                move || async move { ([(CONTENT_TYPE, "application/json")], wikipedia) },
-            ),
-        )
-        .route(
-            "/html/",
-            axum::routing::any(move || async move {
-                ([(CONTENT_TYPE, "text/html; charset=utf-8")], duckduckgo)
-            }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    url
-}
-
 /// Everything on 127.0.0.1 the family talks to, on a runtime of the test.
 pub(crate) struct World {
     pub runtime: tokio::runtime::Runtime,
@@ -97,7 +62,7 @@ impl World {
             (
                 ScriptedLlm::start().await,
                 FakeBotApi::start().await,
-                engines().await,
+                crabtalk_testkit::fixture_engines().await,
             )
         });
         Self {

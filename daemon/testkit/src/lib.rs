@@ -12,6 +12,8 @@
 //! - [`eventually`], [`poll_until`] (asynchronous attempts) and [`wait_for`]
 //!   (from a plain thread): wait for a condition with a timeout instead of
 //!   sleeping.
+//! - [`fixture_engines`]: Wikipedia and DuckDuckGo answered from
+//!   crabtalk-search's fixtures, for runs of the whole family.
 //! - [`cpu`]: how much CPU a process uses over a window (idle checks).
 //! - [`corpus`]: synthetic chat-like text with Zipf word frequencies, for
 //!   the benches of the memory store, the session index and the daemon.
@@ -31,6 +33,7 @@ pub mod bridge;
 pub mod corpus;
 pub mod cpu;
 mod daemon;
+mod engines;
 mod llm;
 pub mod mcp_host;
 pub mod turn;
@@ -40,6 +43,7 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use daemon::{TestDaemon, daemon_binary, example_binary};
+pub use engines::{fixture_engines, search_fixture};
 pub use llm::{Reply, ScriptedLlm, ToolCall};
 
 /// How long a test waits for anything before failing.

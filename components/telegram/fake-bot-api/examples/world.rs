@@ -25,38 +25,6 @@ use std::path::PathBuf;
 use crabtalk_fake_bot_api::{FakeBotApi, TgUser};
 use crabtalk_testkit::{Reply, ScriptedLlm, ToolCall};
 
-fn fixture(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../search/tests/fixtures")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
-}
-
-async fn engines() -> String {
-    use axum::http::header::CONTENT_TYPE;
-    let wikipedia = fixture("wikipedia.json");
-    let duckduckgo = fixture("duckduckgo.html");
-    let app = axum::Router::new()
-        .route(
-            "/w/api.php",
-            axum::routing::get(
-                move || async move { ([(CONTENT_TYPE, "application/json")], wikipedia) },
-            ),
-        )
-        .route(
-            "/html/",
-            axum::routing::any(move || async move {
-                ([(CONTENT_TYPE, "text/html; charset=utf-8")], duckduckgo)
-            }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    url
-}
-
 #[tokio::main]
 async fn main() {
     let out = std::env::args()
@@ -66,7 +34,7 @@ async fn main() {
     let llm = ScriptedLlm::start().await;
     llm.set_default(Reply::text("(nothing scripted)"));
     let api = FakeBotApi::start().await;
-    let engines = engines().await;
+    let engines = crabtalk_testkit::fixture_engines().await;
     let env = format!(
         "LLM_URL={}\nBOT_API_URL={}\nENGINES_URL={engines}\n",
         llm.base_url(),
