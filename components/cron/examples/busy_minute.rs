@@ -15,12 +15,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Timelike, Utc};
-use crabtalk_cron::config::{CronsFile, WatchMode};
-use crabtalk_cron::engine::{Engine, Files, SystemClock};
-use crabtalk_cron::fire::{Firer, Job, Outcome};
-use crabtalk_cron::runlog::{RunLog, Status};
-use crabtalk_cron::schedule::Zone;
-use crabtalk_cron::state::StateFile;
+use crabtalk_cron::{
+    CronsFile, Engine, Files, Firer, Job, Outcome, RunLog, StateFile, Status, SystemClock,
+    WatchMode, Zone,
+};
 use crabtalk_home::Home;
 use futures::future::BoxFuture;
 

@@ -12,12 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use crabtalk_cron::config::{CronsFile, WatchMode, parse_entries};
-use crabtalk_cron::engine::{Engine, Files, ManualClock};
-use crabtalk_cron::fire::{Firer, Job, Outcome};
-use crabtalk_cron::runlog::RunLog;
-use crabtalk_cron::schedule::Zone;
-use crabtalk_cron::state::StateFile;
+use crabtalk_cron::{
+    CronsFile, Engine, Files, Firer, Job, ManualClock, Outcome, RunLog, StateFile, WatchMode, Zone,
+    parse_entries,
+};
 use crabtalk_home::Home;
 use futures::future::BoxFuture;
 

@@ -543,7 +543,7 @@ fn unique_id(base: &str, existing: &[Entry]) -> String {
 }
 
 /// The next `count` slots of `schedule` after `after`, for people.
-pub fn slot_views(schedule: &Schedule, after: DateTime<Utc>, count: usize) -> Vec<SlotView> {
+pub(crate) fn slot_views(schedule: &Schedule, after: DateTime<Utc>, count: usize) -> Vec<SlotView> {
     schedule
         .upcoming(after, count)
         .into_iter()

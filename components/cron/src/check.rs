@@ -35,14 +35,14 @@ impl From<LoadError> for ConfigError {
 /// The entries of `crons.toml` as the service would read them (entries
 /// without `tz` in `zone`) and the text they came from, or the problem
 /// that stops it, as a [`ConfigError`] (exit 78).
-pub fn entries(file: &CronsFile, zone: Zone) -> Result<(Vec<Entry>, String), ConfigError> {
+pub(crate) fn entries(file: &CronsFile, zone: Zone) -> Result<(Vec<Entry>, String), ConfigError> {
     let text = file.read_text()?;
     let entries = crate::config::parse_entries(file.path(), &text, zone)?;
     Ok((entries, text))
 }
 
 /// The summary of a `crons.toml` the service would take.
-pub fn check(component: &Component) -> anyhow::Result<String> {
+pub(crate) fn check(component: &Component) -> anyhow::Result<String> {
     let file = CronsFile::of(component.home());
     let zone = Zone::of_this_machine().unwrap_or(Zone::UTC);
     let (entries, _) = entries(&file, zone)?;

@@ -1,15 +1,21 @@
 //! `crabtalk-cron`: the crabtalk scheduler.
 //!
-//! Entries in `$CRABTALK_HOME/config/crons.toml` ([`config`]) say when
-//! ([`schedule`]: crontab expressions with crontab(5)'s semantics, one-shot
+//! Entries in `$CRABTALK_HOME/config/crons.toml` (`config`) say when
+//! (`schedule`: crontab expressions with crontab(5)'s semantics, one-shot
 //! times, intervals, each in an IANA zone), what (a skill or a message),
 //! for whom (agent and sender: the conversation it speaks in) and where the
-//! reply goes. The service ([`service`]) runs the [`engine`], which claims
+//! reply goes. The service (`service`) runs the `engine`, which claims
 //! each slot on disk before firing it through the daemon, so a restart or a
 //! crash never fires a slot twice, and records every slot in
-//! `logs/cron-runs.jsonl` ([`runlog`]). Agents manage entries through the
+//! `logs/cron-runs.jsonl` (`runlog`). Agents manage entries through the
 //! MCP tools the service offers ([`tools`]); people through the CLI
 //! ([`cli`]), which goes through the same code.
+//!
+//! The modules are private but for [`cli`] (the command line, which
+//! crabup's CLI check reads too) and [`tools`]; the binary calls [`run`]
+//! and [`run_command`], and what the tests, examples and fuzz oracles
+//! drive (the schedules, the `crons.toml` model, the engine with its
+//! clocks and firers, the run log and the state file) is re-exported here.
 //!
 //! Without the default `service` feature the crate is the command line,
 //! the schedules and the `crons.toml` model, without the engine, MCP or
@@ -18,29 +24,44 @@
 use std::path::PathBuf;
 
 use crabtalk_home::Home;
+use crabtalk_home::create_private_dir;
+use crabtalk_kit::lock;
 
-pub mod admin;
-pub mod check;
+#[cfg(feature = "service")]
+mod admin;
+mod check;
 pub mod cli;
-pub mod config;
+mod config;
 #[cfg(feature = "service")]
-pub mod engine;
+mod engine;
 #[cfg(feature = "service")]
-pub mod fire;
-pub use crabtalk_kit::lock;
-pub mod runlog;
-pub mod schedule;
+mod fire;
+mod runlog;
+mod schedule;
 #[cfg(feature = "service")]
-pub mod service;
-pub mod state;
+mod service;
+mod state;
 #[cfg(feature = "service")]
-pub mod subcommands;
+mod subcommands;
 #[cfg(feature = "service")]
 pub mod tools;
+
+#[cfg(feature = "service")]
+pub use config::WatchMode;
+pub use config::{Change, CronsFile, EditError, KEYS, LoadError, parse_entries};
+#[cfg(feature = "service")]
+pub use engine::{Clock, Engine, EngineHandle, Files, ManualClock, RunNowError, SystemClock};
+#[cfg(feature = "service")]
+pub use fire::{By, Firer, Job, Outcome};
+pub use runlog::{RunLog, RunRecord, Status};
+pub use schedule::{CronExpr, DstNote, Schedule, Span, Timing, Zone, parse_at};
+#[cfg(feature = "service")]
+pub use service::run;
+pub use state::{Claim, StateFile};
+#[cfg(feature = "service")]
+pub use subcommands::run as run_command;
 
 /// `$CRABTALK_HOME/cron/`: the scheduler's own data (claims, locks).
 pub fn data_dir(home: &Home) -> PathBuf {
     home.root().join("cron")
 }
-
-pub use crabtalk_home::create_private_dir;

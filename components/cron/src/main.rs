@@ -7,8 +7,8 @@ use crabtalk_cron::cli::{self, Cli, Command};
 fn main() -> std::process::ExitCode {
     crabtalk_kit::main_with(cli::service(), |cli: Cli, component| async move {
         match cli.command {
-            Command::Run { id: None, .. } => crabtalk_cron::service::run(&component).await,
-            command => crabtalk_cron::subcommands::run(&component, command).await,
+            Command::Run { id: None, .. } => crabtalk_cron::run(&component).await,
+            command => crabtalk_cron::run_command(&component, command).await,
         }
     })
 }

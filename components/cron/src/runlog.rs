@@ -12,10 +12,11 @@ use serde::{Deserialize, Serialize};
 use crate::lock::FileLock;
 
 /// Past this size the log is cut to its newest half.
-pub const MAX_BYTES: u64 = 4 * 1024 * 1024;
+pub(crate) const MAX_BYTES: u64 = 4 * 1024 * 1024;
 
 /// How much of a reply the log keeps.
-pub const PREVIEW_CHARS: usize = 280;
+#[cfg(feature = "service")]
+pub(crate) const PREVIEW_CHARS: usize = 280;
 
 /// What became of a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,7 +104,8 @@ impl RunRecord {
 }
 
 /// The first [`PREVIEW_CHARS`] characters of `reply`.
-pub fn preview(reply: &str) -> String {
+#[cfg(feature = "service")]
+pub(crate) fn preview(reply: &str) -> String {
     let reply = reply.trim();
     match reply.char_indices().nth(PREVIEW_CHARS) {
         Some((cut, _)) => format!("{}…", &reply[..cut]),
@@ -244,6 +246,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "service")]
     fn previews_are_cut_on_characters() {
         let long = "é".repeat(400);
         let cut = preview(&long);

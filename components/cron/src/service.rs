@@ -21,18 +21,18 @@ use crate::state::StateFile;
 /// Another service holds the home.
 #[derive(Debug, thiserror::Error)]
 #[error("another crabtalk-cron{} already runs for {home}; stop it first with `crabup cron stop`", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
-pub struct AlreadyRunning {
+pub(crate) struct AlreadyRunning {
     pub home: String,
     pub pid: Option<u32>,
 }
 
 /// The lock that makes the service one per home.
-pub fn lock_path(home: &Home) -> std::path::PathBuf {
+pub(crate) fn lock_path(home: &Home) -> std::path::PathBuf {
     crate::data_dir(home).join("service.lock")
 }
 
 /// Takes the service lock, or says who holds it.
-pub fn take_lock(home: &Home) -> anyhow::Result<FileLock> {
+pub(crate) fn take_lock(home: &Home) -> anyhow::Result<FileLock> {
     let path = lock_path(home);
     match FileLock::try_exclusive(&path)
         .with_context(|| format!("cannot open {}", path.display()))?
@@ -47,7 +47,7 @@ pub fn take_lock(home: &Home) -> anyhow::Result<FileLock> {
 }
 
 /// This machine's zone, or UTC with a warning.
-pub fn machine_zone() -> Zone {
+pub(crate) fn machine_zone() -> Zone {
     Zone::of_this_machine().unwrap_or_else(|err| {
         tracing::warn!("{err}; entries without tz use UTC");
         Zone::UTC
@@ -55,7 +55,7 @@ pub fn machine_zone() -> Zone {
 }
 
 /// The engine of `home`, firing through `daemon`.
-pub fn engine(
+pub(crate) fn engine(
     home: &Home,
     clock: Arc<dyn Clock>,
     zone: Zone,

@@ -70,7 +70,7 @@ pub struct EntryState {
 }
 
 /// Failed runs in a row that mark an entry failing.
-pub const FAILING_AFTER: u32 = 3;
+pub(crate) const FAILING_AFTER: u32 = 3;
 
 impl EntryState {
     pub fn new(seen: DateTime<Utc>, schedule: String) -> Self {

@@ -212,7 +212,7 @@ async fn run_now(component: &Component, id: &str) -> anyhow::Result<RunRecord> {
     let record = handle.run_now_and_wait(id).await;
     stop.trigger();
     let _ = task.await;
-    record.map_err(|err| anyhow::anyhow!(err))
+    Ok(record?)
 }
 
 async fn through_service(home: &Home, id: &str) -> anyhow::Result<RunRecord> {

@@ -28,10 +28,10 @@ pub const KEYS: &[&str] = &[
 ];
 
 /// The sender an entry speaks as unless it says otherwise.
-pub const DEFAULT_SENDER: &str = "cron";
+pub(crate) const DEFAULT_SENDER: &str = "cron";
 
 /// How long a run may take unless the entry says otherwise.
-pub const DEFAULT_TIMEOUT: Span = Span::from_secs_const(600);
+pub(crate) const DEFAULT_TIMEOUT: Span = Span::from_secs_const(600);
 
 /// A checked entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +103,19 @@ impl Missed {
     }
 }
 
+/// Why a `deliver` value names no destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DeliverError {
+    #[error("unknown destination")]
+    Unknown,
+    #[error(
+        "a forum topic is telegram:<group chat id>:<topic id>, both numbers (the group's id is negative)"
+    )]
+    Topic,
+    #[error("the chat must be a numeric chat id or an @channel name")]
+    Chat,
+}
+
 /// Where the final reply goes besides the conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Deliver {
@@ -113,12 +126,12 @@ pub enum Deliver {
 }
 
 impl Deliver {
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, DeliverError> {
         if text == "none" {
             return Ok(Self::None);
         }
         let Some(chat) = text.strip_prefix("telegram:") else {
-            return Err("unknown destination".into());
+            return Err(DeliverError::Unknown);
         };
         // A forum topic: `telegram:<chat id>:<topic id>`.
         if let Some((group, topic)) = chat.split_once(':') {
@@ -127,10 +140,7 @@ impl Deliver {
             });
             let topic_ok = topic.parse::<u32>().is_ok_and(|t| t > 0);
             if !group_ok || !topic_ok {
-                return Err(
-                    "a forum topic is telegram:<group chat id>:<topic id>, both numbers (the group's id is negative)"
-                        .into(),
-                );
+                return Err(DeliverError::Topic);
             }
             return Ok(Self::Telegram(chat.to_owned()));
         }
@@ -145,7 +155,7 @@ impl Deliver {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_');
         if chat.is_empty() || !(numeric || channel) || chat == "-" {
-            return Err("the chat must be a numeric chat id or an @channel name".into());
+            return Err(DeliverError::Chat);
         }
         Ok(Self::Telegram(chat.to_owned()))
     }
@@ -224,7 +234,7 @@ impl Entry {
 
 /// Whether `id` is a slug: 1-64 of `[a-z0-9_-]`, starting with a letter or
 /// digit.
-pub fn valid_id(id: &str) -> bool {
+pub(crate) fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
         && id
@@ -234,7 +244,8 @@ pub fn valid_id(id: &str) -> bool {
 }
 
 /// An id made from `text`: its first words, lowercased, joined by `-`.
-pub fn slug_of(text: &str) -> String {
+#[cfg(feature = "service")]
+pub(crate) fn slug_of(text: &str) -> String {
     let mut slug = String::new();
     for word in text
         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -301,18 +312,18 @@ mod tests {
             Deliver::parse("telegram:-1001234:7"),
             Ok(Deliver::Telegram("-1001234:7".into()))
         );
-        for bad in [
-            "telegram:",
-            "telegram:abc",
-            "slack:1",
-            "telegram:-",
-            "telegram:@",
-            "telegram:42:7",
-            "telegram:-100:0",
-            "telegram:-100:x",
-            "telegram:@news:3",
+        for (bad, why) in [
+            ("telegram:", DeliverError::Chat),
+            ("telegram:abc", DeliverError::Chat),
+            ("slack:1", DeliverError::Unknown),
+            ("telegram:-", DeliverError::Chat),
+            ("telegram:@", DeliverError::Chat),
+            ("telegram:42:7", DeliverError::Topic),
+            ("telegram:-100:0", DeliverError::Topic),
+            ("telegram:-100:x", DeliverError::Topic),
+            ("telegram:@news:3", DeliverError::Topic),
         ] {
-            assert!(Deliver::parse(bad).is_err(), "{bad}");
+            assert_eq!(Deliver::parse(bad), Err(why), "{bad}");
         }
         assert_eq!(
             Deliver::of_telegram_sender("tg:42"),
@@ -327,12 +338,17 @@ mod tests {
     }
 
     #[test]
-    fn ids_and_slugs() {
+    fn ids() {
         assert!(valid_id("standup"));
         assert!(valid_id("check-build_2"));
         assert!(!valid_id("Standup"));
         assert!(!valid_id("-x"));
         assert!(!valid_id("a b"));
+    }
+
+    #[test]
+    #[cfg(feature = "service")]
+    fn slugs() {
         assert_eq!(slug_of("Remind me to stretch!"), "remind-me-to-stretch");
         assert_eq!(slug_of("!!!"), "entry");
     }

@@ -17,7 +17,7 @@ use toml::de::{DeTable, DeValue};
 use super::entry::{
     Action, DEFAULT_SENDER, DEFAULT_TIMEOUT, Deliver, Entry, KEYS, Missed, Quiet, Written, valid_id,
 };
-use crate::schedule::{CronExpr, Schedule, Span, Timing, Zone, parse_at};
+use crate::schedule::{CronExpr, ExprError, Schedule, Span, Timing, Zone, parse_at};
 
 /// Why `crons.toml` could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -209,11 +209,11 @@ fn field_error(key: &str, value: &str, problem: impl std::fmt::Display) -> Strin
 struct Expressions(HashMap<String, CronExpr>);
 
 impl Expressions {
-    fn parse(&mut self, text: &str) -> Result<CronExpr, String> {
+    fn parse(&mut self, text: &str) -> Result<CronExpr, ExprError> {
         if let Some(expr) = self.0.get(text) {
             return Ok(expr.clone());
         }
-        let expr = CronExpr::parse(text).map_err(|err| err.to_string())?;
+        let expr = CronExpr::parse(text)?;
         self.0.insert(text.to_owned(), expr.clone());
         Ok(expr)
     }
@@ -287,17 +287,21 @@ fn entry_of(
             ));
         }
     };
+    let refused =
+        |err: &dyn std::fmt::Display| Problem::new(span.clone(), field_error(key, &value, err));
     let timing = match key {
-        "cron" => expressions.parse(&value).map(Timing::Cron),
+        "cron" => expressions
+            .parse(&value)
+            .map(Timing::Cron)
+            .map_err(|err| refused(&err)),
         "at" => parse_at(&value, zone)
             .map(Timing::At)
-            .map_err(|err| err.to_string()),
+            .map_err(|err| refused(&err)),
         _ => value
             .parse::<Span>()
             .map(Timing::Every)
-            .map_err(|err| err.to_string()),
-    }
-    .map_err(|err| Problem::new(span.clone(), field_error(key, &value, err)))?;
+            .map_err(|err| refused(&err)),
+    }?;
 
     let skill = string(table, "skill")?;
     let message = string(table, "message")?;

@@ -19,6 +19,7 @@
 mod edit;
 mod entry;
 mod load;
+#[cfg(feature = "service")]
 mod watch;
 
 use std::fs::File;
@@ -27,13 +28,18 @@ use std::path::{Path, PathBuf};
 use crabtalk_home::{Home, write_atomic_private};
 use toml_edit::DocumentMut;
 
-pub use edit::{Change, EditError, FieldValue};
-pub use entry::{
-    Action, DEFAULT_SENDER, DEFAULT_TIMEOUT, Deliver, Entry, KEYS, Missed, Quiet, Written, slug_of,
-    valid_id,
-};
+#[cfg(feature = "service")]
+pub(crate) use edit::FieldValue;
+pub use edit::{Change, EditError};
+pub(crate) use entry::Entry;
+pub use entry::KEYS;
+#[cfg(feature = "service")]
+pub(crate) use entry::{Deliver, Missed, slug_of, valid_id};
 pub use load::{LoadError, parse_entries};
-pub use watch::{FileWatch, WatchMode};
+#[cfg(feature = "service")]
+pub(crate) use watch::FileWatch;
+#[cfg(feature = "service")]
+pub use watch::WatchMode;
 
 use crate::lock::FileLock;
 use crate::schedule::Zone;

@@ -37,7 +37,7 @@ impl WatchMode {
 }
 
 /// A running watch; dropping it stops it.
-pub struct FileWatch {
+pub(crate) struct FileWatch {
     changes: mpsc::Receiver<()>,
     _watcher: Option<notify::RecommendedWatcher>,
     poller: tokio::task::JoinHandle<()>,
@@ -65,7 +65,7 @@ impl Drop for FileWatch {
 
 impl FileWatch {
     /// Starts watching `file` (its folder is created if missing).
-    pub fn start(file: &CronsFile, mode: WatchMode, poll: Duration) -> Self {
+    pub(crate) fn start(file: &CronsFile, mode: WatchMode, poll: Duration) -> Self {
         let (tx, changes) = mpsc::channel(1);
         let watcher = match mode {
             WatchMode::NotifyAndPoll => watch_folder(file.path().to_owned(), tx.clone()),
@@ -100,7 +100,7 @@ impl FileWatch {
     /// read once, whole, not as an empty schedule followed by the new one.
     ///
     /// Cancel-safe: dropped at any await, no change is lost.
-    pub async fn changed(&mut self) {
+    pub(crate) async fn changed(&mut self) {
         loop {
             let Some(settling) = self.settling else {
                 if self.changes.recv().await.is_none() {

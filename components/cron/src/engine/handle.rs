@@ -12,10 +12,28 @@ use crate::runlog::RunRecord;
 pub(super) enum Command {
     RunNow {
         id: String,
-        started: oneshot::Sender<Result<DateTime<Utc>, String>>,
+        started: oneshot::Sender<Result<DateTime<Utc>, RunNowError>>,
         finished: Option<oneshot::Sender<RunRecord>>,
     },
     Reload,
+}
+
+/// Why an entry could not be run now.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunNowError {
+    #[error("no entry `{id}`; cron_list shows the ids")]
+    NoEntry { id: String },
+    #[error("`{id}` is running already; try again when it has finished")]
+    Running { id: String },
+    #[error("the engine stopped")]
+    Stopped,
+}
+
+/// The MCP tools answer with the message.
+impl From<RunNowError> for String {
+    fn from(err: RunNowError) -> Self {
+        err.to_string()
+    }
 }
 
 /// The schedule a running engine keeps while `crons.toml` has a problem.
@@ -61,22 +79,22 @@ impl EngineHandle {
 
     /// Runs entry `id` now; answers when it has started (with its slot)
     /// or could not (why).
-    pub async fn run_now(&self, id: &str) -> Result<DateTime<Utc>, String> {
+    pub async fn run_now(&self, id: &str) -> Result<DateTime<Utc>, RunNowError> {
         self.start(id, None).await
     }
 
     /// Runs entry `id` now and waits for its record.
-    pub async fn run_now_and_wait(&self, id: &str) -> Result<RunRecord, String> {
+    pub async fn run_now_and_wait(&self, id: &str) -> Result<RunRecord, RunNowError> {
         let (done, finished) = oneshot::channel();
         self.start(id, Some(done)).await?;
-        finished.await.map_err(|_| "the engine stopped".to_owned())
+        finished.await.map_err(|_| RunNowError::Stopped)
     }
 
     async fn start(
         &self,
         id: &str,
         finished: Option<oneshot::Sender<RunRecord>>,
-    ) -> Result<DateTime<Utc>, String> {
+    ) -> Result<DateTime<Utc>, RunNowError> {
         let (started, answer) = oneshot::channel();
         self.commands
             .send(Command::RunNow {
@@ -85,8 +103,8 @@ impl EngineHandle {
                 finished,
             })
             .await
-            .map_err(|_| "the engine stopped".to_owned())?;
-        answer.await.map_err(|_| "the engine stopped".to_owned())?
+            .map_err(|_| RunNowError::Stopped)?;
+        answer.await.map_err(|_| RunNowError::Stopped)?
     }
 
     /// Re-reads `crons.toml` now (after an edit made by this process).

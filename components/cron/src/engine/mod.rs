@@ -57,7 +57,8 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use clock::{Clock, ManualClock, SystemClock};
 use handle::Command;
-pub use handle::{EngineHandle, KeptSchedule};
+pub(crate) use handle::KeptSchedule;
+pub use handle::{EngineHandle, RunNowError};
 
 use crate::config::{Change, CronsFile, Entry, FileWatch, Missed, WatchMode};
 use crate::fire::{By, Firer, Job, Outcome};
@@ -66,20 +67,20 @@ use crate::schedule::{Timing, Zone};
 use crate::state::{Claim, EntryState, Held, State, StateFile};
 
 /// The longest the engine sleeps without looking at the wall clock.
-pub const MAX_SLEEP: Duration = Duration::from_secs(30);
+pub(crate) const MAX_SLEEP: Duration = Duration::from_secs(30);
 
 /// A slot noticed up to this late still runs as scheduled.
-pub const ON_TIME: chrono::Duration = chrono::Duration::seconds(60);
+pub(crate) const ON_TIME: chrono::Duration = chrono::Duration::seconds(60);
 
 /// The pause between catch-ups of different entries after downtime.
-pub const CATCH_UP_GAP: Duration = Duration::from_secs(3);
+pub(crate) const CATCH_UP_GAP: Duration = Duration::from_secs(3);
 
 /// How long runs in flight may take to finish when the service stops;
 /// those still running then are `unknown` at the next start.
-pub const DRAIN: Duration = Duration::from_secs(5);
+pub(crate) const DRAIN: Duration = Duration::from_secs(5);
 
 /// How often `crons.toml` is checked when `notify` says nothing.
-pub const POLL: Duration = Duration::from_secs(2);
+pub(crate) const POLL: Duration = Duration::from_secs(2);
 
 /// Missed slots written one by one per entry and wake-up; older ones are
 /// counted in the oldest line written.
@@ -715,13 +716,11 @@ impl Engine {
             } => {
                 self.reload();
                 let Some(entry) = self.entries.iter().find(|e| e.id == id).cloned() else {
-                    let _ = started.send(Err(format!("no entry `{id}`; cron_list shows the ids")));
+                    let _ = started.send(Err(RunNowError::NoEntry { id }));
                     return;
                 };
                 if self.running.contains_key(&id) {
-                    let _ = started.send(Err(format!(
-                        "`{id}` is running already; try again when it has finished"
-                    )));
+                    let _ = started.send(Err(RunNowError::Running { id }));
                     return;
                 }
                 let now = self.clock.now();
@@ -958,15 +957,8 @@ fn first_seen(entry: &Entry, now: DateTime<Utc>) -> DateTime<Utc> {
     }
 }
 
-/// What identifies an entry's schedule: a change of it starts the entry
-/// afresh.
-pub fn schedule_key(entry: &Entry) -> String {
-    let mut key = String::new();
-    write_schedule_key(entry, &mut key);
-    key
-}
-
-/// [`schedule_key`] into `out`, which a loop over many entries reuses.
+/// What identifies an entry's schedule (a change of it starts the entry
+/// afresh), written into `out`, which a loop over many entries reuses.
 fn write_schedule_key(entry: &Entry, out: &mut String) {
     use std::fmt::Write as _;
     let _ = write!(

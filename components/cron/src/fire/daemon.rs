@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use crabtalk_home::Home;
-use crabtalk_kit::daemon::DaemonLink;
+use crabtalk_kit::daemon::{DaemonLink, LinkClosed};
 use crabtalk_proto::Client;
+use crabtalk_proto::client::ClientError;
 use crabtalk_proto::msg::{KillMsg, StreamMsg, stream_event::Event};
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -21,19 +22,41 @@ use super::{Firer, Job, Outcome};
 use crate::config::{Deliver, Entry};
 use crate::engine::Clock;
 use crate::runlog::{Delivery, Status};
+use crate::schedule::Span;
 
 /// A reply that is exactly this is not delivered anywhere.
-pub const SILENT: &str = "[SILENT]";
+pub(crate) const SILENT: &str = "[SILENT]";
+
+/// Why a slot's turn did not run to its end (the run's recorded error).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TurnError {
+    #[error("the daemon link is closed: {source}")]
+    LinkClosed { source: LinkClosed },
+    #[error(
+        "the daemon did not answer within the slot's grace (until {until}); is it running? `crabup daemon start`"
+    )]
+    NoAnswer { until: DateTime<Utc> },
+    #[error("the daemon refused the turn: {source}")]
+    Refused { source: ClientError },
+    #[error("the turn failed: {source}")]
+    Failed { source: ClientError },
+    #[error("the turn ended with an error: {message}")]
+    Ended { message: String },
+    #[error("the turn's stream closed before it ended")]
+    Unfinished,
+    #[error("no end of the turn within {timeout} (the entry's timeout); it was stopped")]
+    TimedOut { timeout: Span },
+}
 
 /// Fires slots as turns in the daemon of a home.
-pub struct DaemonFirer {
+pub(crate) struct DaemonFirer {
     daemon: DaemonLink,
     clock: Arc<dyn Clock>,
     telegram: TelegramDelivery,
 }
 
 impl DaemonFirer {
-    pub fn new(home: Home, daemon: DaemonLink, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(home: Home, daemon: DaemonLink, clock: Arc<dyn Clock>) -> Self {
         let telegram = TelegramDelivery::new(home);
         Self {
             daemon,
@@ -44,24 +67,22 @@ impl DaemonFirer {
 
     /// A client of the daemon, waiting for it (the link reconnects with
     /// its own backoff) until `until`.
-    async fn connect(&self, until: DateTime<Utc>) -> Result<Client, String> {
+    async fn connect(&self, until: DateTime<Utc>) -> Result<Client, TurnError> {
         let left = (until - self.clock.now()).to_std().unwrap_or_default();
         match tokio::time::timeout(left, self.daemon.client()).await {
             Ok(Ok(client)) => Ok(client),
-            Ok(Err(closed)) => Err(format!("the daemon link is closed: {closed}")),
-            Err(_) => Err(format!(
-                "the daemon did not answer within the slot's grace (until {until}); is it running? `crabup daemon start`"
-            )),
+            Ok(Err(source)) => Err(TurnError::LinkClosed { source }),
+            Err(_) => Err(TurnError::NoAnswer { until }),
         }
     }
 
     async fn run(&self, job: Job) -> Outcome {
         let started = self.clock.now();
-        let outcome = |status, error: Option<String>, reply: Option<String>, delivery| Outcome {
+        let outcome = |status, error: Option<TurnError>, reply: Option<String>, delivery| Outcome {
             status,
             started,
             finished: self.clock.now(),
-            error,
+            error: error.map(|err| err.to_string()),
             reply,
             delivery,
         };
@@ -82,10 +103,9 @@ impl DaemonFirer {
                             sender: job.entry.sender.clone(),
                         })
                         .await;
-                    let err = format!(
-                        "no end of the turn within {} (the entry's timeout); it was stopped",
-                        job.entry.timeout
-                    );
+                    let err = TurnError::TimedOut {
+                        timeout: job.entry.timeout,
+                    };
                     return outcome(Status::Error, Some(err), None, None);
                 }
             };
@@ -119,7 +139,7 @@ impl DaemonFirer {
                     status: "error".into(),
                     to,
                     message_ids: Vec::new(),
-                    error: Some(err),
+                    error: Some(err.to_string()),
                 }
             }
         })
@@ -139,11 +159,11 @@ impl Firer for DaemonFirer {
 
 /// The trigger cron's turns carry (RFC 0005): the daemon offers them no
 /// `cron__*` tools, and the telegram gateway relays their replies.
-pub const TRIGGER: &str = "cron";
+pub(crate) const TRIGGER: &str = "cron";
 
 /// Runs the entry's turn to its end; the final reply (the text after the
 /// last tool call) and the turn's run id (from its `StreamStart`).
-async fn turn(client: &Client, entry: &Entry) -> Result<(String, Option<u64>), String> {
+async fn turn(client: &Client, entry: &Entry) -> Result<(String, Option<u64>), TurnError> {
     let request = StreamMsg {
         agent: entry.agent.clone(),
         content: entry.action.content(),
@@ -156,23 +176,23 @@ async fn turn(client: &Client, entry: &Entry) -> Result<(String, Option<u64>), S
     let mut stream = client
         .stream(request)
         .await
-        .map_err(|err| format!("the daemon refused the turn: {err}"))?;
+        .map_err(|source| TurnError::Refused { source })?;
     let mut reply = String::new();
     let mut run_id = None;
     while let Some(event) = stream.next().await {
-        let event = event.map_err(|err| format!("the turn failed: {err}"))?;
+        let event = event.map_err(|source| TurnError::Failed { source })?;
         match event.event {
             Some(Event::Start(start)) => run_id = Some(start.run_id).filter(|id| *id != 0),
             Some(Event::Chunk(chunk)) => reply.push_str(&chunk.content),
             Some(Event::ToolStart(_)) => reply.clear(),
             Some(Event::End(end)) => {
                 if !end.error.is_empty() {
-                    return Err(format!("the turn ended with an error: {}", end.error));
+                    return Err(TurnError::Ended { message: end.error });
                 }
                 return Ok((reply, run_id));
             }
             _ => {}
         }
     }
-    Err("the turn's stream closed before it ended".into())
+    Err(TurnError::Unfinished)
 }

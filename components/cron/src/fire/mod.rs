@@ -1,8 +1,8 @@
 //! Firing a slot: a turn in the daemon ([`daemon`]), then, if the entry
 //! says so, the final reply delivered elsewhere ([`telegram`]).
 
-pub mod daemon;
-pub mod telegram;
+pub(crate) mod daemon;
+pub(crate) mod telegram;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,74 +8,106 @@
 //! the two comes first sends; the other gets the same message ids back
 //! (the gateway's ledger, RFC 0070).
 
-use crabtalk_home::{Home, PortFile};
-use rmcp::ServiceExt;
+use std::path::PathBuf;
+
+use crabtalk_home::token::TokenError;
+use crabtalk_home::{Home, HomeError, PortFile, PortFileError};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::ClientInitializeError;
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
 /// How long a delivery may take in all.
 const DELIVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// Why a reply was not delivered (the delivery's recorded error).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DeliveryError {
+    #[error(transparent)]
+    Home(#[from] HomeError),
+    #[error(
+        "the telegram component is not running (no {}); start it with `crabup telegram start`",
+        port_file.display()
+    )]
+    NotRunning { port_file: PathBuf },
+    #[error("cannot read {}: {source}", port_file.display())]
+    PortFile {
+        port_file: PathBuf,
+        source: PortFileError,
+    },
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    #[error("cannot reach the telegram component at {url}: {source}")]
+    Unreachable {
+        url: String,
+        source: Box<ClientInitializeError>,
+    },
+    #[error("telegram_send failed: {source}")]
+    Call { source: Box<ServiceError> },
+    #[error("telegram_send did not answer within {DELIVERY_TIMEOUT:?}")]
+    TimedOut,
+    #[error("telegram_send answered with an error: {text}")]
+    Refused { text: String },
+    #[error("telegram_send answered without message ids: {text}")]
+    NoMessageIds { text: String },
+}
+
 /// Sends through the telegram component of a home.
 #[derive(Debug, Clone)]
-pub struct TelegramDelivery {
+pub(crate) struct TelegramDelivery {
     home: Home,
 }
 
 impl TelegramDelivery {
-    pub fn new(home: Home) -> Self {
+    pub(crate) fn new(home: Home) -> Self {
         Self { home }
     }
 
     /// Sends `text` to `chat`; the ids of the messages sent.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         chat: &str,
         text: &str,
         run_id: Option<u64>,
-    ) -> Result<Vec<i64>, String> {
-        let port_file = self
-            .home
-            .port_file("telegram")
-            .map_err(|err| err.to_string())?;
+    ) -> Result<Vec<i64>, DeliveryError> {
+        let port_file = self.home.port_file("telegram")?;
         let port = match PortFile::read(&port_file) {
             Ok(file) => file.port,
-            Err(err) if err.is_missing() => {
-                return Err(format!(
-                    "the telegram component is not running (no {}); start it with `crabup telegram start`",
-                    port_file.display()
-                ));
-            }
-            Err(err) => return Err(format!("cannot read {}: {err}", port_file.display())),
+            Err(err) if err.is_missing() => return Err(DeliveryError::NotRunning { port_file }),
+            Err(source) => return Err(DeliveryError::PortFile { port_file, source }),
         };
         let arguments = arguments(chat, text, run_id);
         let call = async {
             crabtalk_kit::tls::install_ring();
             let url = crabtalk_kit::mcp::component_url(port);
-            let config = crabtalk_kit::mcp::owner_client_config(&self.home, port)
-                .map_err(|err| err.to_string())?;
+            let config = crabtalk_kit::mcp::owner_client_config(&self.home, port)?;
             let transport = StreamableHttpClientTransport::from_config(config);
-            let client = ()
-                .serve(transport)
-                .await
-                .map_err(|err| format!("cannot reach the telegram component at {url}: {err}"))?;
+            let client =
+                ().serve(transport)
+                    .await
+                    .map_err(|source| DeliveryError::Unreachable {
+                        url,
+                        source: Box::new(source),
+                    })?;
             let params = CallToolRequestParams::new("telegram_send")
                 .with_arguments(arguments.as_object().cloned().unwrap_or_default());
             let result = client.call_tool(params).await;
             let _ = client.cancel().await;
-            result.map_err(|err| format!("telegram_send failed: {err}"))
+            result.map_err(|source| DeliveryError::Call {
+                source: Box::new(source),
+            })
         };
         let result = tokio::time::timeout(DELIVERY_TIMEOUT, call)
             .await
-            .map_err(|_| format!("telegram_send did not answer within {DELIVERY_TIMEOUT:?}"))??;
+            .map_err(|_| DeliveryError::TimedOut)??;
         message_ids(&result)
     }
 }
 
 /// The `telegram_send` arguments for `chat` (`42`, `@channel`, or a
 /// forum topic `-100123:7`).
-pub fn arguments(chat: &str, text: &str, run_id: Option<u64>) -> Value {
+pub(crate) fn arguments(chat: &str, text: &str, run_id: Option<u64>) -> Value {
     let (chat, topic) = match chat.split_once(':') {
         Some((chat, topic)) => (chat, topic.parse::<i64>().ok()),
         None => (chat, None),
@@ -95,7 +127,7 @@ pub fn arguments(chat: &str, text: &str, run_id: Option<u64>) -> Value {
 
 /// The message ids in a `telegram_send` result: `message_ids` (or
 /// `message_id`) in its structured content, or in its text as JSON.
-pub fn message_ids(result: &CallToolResult) -> Result<Vec<i64>, String> {
+pub(crate) fn message_ids(result: &CallToolResult) -> Result<Vec<i64>, DeliveryError> {
     let text: String = result
         .content
         .iter()
@@ -103,7 +135,7 @@ pub fn message_ids(result: &CallToolResult) -> Result<Vec<i64>, String> {
         .collect::<Vec<_>>()
         .join("\n");
     if result.is_error == Some(true) {
-        return Err(format!("telegram_send answered with an error: {text}"));
+        return Err(DeliveryError::Refused { text });
     }
     let from = |value: &Value| -> Option<Vec<i64>> {
         if let Some(ids) = value.get("message_ids").and_then(Value::as_array) {
@@ -125,7 +157,7 @@ pub fn message_ids(result: &CallToolResult) -> Result<Vec<i64>, String> {
                 .as_ref()
                 .and_then(from)
         })
-        .ok_or_else(|| format!("telegram_send answered without message ids: {text}"))
+        .ok_or(DeliveryError::NoMessageIds { text })
 }
 
 #[cfg(test)]

@@ -88,7 +88,26 @@ impl fmt::Display for FieldKind {
 pub struct FieldError {
     pub kind: FieldKind,
     pub text: String,
-    pub problem: String,
+    pub problem: FieldProblem,
+}
+
+/// What is wrong with a field's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldProblem {
+    #[error("empty")]
+    Empty,
+    #[error("step `{step}` in `{item}` is not a number")]
+    StepNotANumber { step: String, item: String },
+    #[error("step 0 in `{item}` never advances")]
+    ZeroStep { item: String },
+    #[error("range `{range}` runs backwards; write the smaller value first")]
+    Backwards { range: String },
+    #[error("`{item}` is missing a value")]
+    MissingValue { item: String },
+    #[error("{value} is out of range")]
+    OutOfRange { value: String },
+    #[error("`{text}` is not a {kind}")]
+    NotAName { text: String, kind: FieldKind },
 }
 
 /// The values a field allows, as a bit set (bit `v` set = value `v`).
@@ -103,13 +122,13 @@ pub(super) struct Field {
 impl Field {
     /// Reads `text` as a field of `kind`.
     pub(super) fn parse(kind: FieldKind, text: &str) -> Result<Self, FieldError> {
-        let error = |problem: String| FieldError {
+        let error = |problem: FieldProblem| FieldError {
             kind,
             text: text.to_owned(),
             problem,
         };
         if text.is_empty() {
-            return Err(error("empty".into()));
+            return Err(error(FieldProblem::Empty));
         }
         let mut bits = 0u64;
         for item in text.split(',') {
@@ -160,15 +179,18 @@ impl Field {
     }
 }
 
-fn parse_item(kind: FieldKind, item: &str) -> Result<u64, String> {
+fn parse_item(kind: FieldKind, item: &str) -> Result<u64, FieldProblem> {
     let (low_bound, high_bound) = kind.bounds();
     let (range, step) = match item.split_once('/') {
         Some((range, step)) => {
-            let step: u8 = step
-                .parse()
-                .map_err(|_| format!("step `{step}` in `{item}` is not a number"))?;
+            let step: u8 = step.parse().map_err(|_| FieldProblem::StepNotANumber {
+                step: step.to_owned(),
+                item: item.to_owned(),
+            })?;
             if step == 0 {
-                return Err(format!("step 0 in `{item}` never advances"));
+                return Err(FieldProblem::ZeroStep {
+                    item: item.to_owned(),
+                });
             }
             (range, Some(step))
         }
@@ -179,9 +201,9 @@ fn parse_item(kind: FieldKind, item: &str) -> Result<u64, String> {
     } else if let Some((a, b)) = range.split_once('-') {
         let (a, b) = (value(kind, a, item)?, value(kind, b, item)?);
         if a > b {
-            return Err(format!(
-                "range `{range}` runs backwards; write the smaller value first"
-            ));
+            return Err(FieldProblem::Backwards {
+                range: range.to_owned(),
+            });
         }
         (a, b)
     } else {
@@ -201,9 +223,11 @@ fn parse_item(kind: FieldKind, item: &str) -> Result<u64, String> {
     Ok(bits)
 }
 
-fn value(kind: FieldKind, text: &str, item: &str) -> Result<u8, String> {
+fn value(kind: FieldKind, text: &str, item: &str) -> Result<u8, FieldProblem> {
     if text.is_empty() {
-        return Err(format!("`{item}` is missing a value"));
+        return Err(FieldProblem::MissingValue {
+            item: item.to_owned(),
+        });
     }
     let (low, high) = kind.bounds();
     let parsed = if text.bytes().all(|b| b.is_ascii_digit()) {
@@ -211,10 +235,15 @@ fn value(kind: FieldKind, text: &str, item: &str) -> Result<u8, String> {
             .ok()
             .filter(|v| (low as u32..=high as u32).contains(v))
             .map(|v| v as u8)
-            .ok_or_else(|| format!("{text} is out of range"))?
+            .ok_or_else(|| FieldProblem::OutOfRange {
+                value: text.to_owned(),
+            })?
     } else {
         kind.value_of_name(text)
-            .ok_or_else(|| format!("`{text}` is not a {}", kind.name()))?
+            .ok_or_else(|| FieldProblem::NotAName {
+                text: text.to_owned(),
+                kind,
+            })?
     };
     Ok(parsed)
 }

@@ -28,10 +28,11 @@ use std::fmt;
 
 use chrono::{DateTime, Duration, NaiveDateTime, SubsecRound, Utc};
 
-pub use duration::{Span, SpanError};
-pub use expr::{CronExpr, ExprError};
-pub use field::{FieldError, FieldKind};
-pub use zone::{Resolved, Zone, ZoneError};
+pub use duration::Span;
+pub use expr::CronExpr;
+pub(crate) use expr::ExprError;
+pub(crate) use zone::Resolved;
+pub use zone::Zone;
 
 /// Offsets can jump by up to a day (Samoa, 2011): how far back of an
 /// instant's wall clock a fixed-time slot after it may be written.

@@ -23,6 +23,17 @@ pub struct ZoneError {
     hint: String,
 }
 
+/// Why this machine's zone could not be told.
+#[derive(Debug, thiserror::Error)]
+pub enum MachineZoneError {
+    #[error("cannot tell this machine's time zone: {source}")]
+    Unknown {
+        source: iana_time_zone::GetTimezoneError,
+    },
+    #[error(transparent)]
+    NotIana(#[from] ZoneError),
+}
+
 /// Which instant(s) a wall-clock reading names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolved {
@@ -55,10 +66,10 @@ impl Zone {
     }
 
     /// This machine's zone, or UTC when it cannot be told (with the reason).
-    pub fn of_this_machine() -> Result<Self, String> {
+    pub fn of_this_machine() -> Result<Self, MachineZoneError> {
         let name = iana_time_zone::get_timezone()
-            .map_err(|err| format!("cannot tell this machine's time zone: {err}"))?;
-        Self::named(&name).map_err(|err| err.to_string())
+            .map_err(|source| MachineZoneError::Unknown { source })?;
+        Ok(Self::named(&name)?)
     }
 
     pub fn name(self) -> &'static str {

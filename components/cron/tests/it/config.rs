@@ -1,8 +1,7 @@
 //! `crons.toml`: bad input is refused with file:line:col, the key, the
 //! value and what is allowed; edits keep every comment, entry and order.
 
-use crabtalk_cron::config::{Change, CronsFile, EditError, LoadError};
-use crabtalk_cron::schedule::Zone;
+use crabtalk_cron::{Change, CronsFile, EditError, LoadError, Zone};
 
 fn file_with(text: &str) -> (tempfile::TempDir, CronsFile) {
     let dir = tempfile::tempdir().unwrap();
@@ -292,7 +291,7 @@ mod untrusted_bytes {
 
     fn keyish() -> impl Strategy<Value = String> {
         prop_oneof![
-            proptest::sample::select(crabtalk_cron::config::KEYS).prop_map(str::to_owned),
+            proptest::sample::select(crabtalk_cron::KEYS).prop_map(str::to_owned),
             "[a-z_]{1,8}",
         ]
     }
@@ -315,7 +314,7 @@ mod untrusted_bytes {
         #[test]
         fn any_bytes_are_refused_or_read_never_a_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
             let text = String::from_utf8_lossy(&bytes);
-            let _ = crabtalk_cron::config::parse_entries(std::path::Path::new("crons.toml"), &text, Zone::UTC);
+            let _ = crabtalk_cron::parse_entries(std::path::Path::new("crons.toml"), &text, Zone::UTC);
         }
 
         #[test]
@@ -329,7 +328,7 @@ mod untrusted_bytes {
                     text.push_str(&format!("{key} = {value}\n"));
                 }
             }
-            match crabtalk_cron::config::parse_entries(std::path::Path::new("crons.toml"), &text, Zone::UTC) {
+            match crabtalk_cron::parse_entries(std::path::Path::new("crons.toml"), &text, Zone::UTC) {
                 Ok(entries) => prop_assert!(entries.len() <= tables.len()),
                 Err(LoadError::Invalid { line, column, message, .. }) => {
                     prop_assert!(line >= 1 && line <= text.lines().count().max(1) + 1, "{line}");

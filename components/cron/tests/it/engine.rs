@@ -6,12 +6,10 @@
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use crabtalk_cron::config::{CronsFile, WatchMode};
-use crabtalk_cron::engine::{Clock, Engine, EngineHandle, Files, ManualClock};
-use crabtalk_cron::fire::{By, Firer, Job, Outcome};
-use crabtalk_cron::runlog::{RunLog, RunRecord, Status};
-use crabtalk_cron::schedule::Zone;
-use crabtalk_cron::state::{Claim, StateFile};
+use crabtalk_cron::{
+    By, Claim, Clock, CronsFile, Engine, EngineHandle, Files, Firer, Job, ManualClock, Outcome,
+    RunLog, RunNowError, RunRecord, StateFile, Status, WatchMode, Zone,
+};
 use crabtalk_home::Home;
 use crabtalk_testkit::eventually;
 use futures::future::BoxFuture;
@@ -500,7 +498,8 @@ async fn manual_runs_go_through_the_engine_and_wait_for_their_record() {
         .run_now("nope")
         .await
         .unwrap_err();
-    assert!(err.contains("no entry `nope`"), "{err}");
+    assert_eq!(err, RunNowError::NoEntry { id: "nope".into() });
+    assert_eq!(err.to_string(), "no entry `nope`; cron_list shows the ids");
     rig.stop().await;
 }
 

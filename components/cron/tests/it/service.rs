@@ -7,8 +7,7 @@ use crate::support;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use crabtalk_cron::runlog::Status;
-use crabtalk_cron::state::StateFile;
+use crabtalk_cron::{StateFile, Status};
 use crabtalk_home::PortFile;
 use crabtalk_testkit::{Reply, eventually, within};
 use rmcp::ServiceExt;
@@ -36,7 +35,7 @@ async fn an_every_second_entry_fires_at_least_five_times_in_a_row_without_drift(
     // Five slots in a row, each run started within a second of its slot
     // and answered. (Under a loaded machine a slot may overlap a slow turn;
     // the streak is looked for until it shows up.)
-    let on_time = |run: &crabtalk_cron::runlog::RunRecord| {
+    let on_time = |run: &crabtalk_cron::RunRecord| {
         run.status == Status::Ok
             && run.reply.as_deref() == Some("tock")
             && run.started.is_some_and(|started| {
@@ -44,7 +43,7 @@ async fn an_every_second_entry_fires_at_least_five_times_in_a_row_without_drift(
                 late >= chrono::Duration::zero() && late < chrono::Duration::seconds(1)
             })
     };
-    let streak = |runs: &[crabtalk_cron::runlog::RunRecord]| {
+    let streak = |runs: &[crabtalk_cron::RunRecord]| {
         let ok: Vec<_> = runs
             .iter()
             .filter(|r| on_time(r))

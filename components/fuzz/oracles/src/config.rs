@@ -10,8 +10,7 @@
 
 use std::path::Path;
 
-use crabtalk_cron::config::{CronsFile, LoadError, parse_entries};
-use crabtalk_cron::schedule::Zone;
+use crabtalk_cron::{CronsFile, LoadError, Zone, parse_entries};
 use crabtalk_kit::config::{ConfigError as KitError, ConfigFile};
 use crabtalk_telegram::config::TelegramConfig;
 use crabtalkd::config::agent::AgentConfig;

@@ -15,7 +15,7 @@
 //! instant. For `at`: what is read is the instant written.
 
 use chrono::{DateTime, Datelike, Duration, NaiveDateTime, Timelike, Utc};
-use crabtalk_cron::schedule::{CronExpr, DstNote, Schedule, Span, Timing, Zone, parse_at};
+use crabtalk_cron::{CronExpr, DstNote, Schedule, Span, Timing, Zone, parse_at};
 
 /// Zones with the changes that matter: DST both ways, a half-hour DST,
 /// an odd offset, a skipped day, none at all.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use crabtalk_cron::runlog::{RunLog, RunRecord};
+use crabtalk_cron::{RunLog, RunRecord};
 use crabtalk_home::{Home, PortFile};
 use crabtalk_testkit::{ScriptedLlm, TestDaemon, daemon_binary, eventually};
 
