@@ -8,14 +8,10 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crabtalk_search::answer::{EngineReport, FoundBy, ResultItem, SearchAnswer};
-use crabtalk_search::cache::Cached;
-use crabtalk_search::config::{EngineId, SearchConfig, Settings};
-use crabtalk_search::engine::Hit;
-use crabtalk_search::health::Status;
-use crabtalk_search::search::SearchRequest;
-use crabtalk_search::search::fusion::{EngineList, fuse};
-use crabtalk_search::web::Web;
+use crabtalk_search::{
+    Cached, EngineId, EngineList, EngineReport, FoundBy, Hit, ResultItem, SearchAnswer,
+    SearchConfig, SearchRequest, Settings, Status, Web, fuse,
+};
 use criterion::Criterion;
 
 /// Five engines, twenty results each, half of them shared with the

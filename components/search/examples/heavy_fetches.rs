@@ -33,9 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crabtalk_home::{Home, PortFile};
-use crabtalk_search::config::Settings;
-use crabtalk_search::fetch::Format;
-use crabtalk_search::web::Web;
+use crabtalk_search::{Format, Settings, Web};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -203,15 +201,15 @@ async fn main() {
 /// The rounds through a `Web` in this process.
 async fn in_process(names: &[&'static str], addr: SocketAddr, rounds: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let config = crabtalk_search::config::parse(Path::new("search.toml"), SEARCH_TOML).unwrap();
-    crabtalk_search::burst::limit_arenas();
+    let config = crabtalk_search::parse_config(Path::new("search.toml"), SEARCH_TOML).unwrap();
+    crabtalk_search::limit_arenas();
     let web = Arc::new(Web::new(
         &Home::new(dir.path()),
         Settings::resolve(&config, |_| None),
     ));
     println!(
         "in process: caps [fetch] max_concurrent 8, process_ms 5000, {} pages processed at once; RSS at start {:.1} MiB",
-        crabtalk_search::fetch::processing_slots(),
+        crabtalk_search::processing_slots(),
         status_mib("VmRSS:")
     );
     for n in 0..rounds {
@@ -280,7 +278,7 @@ async fn through_the_service(names: &[&'static str], addr: SocketAddr, rounds: u
     println!(
         "service {} (pid {pid}): caps [fetch] max_concurrent 8, process_ms 5000, {} pages processed at once; RSS at start {:.1} MiB",
         binary.display(),
-        crabtalk_search::fetch::processing_slots(),
+        crabtalk_search::processing_slots(),
         status_mib_of(pid, "VmRSS:")
     );
     let client = mcp_client(&home, port).await;

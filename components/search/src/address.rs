@@ -125,7 +125,7 @@ pub fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
 }
 
 /// `10.0.0.0/8`, `fd00::/8`; a bare address is a single-address range.
-pub fn parse_cidr(text: &str) -> Option<IpNet> {
+pub(crate) fn parse_cidr(text: &str) -> Option<IpNet> {
     let text = text.trim();
     if let Ok(net) = text.parse::<IpNet>() {
         return Some(net);

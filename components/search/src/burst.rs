@@ -17,7 +17,7 @@ use std::time::Duration;
 
 /// How long after the last call the second trim comes (past the 30 s idle
 /// timeout of pooled connections).
-pub const SETTLE: Duration = Duration::from_secs(40);
+pub(crate) const SETTLE: Duration = Duration::from_secs(40);
 
 /// At most two glibc malloc arenas (call once, at start).
 pub fn limit_arenas() {
@@ -31,7 +31,7 @@ pub fn limit_arenas() {
 
 /// Calls in flight; the last to end trims.
 #[derive(Debug, Clone, Default)]
-pub struct Busy {
+pub(crate) struct Busy {
     in_flight: Arc<AtomicUsize>,
     /// Counts calls begun, so a later trim knows whether work came since.
     begun: Arc<AtomicU64>,
@@ -39,14 +39,14 @@ pub struct Busy {
 
 impl Busy {
     /// Marks a call in flight until the guard is dropped.
-    pub fn enter(&self) -> BusyGuard {
+    pub(crate) fn enter(&self) -> BusyGuard {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         self.begun.fetch_add(1, Ordering::SeqCst);
         BusyGuard { busy: self.clone() }
     }
 }
 
-pub struct BusyGuard {
+pub(crate) struct BusyGuard {
     busy: Busy,
 }
 

@@ -7,14 +7,14 @@ use crate::config::Settings;
 
 /// The settings of the component's home: `search.toml` (optional) and the
 /// environment (API keys). What `run` starts from, and what `check` reads.
-pub fn settings(component: &Component) -> anyhow::Result<Settings> {
+pub(crate) fn settings(component: &Component) -> anyhow::Result<Settings> {
     let config = crate::config::load(&component.config_path())?;
     Ok(Settings::resolve(&config, |name| std::env::var(name).ok()))
 }
 
 /// The summary of a `search.toml` the service would take: which engines
 /// it would ask, and why the others are off.
-pub fn check(component: &Component) -> anyhow::Result<String> {
+pub(crate) fn check(component: &Component) -> anyhow::Result<String> {
     let settings = settings(component)?;
     let path = component.config_path();
     let source = if path.exists() {

@@ -3,58 +3,93 @@
 //! The service offers two MCP tools on the port it announces in
 //! `run/search.port`:
 //!
-//! - `web_search` asks every enabled engine at once ([`engine`]:
+//! - `web_search` asks every enabled engine at once (`engine`:
 //!   DuckDuckGo's HTML page, Bing, Mojeek, Wikipedia's API, Brave's API,
 //!   a SearXNG instance), each within its timeout inside one deadline, and
 //!   fuses their lists with SearXNG's rule after normalising URLs
-//!   ([`search`]). An engine that rate-limits or blocks us is reported as
-//!   such and suspended for a while ([`health`]), never mistaken for "no
-//!   results". Answers are cached ([`cache`]).
-//! - `web_fetch` reads one page ([`fetch`]): public addresses only, checked
+//!   (`search`). An engine that rate-limits or blocks us is reported as
+//!   such and suspended for a while (`health`), never mistaken for "no
+//!   results". Answers are cached (`cache`).
+//! - `web_fetch` reads one page (`fetch`): public addresses only, checked
 //!   on the address actually connected to and again at every redirect
-//!   ([`address`]), within a byte cap and a time limit, reduced to its
+//!   (`address`), within a byte cap and a time limit, reduced to its
 //!   readable content as Markdown.
 //!
 //! The CLI (`search`, `fetch`, `engines`) goes through the same code
-//! ([`subcommands`]). Settings are in the optional `config/search.toml`
-//! ([`config`]).
+//! (`subcommands`). Settings are in the optional `config/search.toml`
+//! (`config`).
 //!
-//! Without the default `service` feature the crate is the command line,
-//! the config types and the health table: what `crabup` links.
+//! The modules are private but for [`cli`] (the command line, which
+//! crabup's CLI check reads too) and `tools`; the binary calls [`run`] and
+//! [`run_command`], and what the tests, benches, examples and fuzz oracles
+//! drive (the config, the engines, fusion, the fetcher and its parts, the
+//! address policy) is re-exported here.
+//!
+//! Without the default `service` feature the crate is the command line and
+//! the config types: what `crabup` links.
 
-use std::path::PathBuf;
-
-use crabtalk_home::Home;
-
-pub mod address;
+mod address;
 #[cfg(feature = "service")]
-pub mod answer;
+mod answer;
 #[cfg(feature = "service")]
-pub mod burst;
+mod burst;
 #[cfg(feature = "service")]
-pub mod cache;
-pub mod check;
+mod cache;
+mod check;
 pub mod cli;
-pub mod config;
+mod config;
 #[cfg(feature = "service")]
-pub mod engine;
+mod engine;
 #[cfg(feature = "service")]
-pub mod fetch;
-pub mod health;
+mod fetch;
 #[cfg(feature = "service")]
-pub mod search;
+mod health;
 #[cfg(feature = "service")]
-pub mod service;
+mod search;
 #[cfg(feature = "service")]
-pub mod subcommands;
+mod service;
+#[cfg(feature = "service")]
+mod subcommands;
 #[cfg(feature = "service")]
 pub mod tools;
 #[cfg(feature = "service")]
-pub mod web;
+mod web;
+
+pub use address::{AddressPolicy, classify, embedded_v4};
+#[cfg(feature = "service")]
+pub use answer::{EngineReport, FoundBy, ResultItem, SearchAnswer};
+#[cfg(feature = "service")]
+pub use burst::limit_arenas;
+#[cfg(feature = "service")]
+pub use cache::Cached;
+pub use config::{EngineId, SearchConfig, Settings, load as load_config, parse as parse_config};
+#[cfg(feature = "service")]
+pub use engine::{Bing, Brave, DuckDuckGo, Engine, Hit, Mojeek, Query, Searxng, Wikipedia};
+#[cfg(feature = "service")]
+pub use fetch::body::decode as decode_text;
+#[cfg(feature = "service")]
+pub use fetch::readable::readable;
+#[cfg(feature = "service")]
+pub use fetch::{
+    Budget, FetchError, Fetcher, Format, Kind, Lookup, SafeResolver, processing_slots,
+};
+#[cfg(feature = "service")]
+pub use health::Status;
+#[cfg(feature = "service")]
+pub use search::SearchRequest;
+#[cfg(feature = "service")]
+pub use search::fusion::{EngineList, fuse};
+#[cfg(feature = "service")]
+pub use search::normalize::normalize;
+#[cfg(feature = "service")]
+pub use service::run;
+#[cfg(feature = "service")]
+pub use subcommands::run as run_command;
+#[cfg(feature = "service")]
+pub use web::Web;
 
 /// `$CRABTALK_HOME/search/`: the service's own data (engine health).
-pub fn data_dir(home: &Home) -> PathBuf {
+#[cfg(feature = "service")]
+pub(crate) fn data_dir(home: &crabtalk_home::Home) -> std::path::PathBuf {
     home.root().join("search")
 }
-
-pub use crabtalk_home::create_private_dir;

@@ -7,8 +7,8 @@ use crabtalk_search::cli::{self, Cli, Command};
 fn main() -> std::process::ExitCode {
     crabtalk_kit::main_with(cli::service(), |cli: Cli, component| async move {
         match cli.command {
-            Command::Run => crabtalk_search::service::run(&component).await,
-            command => crabtalk_search::subcommands::run(&component, command).await,
+            Command::Run => crabtalk_search::run(&component).await,
+            command => crabtalk_search::run_command(&component, command).await,
         }
     })
 }

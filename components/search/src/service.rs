@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use crabtalk_kit::Component;
 
-pub use crate::check::settings;
+pub(crate) use crate::check::settings;
 use crate::web::Web;
 
 /// Runs the service until the component is told to stop.

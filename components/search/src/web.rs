@@ -15,7 +15,7 @@ use crate::health::state::HealthFile;
 use crate::search::{EngineView, SearchRequest, Searcher};
 
 /// The largest `max_chars` a call may ask for.
-pub const MAX_CHARS_LIMIT: usize = 1_000_000;
+pub(crate) const MAX_CHARS_LIMIT: usize = 1_000_000;
 
 /// Search and fetch for one home.
 pub struct Web {
@@ -100,7 +100,7 @@ impl Web {
 }
 
 /// `page` as an answer of at most `max_chars` characters, saying what was cut.
-pub fn answer(page: &Page, max_chars: usize, max_bytes: usize, cached: bool) -> FetchAnswer {
+pub(crate) fn answer(page: &Page, max_chars: usize, max_bytes: usize, cached: bool) -> FetchAnswer {
     let total_chars = page.content.chars().count();
     let truncated = total_chars > max_chars;
     let content = if truncated {

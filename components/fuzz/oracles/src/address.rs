@@ -20,9 +20,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crabtalk_search::address::{AddressPolicy, classify, embedded_v4};
-use crabtalk_search::config::{SearchConfig, Settings};
-use crabtalk_search::fetch::{Fetcher, Lookup, SafeResolver};
+use crabtalk_search::{
+    AddressPolicy, Fetcher, Lookup, SafeResolver, SearchConfig, Settings, classify, embedded_v4,
+};
 use ipnet::IpNet;
 
 use crate::runtime;

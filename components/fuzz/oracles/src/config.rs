@@ -113,8 +113,8 @@ pub fn crons_toml(data: &[u8]) {
 
 pub fn search_toml(data: &[u8]) {
     let result = match std::str::from_utf8(data) {
-        Ok(text) => crabtalk_search::config::parse(Path::new("search.toml"), text),
-        Err(_) => in_file("search.toml", data, crabtalk_search::config::load),
+        Ok(text) => crabtalk_search::parse_config(Path::new("search.toml"), text),
+        Err(_) => in_file("search.toml", data, crabtalk_search::load_config),
     };
     if let Err(err) = result {
         kit_refusal(data, &err);

@@ -8,11 +8,10 @@
 //! page cannot make the reader write many times its own size) and, as
 //! Markdown or text, has no NUL characters.
 
-use crabtalk_search::engine::{Bing, Brave, DuckDuckGo, Engine, Mojeek, Query, Searxng, Wikipedia};
-use crabtalk_search::fetch::Budget;
-use crabtalk_search::fetch::body::{self, Kind};
-use crabtalk_search::fetch::readable::{Format, readable as read_page};
-use crabtalk_search::search::normalize::normalize;
+use crabtalk_search::{
+    Bing, Brave, Budget, DuckDuckGo, Engine, Format, Kind, Mojeek, Query, Searxng, Wikipedia,
+    decode_text, normalize, readable as read_page,
+};
 
 pub fn engine_pages(data: &[u8]) {
     let Some((&pick, body)) = data.split_first() else {
@@ -73,7 +72,7 @@ pub fn readable(data: &[u8]) {
         2 => Some("windows-1252"),
         _ => Some("shift_jis"),
     };
-    let text = body::decode(bytes, charset, kind);
+    let text = decode_text(bytes, charset, kind);
     let Ok(page) = read_page(
         &text,
         "https://example.org/dir/page.html",

@@ -33,12 +33,15 @@ use std::path::Path;
 use crabtalk_kit::config::{ConfigError, ConfigFile};
 use serde::Deserialize;
 
-pub use self::engines::{BraveConfig, EngineConfig, EngineId, EnginesConfig, WikipediaConfig};
-pub use self::settings::{EngineSettings, FetchSettings, Settings};
+pub use self::engines::EngineId;
+pub(crate) use self::engines::EnginesConfig;
+pub use self::settings::Settings;
+#[cfg(feature = "service")]
+pub(crate) use self::settings::{EngineSettings, FetchSettings};
 
 /// The user agent engines and pages see unless `user_agent` says otherwise
 /// (some engines refuse agents they do not know as browsers).
-pub const DEFAULT_USER_AGENT: &str =
+pub(crate) const DEFAULT_USER_AGENT: &str =
     "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 
 /// The whole file.

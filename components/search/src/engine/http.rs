@@ -15,13 +15,13 @@ use super::{Engine, Failure, Hit, Query};
 pub(super) const MAX_ENGINE_BODY: usize = 4 * 1024 * 1024;
 
 /// The HTTP side of every engine.
-pub struct EngineHttp {
+pub(crate) struct EngineHttp {
     user_agent: String,
     client: OnceLock<reqwest::Client>,
 }
 
 impl EngineHttp {
-    pub fn new(user_agent: String) -> Self {
+    pub(crate) fn new(user_agent: String) -> Self {
         Self {
             user_agent,
             client: OnceLock::new(),
@@ -48,7 +48,11 @@ impl EngineHttp {
     }
 
     /// Asks `engine` for `query`. The caller bounds the time.
-    pub async fn ask(&self, engine: &dyn Engine, query: &Query) -> Result<Vec<Hit>, Failure> {
+    pub(crate) async fn ask(
+        &self,
+        engine: &dyn Engine,
+        query: &Query,
+    ) -> Result<Vec<Hit>, Failure> {
         let request = engine.request(query)?;
         let mut builder = self.client()?.get(request.url.clone());
         for (name, value) in &request.headers {

@@ -21,7 +21,7 @@ mod brave;
 mod duckduckgo;
 mod http;
 mod mojeek;
-pub mod page;
+pub(crate) mod page;
 mod searxng;
 mod wikipedia;
 
@@ -31,7 +31,7 @@ use crate::health::Status;
 pub use self::bing::Bing;
 pub use self::brave::Brave;
 pub use self::duckduckgo::DuckDuckGo;
-pub use self::http::EngineHttp;
+pub(crate) use self::http::EngineHttp;
 pub use self::mojeek::Mojeek;
 pub use self::searxng::Searxng;
 pub use self::wikipedia::Wikipedia;
@@ -111,7 +111,7 @@ pub trait Engine: Send + Sync {
 }
 
 /// The engine `settings` describe.
-pub fn build(settings: &EngineSettings) -> Box<dyn Engine> {
+pub(crate) fn build(settings: &EngineSettings) -> Box<dyn Engine> {
     let base = settings.base_url.clone();
     match settings.id {
         EngineId::DuckDuckGo => Box::new(DuckDuckGo::new(base)),

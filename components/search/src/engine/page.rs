@@ -4,18 +4,18 @@
 use scraper::{ElementRef, Html, Selector};
 
 /// A selector written in this crate (a bad one is a bug, caught by tests).
-pub fn selector(css: &str) -> Selector {
+pub(crate) fn selector(css: &str) -> Selector {
     Selector::parse(css).unwrap_or_else(|err| panic!("bad selector {css:?}: {err}"))
 }
 
 /// The element's text with runs of whitespace made one space.
-pub fn text(element: ElementRef<'_>) -> String {
+pub(crate) fn text(element: ElementRef<'_>) -> String {
     squash(&element.text().collect::<String>())
 }
 
 /// [`text`], leaving out what is inside elements of class `skip` (labels
 /// engines put into snippets, like Bing's "Web" icon).
-pub fn text_skipping(element: ElementRef<'_>, skip: &str) -> String {
+pub(crate) fn text_skipping(element: ElementRef<'_>, skip: &str) -> String {
     let mut out = String::new();
     for node in element.descendants() {
         let Some(text) = node.value().as_text() else {
@@ -37,13 +37,13 @@ pub fn text_skipping(element: ElementRef<'_>, skip: &str) -> String {
 }
 
 /// `text` with runs of whitespace made one space, trimmed.
-pub fn squash(text: &str) -> String {
+pub(crate) fn squash(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The text of an HTML fragment (the snippets APIs send with `<b>` and
 /// `<span class="searchmatch">` in them), entities decoded.
-pub fn fragment_text(html: &str) -> String {
+pub(crate) fn fragment_text(html: &str) -> String {
     if !html.contains(['<', '&']) {
         return squash(html);
     }
@@ -52,7 +52,7 @@ pub fn fragment_text(html: &str) -> String {
 }
 
 /// The first match of `css` under `element`.
-pub fn first<'a>(element: ElementRef<'a>, css: &str) -> Option<ElementRef<'a>> {
+pub(crate) fn first<'a>(element: ElementRef<'a>, css: &str) -> Option<ElementRef<'a>> {
     element.select(&selector(css)).next()
 }
 
@@ -64,7 +64,7 @@ const CHALLENGE: &str = "#captcha, .captcha, [id*=captcha], [class*=captcha], \
     #cf-challenge-running, .cf-turnstile";
 
 /// Whether `document` is a bot check rather than an answer.
-pub fn is_challenge(document: &Html) -> bool {
+pub(crate) fn is_challenge(document: &Html) -> bool {
     document.select(&selector(CHALLENGE)).next().is_some()
 }
 

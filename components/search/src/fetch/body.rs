@@ -31,7 +31,7 @@ pub enum Kind {
 }
 
 /// The media type and its charset parameter, lowercase.
-pub fn media_type(header: &str) -> (String, Option<String>) {
+pub(crate) fn media_type(header: &str) -> (String, Option<String>) {
     let mut parts = header.split(';');
     let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
     let charset = parts.find_map(|param| {
@@ -43,7 +43,7 @@ pub fn media_type(header: &str) -> (String, Option<String>) {
 }
 
 /// The kind of `media`, or `None` for a type `web_fetch` does not read.
-pub fn kind_of(media: &str) -> Option<Kind> {
+pub(crate) fn kind_of(media: &str) -> Option<Kind> {
     Some(match media {
         "text/html" | "application/xhtml+xml" => Kind::Html,
         "text/plain" => Kind::Text,
@@ -58,7 +58,7 @@ pub fn kind_of(media: &str) -> Option<Kind> {
 
 /// A body without a `Content-Type`: HTML if it looks like it, text if it
 /// is text, else nothing.
-pub fn sniff(bytes: &[u8]) -> Option<Kind> {
+pub(crate) fn sniff(bytes: &[u8]) -> Option<Kind> {
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).to_ascii_lowercase();
     let head = head.trim_start();
     if head.starts_with("<!doctype html") || head.starts_with("<html") || head.contains("<body") {
@@ -73,7 +73,7 @@ pub fn sniff(bytes: &[u8]) -> Option<Kind> {
 /// What binary data `bytes` start with, if they are binary: a known
 /// signature, or control bytes no text has. `charset` is the declared one
 /// (UTF-16 text has zero bytes).
-pub fn binary(bytes: &[u8], charset: Option<&str>) -> Option<&'static str> {
+pub(crate) fn binary(bytes: &[u8], charset: Option<&str>) -> Option<&'static str> {
     const SIGNATURES: &[(&[u8], &str)] = &[
         (b"\x89PNG\r\n\x1a\n", "a PNG image"),
         (b"\xff\xd8\xff", "a JPEG image"),
@@ -122,15 +122,28 @@ pub fn binary(bytes: &[u8], charset: Option<&str>) -> Option<&'static str> {
 
 /// A `Content-Encoding` the body arrived in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
+pub(crate) enum Compression {
     Gzip,
     Deflate,
 }
 
+/// A `Content-Encoding` that is not read: its name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Content-Encoding {0} is not read (gzip and deflate are)")]
+pub(crate) struct UnknownEncoding(pub String);
+
+/// A body that is not in the encoding it is labelled with.
+#[derive(Debug, thiserror::Error)]
+#[error("the body is not {} data ({source})", encoding.name())]
+pub(crate) struct NotEncoded {
+    pub encoding: Compression,
+    pub source: std::io::Error,
+}
+
 impl Compression {
     /// The encoding `header` names: `Ok(None)` for none (or `identity`),
-    /// `Err` with the name for one that is not read.
-    pub fn of(header: Option<&str>) -> Result<Option<Self>, String> {
+    /// an error with the name for one that is not read.
+    pub(crate) fn of(header: Option<&str>) -> Result<Option<Self>, UnknownEncoding> {
         let Some(header) = header else {
             return Ok(None);
         };
@@ -140,13 +153,13 @@ impl Compression {
                 "" | "identity" => {}
                 "gzip" | "x-gzip" if found.is_none() => found = Some(Self::Gzip),
                 "deflate" if found.is_none() => found = Some(Self::Deflate),
-                _ => return Err(part),
+                _ => return Err(UnknownEncoding(part)),
             }
         }
         Ok(found)
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Gzip => "gzip",
             Self::Deflate => "deflate",
@@ -156,7 +169,7 @@ impl Compression {
     /// `raw` decoded, at most `max` bytes of it; whether more was there.
     /// A stream cut short (the raw body was over the cap) gives what it
     /// had; one that is not this encoding at all is an error.
-    pub fn decode(self, raw: &[u8], max: usize) -> Result<(Vec<u8>, bool), String> {
+    pub(crate) fn decode(self, raw: &[u8], max: usize) -> Result<(Vec<u8>, bool), NotEncoded> {
         let mut out = Vec::new();
         let limit = max as u64 + 1;
         let read = match self {
@@ -177,10 +190,13 @@ impl Compression {
                 }
             }
         };
-        if let Err(err) = read
+        if let Err(source) = read
             && out.is_empty()
         {
-            return Err(format!("the body is not {} data ({err})", self.name()));
+            return Err(NotEncoded {
+                encoding: self,
+                source,
+            });
         }
         let cut = out.len() > max;
         out.truncate(max);
@@ -333,10 +349,22 @@ mod tests {
                 .0,
             b"deflated"
         );
-        assert!(Compression::Gzip.decode(b"plain text", 100).is_err());
+        let err = Compression::Gzip.decode(b"plain text", 100).unwrap_err();
+        assert_eq!(err.encoding, Compression::Gzip);
+        assert!(
+            err.to_string().starts_with("the body is not gzip data ("),
+            "{err}"
+        );
         assert_eq!(Compression::of(Some("gzip")), Ok(Some(Compression::Gzip)));
         assert_eq!(Compression::of(Some("identity")), Ok(None));
-        assert_eq!(Compression::of(Some("br")), Err("br".to_owned()));
+        assert_eq!(
+            Compression::of(Some("br")),
+            Err(UnknownEncoding("br".to_owned()))
+        );
+        assert_eq!(
+            Compression::of(Some("gzip, zstd")),
+            Err(UnknownEncoding("zstd".to_owned()))
+        );
     }
 
     #[test]

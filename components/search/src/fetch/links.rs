@@ -13,14 +13,14 @@ use std::hash::{BuildHasher, RandomState};
 use dom_query::Document;
 
 /// The URLs taken out of a document, and the token they wait behind.
-pub struct Links {
+pub(crate) struct Links {
     prefix: String,
     urls: Vec<String>,
 }
 
 impl Links {
     /// Replaces every `a[href]` and `img[src]` of `document` by a token.
-    pub fn take(document: &Document, page_url: &str) -> Self {
+    pub(crate) fn take(document: &Document, page_url: &str) -> Self {
         let base = url::Url::parse(page_url).ok();
         // A prefix no page can have planned for.
         let nonce = RandomState::new().hash_one(page_url);
@@ -44,7 +44,7 @@ impl Links {
     }
 
     /// `markdown` with every token replaced by its URL.
-    pub fn restore(&self, markdown: &str) -> String {
+    pub(crate) fn restore(&self, markdown: &str) -> String {
         if self.urls.is_empty() {
             return markdown.to_owned();
         }
@@ -78,7 +78,7 @@ impl Links {
 /// `url` as a Markdown link destination: what would end or break one
 /// (spaces, angle brackets, unbalanced parentheses, control characters) is
 /// percent-encoded; nothing else changes.
-pub fn destination(url: &str) -> String {
+pub(crate) fn destination(url: &str) -> String {
     let mut depth = 0i32;
     let mut balanced = true;
     for ch in url.chars() {

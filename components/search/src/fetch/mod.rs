@@ -25,12 +25,12 @@
 //! - At most `[fetch] max_concurrent` fetches run at once; more wait for
 //!   a free one, up to the fetch's timeout, and are then refused.
 
-pub mod body;
-pub mod budget;
-pub mod links;
-pub mod readable;
-pub mod resolver;
-pub mod shape;
+pub(crate) mod body;
+pub(crate) mod budget;
+pub(crate) mod links;
+pub(crate) mod readable;
+pub(crate) mod resolver;
+pub(crate) mod shape;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -42,12 +42,14 @@ use crate::address::AddressPolicy;
 use crate::config::FetchSettings;
 
 pub use self::body::Kind;
-pub use self::budget::{Budget, Stopped};
+pub use self::budget::Budget;
+pub(crate) use self::budget::Stopped;
 pub use self::readable::Format;
-pub use self::resolver::{Lookup, ResolveRefused, SafeResolver, SystemLookup};
+pub(crate) use self::resolver::ResolveRefused;
+pub use self::resolver::{Lookup, SafeResolver};
 
 /// The most redirects followed.
-pub const MAX_REDIRECTS: usize = 5;
+pub(crate) const MAX_REDIRECTS: usize = 5;
 
 /// A fetched page, before `max_chars` is applied (what the cache keeps).
 #[derive(Debug, Clone, PartialEq)]
@@ -337,12 +339,12 @@ impl Fetcher {
             .headers()
             .get(CONTENT_ENCODING)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let compression = body::Compression::of(encoding.as_deref()).map_err(|encoding| {
-            FetchError::Encoding {
+        let compression = body::Compression::of(encoding.as_deref()).map_err(
+            |body::UnknownEncoding(encoding)| FetchError::Encoding {
                 url: url.to_string(),
                 encoding,
-            }
-        })?;
+            },
+        )?;
         let declared = match header {
             Some(_) => Some(
                 body::kind_of(&media).ok_or_else(|| FetchError::ContentType {
@@ -481,7 +483,7 @@ impl Body {
                     FetchError::BadEncoding {
                         url: final_url.clone(),
                         encoding: compression.name().to_owned(),
-                        why,
+                        why: why.to_string(),
                     }
                 })?;
                 cut |= more;
@@ -569,7 +571,7 @@ fn refused_in(err: &(dyn std::error::Error + 'static)) -> Option<ResolveRefused>
 
 /// `err` and its sources, `: `-separated (reqwest's own message alone
 /// says only "error sending request").
-pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut parts = vec![err.to_string()];
     let mut source = err.source();
     while let Some(current) = source {

@@ -28,7 +28,7 @@ use super::links;
 use super::shape::{self, CHUNK, Shape};
 
 /// Above this many elements Readability is not tried.
-pub const MAX_ELEMENTS: usize = 60_000;
+pub(crate) const MAX_ELEMENTS: usize = 60_000;
 
 /// What is left out of a page written whole.
 const SKIPPED: &[&str] = &[

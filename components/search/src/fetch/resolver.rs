@@ -28,7 +28,7 @@ pub trait Lookup: Send + Sync {
 }
 
 /// The system's resolver (getaddrinfo, through tokio).
-pub struct SystemLookup;
+pub(crate) struct SystemLookup;
 
 impl Lookup for SystemLookup {
     fn lookup(

@@ -34,17 +34,17 @@ use html5ever::tokenizer::{
 use super::budget::{Budget, Stopped};
 
 /// The deepest nesting a page may have to be parsed into a tree.
-pub const MAX_DEPTH: usize = 256;
+pub(crate) const MAX_DEPTH: usize = 256;
 
 /// The most elements a page may have to be parsed into a tree.
-pub const MAX_ELEMENTS: usize = 100_000;
+pub(crate) const MAX_ELEMENTS: usize = 100_000;
 
 /// Bytes handed to the tokenizer between two looks at the budget.
-pub const CHUNK: usize = 16 * 1024;
+pub(crate) const CHUNK: usize = 16 * 1024;
 
 /// What the pre-pass found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Shape {
+pub(crate) struct Shape {
     /// The deepest nesting seen (as the tree builder would build it).
     pub depth: usize,
     /// Elements the tree would have.
@@ -58,13 +58,13 @@ pub struct Shape {
 
 impl Shape {
     /// Whether the page may be parsed into a tree.
-    pub fn fits(&self) -> bool {
+    pub(crate) fn fits(&self) -> bool {
         self.depth <= MAX_DEPTH && self.elements <= MAX_ELEMENTS
     }
 }
 
 /// Measures `html`, stopping when `budget` says so.
-pub fn measure(html: &str, budget: &Budget) -> Result<Shape, Stopped> {
+pub(crate) fn measure(html: &str, budget: &Budget) -> Result<Shape, Stopped> {
     let tokenizer = Tokenizer::new(Measure::default(), TokenizerOpts::default());
     let queue = BufferQueue::default();
     let mut rest = html;

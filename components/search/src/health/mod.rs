@@ -15,7 +15,7 @@
 //! (`crabtalk-search engines`) and `crabup doctor` show what the service
 //! last saw, and a restart keeps a suspension.
 
-pub mod state;
+pub(crate) mod state;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -78,7 +78,7 @@ impl Status {
 
 /// One engine's standing, as kept on disk.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EngineHealth {
+pub(crate) struct EngineHealth {
     /// What it did the last time it was asked.
     pub status: Status,
     /// The reason, for anything but `ok`.
@@ -96,19 +96,23 @@ pub struct EngineHealth {
 
 /// Every engine's standing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct HealthTable {
+pub(crate) struct HealthTable {
     #[serde(default)]
     pub engines: BTreeMap<String, EngineHealth>,
 }
 
 impl HealthTable {
     /// `id`'s standing, if it was ever asked.
-    pub fn get(&self, id: EngineId) -> Option<&EngineHealth> {
+    pub(crate) fn get(&self, id: EngineId) -> Option<&EngineHealth> {
         self.engines.get(id.name())
     }
 
     /// Until when `id` is suspended, if it is at `now`.
-    pub fn suspended_until(&self, id: EngineId, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub(crate) fn suspended_until(
+        &self,
+        id: EngineId,
+        now: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
         self.get(id)
             .and_then(|health| health.suspended_until)
             .filter(|until| *until > now)
@@ -118,7 +122,7 @@ impl HealthTable {
     /// whether its standing changed in a way worth writing down (another
     /// status, a new suspension), so an engine answering search after
     /// search does not rewrite the file each time.
-    pub fn record(
+    pub(crate) fn record(
         &mut self,
         id: EngineId,
         status: Status,
@@ -162,7 +166,11 @@ impl HealthTable {
 
 /// How long an engine is left alone after its `refusals`-th refusal in a
 /// row that was `status`.
-pub fn suspension(status: Status, refusals: u32, backoff: &HealthConfig) -> chrono::Duration {
+pub(crate) fn suspension(
+    status: Status,
+    refusals: u32,
+    backoff: &HealthConfig,
+) -> chrono::Duration {
     let base = match status {
         Status::Blocked => backoff.blocked_secs,
         _ => backoff.rate_limited_secs,

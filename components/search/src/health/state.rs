@@ -15,24 +15,24 @@ use super::HealthTable;
 
 /// The health file of a home.
 #[derive(Debug, Clone)]
-pub struct HealthFile {
+pub(crate) struct HealthFile {
     path: PathBuf,
 }
 
 impl HealthFile {
-    pub fn of(home: &Home) -> Self {
+    pub(crate) fn of(home: &Home) -> Self {
         Self {
             path: crate::data_dir(home).join("health.json"),
         }
     }
 
-    pub fn path(&self) -> &std::path::Path {
+    pub(crate) fn path(&self) -> &std::path::Path {
         &self.path
     }
 
     /// The table, or an empty one when there is none or it is unreadable
     /// (said in the log).
-    pub fn load(&self) -> HealthTable {
+    pub(crate) fn load(&self) -> HealthTable {
         match std::fs::read(&self.path) {
             Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
                 tracing::warn!(
@@ -50,16 +50,16 @@ impl HealthFile {
     }
 
     /// When it was last written, if it exists.
-    pub fn modified(&self) -> Option<SystemTime> {
+    pub(crate) fn modified(&self) -> Option<SystemTime> {
         std::fs::metadata(&self.path)
             .and_then(|m| m.modified())
             .ok()
     }
 
     /// Replaces the file with `table`.
-    pub fn save(&self, table: &HealthTable) -> std::io::Result<()> {
+    pub(crate) fn save(&self, table: &HealthTable) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent() {
-            crate::create_private_dir(dir)?;
+            crabtalk_home::create_private_dir(dir)?;
         }
         let mut text = serde_json::to_vec_pretty(table).map_err(std::io::Error::other)?;
         text.push(b'\n');

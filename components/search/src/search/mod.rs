@@ -12,8 +12,8 @@
 //! 5. The answer is cached if at least one engine answered; a search where
 //!    none did is never cached.
 
-pub mod fusion;
-pub mod normalize;
+pub(crate) mod fusion;
+pub(crate) mod normalize;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
@@ -123,7 +123,7 @@ impl HealthBook {
 }
 
 /// The search side of the service.
-pub struct Searcher {
+pub(crate) struct Searcher {
     settings: Arc<Settings>,
     engines: Vec<Box<dyn Engine>>,
     http: EngineHttp,
@@ -132,7 +132,7 @@ pub struct Searcher {
 }
 
 impl Searcher {
-    pub fn new(
+    pub(crate) fn new(
         settings: Arc<Settings>,
         health_file: HealthFile,
         cache: Arc<Cache<crate::cache::Cached>>,
@@ -158,7 +158,7 @@ impl Searcher {
     }
 
     /// Searches.
-    pub async fn search(&self, request: &SearchRequest) -> SearchAnswer {
+    pub(crate) async fn search(&self, request: &SearchRequest) -> SearchAnswer {
         let key = request.cache_key();
         if let Some((crate::cache::Cached::Search(answer), age)) =
             self.cache.get(&key, Instant::now())
@@ -334,7 +334,7 @@ impl Searcher {
     }
 
     /// Every engine with its settings and last health.
-    pub fn engine_views(&self) -> Vec<EngineView> {
+    pub(crate) fn engine_views(&self) -> Vec<EngineView> {
         let mut health = self.health();
         health.refresh();
         let now = Utc::now();
@@ -343,7 +343,11 @@ impl Searcher {
 }
 
 /// `crabtalk-search engines`' rows, from settings and a health table.
-pub fn views(settings: &Settings, table: &HealthTable, now: DateTime<Utc>) -> Vec<EngineView> {
+pub(crate) fn views(
+    settings: &Settings,
+    table: &HealthTable,
+    now: DateTime<Utc>,
+) -> Vec<EngineView> {
     settings
         .engines
         .iter()

@@ -51,7 +51,7 @@ pub fn normalize(url: &str) -> Option<String> {
 /// `url` without its tracking parameters (`utm_*`, `fbclid`, `gclid`);
 /// anything else is kept as it is. A URL that does not parse, or has no
 /// tracking parameter, comes back unchanged.
-pub fn clean(url: &str) -> String {
+pub(crate) fn clean(url: &str) -> String {
     let Ok(mut parsed) = url::Url::parse(url.trim()) else {
         return url.to_owned();
     };

@@ -11,9 +11,7 @@ use crate::support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crabtalk_search::config::Settings;
-use crabtalk_search::fetch::{FetchError, Format};
-use crabtalk_search::web::Web;
+use crabtalk_search::{FetchError, Format, Settings, Web};
 use support::{Fixture, Reply, TestHome};
 
 /// The process's peak resident memory, in MiB.
@@ -56,7 +54,7 @@ async fn misbehaving_servers_end_within_the_limits() {
     assert!(line.len() >= 10 * 1024 * 1024 && !line.contains('\n'));
     server.route("/one-line", Reply::html(line));
     let home = TestHome::new("");
-    let config = crabtalk_search::config::parse(
+    let config = crabtalk_search::parse_config(
         Path::new("search.toml"),
         "[fetch]\nallow_private = [\"127.0.0.1/32\"]\ntimeout_ms = 3000\n# a debug build tokenizes 5 MiB slowly\nprocess_ms = 120000\n[cache]\nttl_secs = 0\n",
     )

@@ -9,14 +9,11 @@ use crate::support;
 use std::path::Path;
 use std::time::Duration;
 
-use crabtalk_search::config::{EngineId, Settings};
-use crabtalk_search::health::Status;
-use crabtalk_search::search::SearchRequest;
-use crabtalk_search::web::Web;
+use crabtalk_search::{EngineId, SearchRequest, Settings, Status, Web};
 use support::{Engines, Fixture, Reply, TestHome, fixture};
 
 fn web(home: &TestHome, toml: &str) -> Web {
-    let config = crabtalk_search::config::parse(Path::new("search.toml"), toml).unwrap();
+    let config = crabtalk_search::parse_config(Path::new("search.toml"), toml).unwrap();
     let settings = Settings::resolve(&config, |name| {
         (name == "BRAVE_TEST_KEY").then(|| "test-key".to_owned())
     });
@@ -40,11 +37,11 @@ fn all() -> SearchRequest {
     }
 }
 
-fn urls(answer: &crabtalk_search::answer::SearchAnswer) -> Vec<&str> {
+fn urls(answer: &crabtalk_search::SearchAnswer) -> Vec<&str> {
     answer.results.iter().map(|r| r.url.as_str()).collect()
 }
 
-fn status_of(answer: &crabtalk_search::answer::SearchAnswer, engine: &str) -> Status {
+fn status_of(answer: &crabtalk_search::SearchAnswer, engine: &str) -> Status {
     answer
         .engines
         .iter()

@@ -7,13 +7,11 @@ use crate::support;
 
 use std::path::Path;
 
-use crabtalk_search::config::Settings;
-use crabtalk_search::fetch::{FetchError, Format};
-use crabtalk_search::web::Web;
+use crabtalk_search::{FetchError, Format, Settings, Web};
 use support::{Fixture, Reply, TestHome};
 
 fn web(home: &TestHome, toml: &str) -> Web {
-    let config = crabtalk_search::config::parse(Path::new("search.toml"), toml).unwrap();
+    let config = crabtalk_search::parse_config(Path::new("search.toml"), toml).unwrap();
     Web::new(&home.home(), Settings::resolve(&config, |_| None))
 }
 
