@@ -16,7 +16,7 @@ pub trait Clock: Send + Sync + 'static {
 }
 
 /// The system's wall clock; waits on tokio's monotonic timer (which the
-/// engine never trusts for more than 30 s, see [`super::MAX_SLEEP`]).
+/// engine never trusts for more than 30 s, see `MAX_SLEEP`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 

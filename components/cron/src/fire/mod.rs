@@ -72,7 +72,7 @@ pub struct Outcome {
     pub delivery: Option<Delivery>,
 }
 
-/// Runs jobs. The service's is [`daemon::DaemonFirer`]; engine tests use
+/// Runs jobs. The service's is `DaemonFirer`; engine tests use
 /// their own.
 pub trait Firer: Send + Sync + 'static {
     fn fire(&self, job: Job) -> BoxFuture<'static, Outcome>;
