@@ -301,6 +301,69 @@ mod tests {
     }
 
     #[test]
+    fn each_bad_field_names_its_problem() {
+        let owned = |s: &str| s.to_owned();
+        for (kind, text, problem) in [
+            (FieldKind::Minute, "", FieldProblem::Empty),
+            (
+                FieldKind::Minute,
+                "*/x",
+                FieldProblem::StepNotANumber {
+                    step: owned("x"),
+                    item: owned("*/x"),
+                },
+            ),
+            (
+                FieldKind::Minute,
+                "*/0",
+                FieldProblem::ZeroStep { item: owned("*/0") },
+            ),
+            (
+                FieldKind::Minute,
+                "5-1",
+                FieldProblem::Backwards {
+                    range: owned("5-1"),
+                },
+            ),
+            (
+                FieldKind::Minute,
+                "1,,2",
+                FieldProblem::MissingValue { item: owned("") },
+            ),
+            (
+                FieldKind::Minute,
+                "-5",
+                FieldProblem::MissingValue { item: owned("-5") },
+            ),
+            (
+                FieldKind::Hour,
+                "24",
+                FieldProblem::OutOfRange { value: owned("24") },
+            ),
+            (
+                FieldKind::Month,
+                "mon",
+                FieldProblem::NotAName {
+                    text: owned("mon"),
+                    kind: FieldKind::Month,
+                },
+            ),
+        ] {
+            assert_eq!(
+                Field::parse(kind, text).unwrap_err().problem,
+                problem,
+                "{text}"
+            );
+        }
+        assert_eq!(
+            Field::parse(FieldKind::Month, "mon")
+                .unwrap_err()
+                .to_string(),
+            "month field `mon`: `mon` is not a month; allowed: 1-12 or jan-dec, `*`, lists (`1,15`), ranges (`1-5`) and steps (`*/15`, `0-30/10`)"
+        );
+    }
+
+    #[test]
     fn next_value_at_or_after() {
         let field = Field::parse(FieldKind::Minute, "10,40").unwrap();
         assert_eq!(field.next_at_or_after(0), Some(10));
