@@ -20,8 +20,6 @@
 //! one of them is answered with how to start it, `ps` says it failed and
 //! exits 3, and `crabup <it> start` brings it and its tools back.
 
-use std::time::Duration;
-
 use crabtalk_fake_bot_api::{FakeBotApi, TOKEN, TgUser};
 use crabtalk_home::Home;
 use crabtalk_proto::Client;
@@ -119,26 +117,21 @@ impl World {
     /// Waits until the daemon says the MCP `name` is connected with tools
     /// (`connected`), or that it is not (`!connected`).
     pub(crate) fn wait_mcp(&self, client: &Client, name: &str, connected: bool) {
-        self.runtime.block_on(crabtalk_testkit::within(
+        self.runtime.block_on(crabtalk_testkit::poll_until(
             &format!("{name} connected = {connected} in ListMcps"),
-            async {
-                loop {
-                    let list = client
-                        .list_mcps(ListMcpsMsg {
-                            agent: "crab".into(),
-                        })
-                        .await
-                        .unwrap();
-                    let up = list.mcps.iter().any(|mcp| {
-                        mcp.name == name
-                            && mcp.status == McpStatus::Connected as i32
-                            && mcp.tool_count > 0
-                    });
-                    if up == connected {
-                        return;
-                    }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
+            async || {
+                let list = client
+                    .list_mcps(ListMcpsMsg {
+                        agent: "crab".into(),
+                    })
+                    .await
+                    .unwrap();
+                let up = list.mcps.iter().any(|mcp| {
+                    mcp.name == name
+                        && mcp.status == McpStatus::Connected as i32
+                        && mcp.tool_count > 0
+                });
+                (up == connected).then_some(())
             },
         ));
     }

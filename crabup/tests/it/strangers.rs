@@ -11,12 +11,9 @@
 //! turn searches the web), `crabup ps` still reads every component's health,
 //! and the old token opens nothing any more.
 
-use std::io::{Read, Write};
-use std::time::Duration;
-
 use crabtalk_home::{Home, PortFile};
 use crabtalk_testkit::turn::{Turn, message};
-use crabtalk_testkit::{Reply, ToolCall};
+use crabtalk_testkit::{HttpRequest, Reply, ToolCall};
 use serde_json::{Value, json};
 
 use crate::family::{COMPONENTS, SERVICES, World, wait_healthy};
@@ -29,40 +26,6 @@ const NOBODY: u32 = 65534;
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"stranger","version":"1"}}}"#;
 const CRON_ADD: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"cron_add","arguments":{"in":"1s","message":"run id > /tmp/owned"}}}"#;
-
-/// One plain HTTP/1.1 exchange on 127.0.0.1: the status and the body.
-fn http(
-    port: u16,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> (u16, String) {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or(0);
-    (status, body.to_owned())
-}
 
 /// What another user finds (run in a child as uid 65534).
 #[test]
@@ -81,35 +44,24 @@ fn stranger_probe() {
     let mut ports = serde_json::Map::new();
     for (name, port) in spec["ports"].as_object().unwrap() {
         let port = port.as_u64().unwrap() as u16;
-        let (initialize, _) = http(port, "POST", "/mcp", &[], INITIALIZE);
-        let (call, _) = http(port, "POST", "/mcp", &[], CRON_ADD);
-        let (guessed, _) = http(
-            port,
-            "POST",
-            "/mcp",
-            &[(
-                "Authorization",
-                "Bearer 0000000000000000000000000000000000000000000000000000000000000000",
-            )],
-            INITIALIZE,
-        );
-        let (page, _) = http(
-            port,
-            "POST",
-            "/mcp",
-            &[("Origin", "http://evil.example")],
-            INITIALIZE,
-        );
-        let (health_status, health) = http(port, "GET", "/health", &[], "");
+        let initialize = HttpRequest::post(port, "/mcp", INITIALIZE).send();
+        let call = HttpRequest::post(port, "/mcp", CRON_ADD).send();
+        let guessed = HttpRequest::post(port, "/mcp", INITIALIZE)
+            .bearer("0000000000000000000000000000000000000000000000000000000000000000")
+            .send();
+        let page = HttpRequest::post(port, "/mcp", INITIALIZE)
+            .header("Origin", "http://evil.example")
+            .send();
+        let health = HttpRequest::get(port, "/health").send();
         ports.insert(
             name.clone(),
             json!({
-                "initialize": initialize,
-                "call": call,
-                "guessed_token": guessed,
-                "foreign_origin": page,
-                "health_status": health_status,
-                "health": serde_json::from_str::<Value>(&health).unwrap_or(Value::Null),
+                "initialize": initialize.status,
+                "call": call.status,
+                "guessed_token": guessed.status,
+                "foreign_origin": page.status,
+                "health_status": health.status,
+                "health": serde_json::from_str::<Value>(&health.body).unwrap_or(Value::Null),
             }),
         );
     }
@@ -272,21 +224,13 @@ fn another_user_gets_nothing_from_any_port_and_the_owner_keeps_everything_across
     // The old token opens no component; the new one does.
     for (name, port) in component_ports(&home) {
         let port = port.as_u64().unwrap() as u16;
-        let (refused, _) = http(
-            port,
-            "POST",
-            "/mcp",
-            &[("Authorization", &format!("Bearer {old}"))],
-            INITIALIZE,
-        );
-        assert_eq!(refused, 401, "{name} still takes the old token");
-        let (taken, _) = http(
-            port,
-            "POST",
-            "/mcp",
-            &[("Authorization", &format!("Bearer {chosen}"))],
-            INITIALIZE,
-        );
-        assert_eq!(taken, 200, "{name} refuses the new token");
+        let refused = HttpRequest::post(port, "/mcp", INITIALIZE)
+            .bearer(&old)
+            .send();
+        assert_eq!(refused.status, 401, "{name} still takes the old token");
+        let taken = HttpRequest::post(port, "/mcp", INITIALIZE)
+            .bearer(chosen)
+            .send();
+        assert_eq!(taken.status, 200, "{name} refuses the new token");
     }
 }

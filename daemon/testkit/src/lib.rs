@@ -11,7 +11,11 @@
 //!   `CRABTALK_HOME`, reached with the real protocol client.
 //! - [`eventually`], [`poll_until`] (asynchronous attempts) and [`wait_for`]
 //!   (from a plain thread): wait for a condition with a timeout instead of
-//!   sleeping.
+//!   sleeping; [`poll_within`] gives up after a chosen time without failing,
+//!   for waits that report more when they fail or that try again.
+//! - [`HttpRequest`]: one HTTP/1.1 request written by hand to a port on
+//!   127.0.0.1, and its [`HttpAnswer`] as it came (a service's door as a
+//!   client written from the specification meets it).
 //! - [`fixture_engines`]: Wikipedia and DuckDuckGo answered from
 //!   crabtalk-search's fixtures, for runs of the whole family.
 //! - [`cpu`]: how much CPU a process uses over a window (idle checks).
@@ -34,6 +38,7 @@ pub mod corpus;
 pub mod cpu;
 mod daemon;
 mod engines;
+mod http;
 mod llm;
 pub mod mcp_host;
 pub mod turn;
@@ -44,6 +49,7 @@ use std::time::Duration;
 
 pub use daemon::{TestDaemon, daemon_binary, example_binary};
 pub use engines::{fixture_engines, search_fixture};
+pub use http::{HttpAnswer, HttpRequest};
 pub use llm::{Reply, ScriptedLlm, ToolCall};
 
 /// How long a test waits for anything before failing.
@@ -66,16 +72,30 @@ pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
 /// Polls the asynchronous `attempt` (a request to a daemon, a read of a
 /// component's state) every 10 ms until it answers `Some`, and returns that
 /// value; fails the test after [`PATIENCE`].
-pub async fn poll_until<T>(what: &str, mut attempt: impl AsyncFnMut() -> Option<T>) -> T {
-    within(what, async {
+pub async fn poll_until<T>(what: &str, attempt: impl AsyncFnMut() -> Option<T>) -> T {
+    match poll_within(PATIENCE, attempt).await {
+        Some(value) => value,
+        None => panic!("timed out after {PATIENCE:?} waiting for {what}"),
+    }
+}
+
+/// Polls `attempt` like [`poll_until`], for at most `limit`: `None` if it
+/// never answered `Some`. For a wait that says more than its name when it
+/// fails (`let Some(..) = poll_within(PATIENCE, ..).await else { panic!(..) }`
+/// with the log or the screen), or one that gives up and tries again.
+pub async fn poll_within<T>(
+    limit: Duration,
+    mut attempt: impl AsyncFnMut() -> Option<T>,
+) -> Option<T> {
+    let polled = async {
         loop {
             if let Some(value) = attempt().await {
                 return value;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-    })
-    .await
+    };
+    tokio::time::timeout(limit, polled).await.ok()
 }
 
 /// Polls `condition` from a plain thread until it returns `Some`, failing

@@ -4,11 +4,10 @@
 //! MCP specification would speak.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crabtalk_home::{Home, PortFile, Service};
 use crabtalk_kit::mcp::{CappedSessions, mcp_router_with_sessions, run_mcp};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use crabtalk_testkit::{HttpAnswer, HttpRequest};
 
 #[derive(Clone)]
 struct Empty;
@@ -45,13 +44,8 @@ async fn serve(cap: usize) -> Served {
         });
     }
     let path = service.port_file(&home);
-    let port = crabtalk_testkit::within("the port file", async {
-        loop {
-            if let Ok(file) = PortFile::read(&path) {
-                return file.port;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+    let port = crabtalk_testkit::poll_until("the port file", async || {
+        PortFile::read(&path).ok().map(|file| file.port)
     })
     .await;
     Served {
@@ -63,130 +57,63 @@ async fn serve(cap: usize) -> Served {
     }
 }
 
-/// One HTTP/1.1 exchange: the status, the head and the body.
-struct Answer {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Answer {
-    fn session(&self) -> Option<String> {
-        self.head.lines().find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| value.trim().to_owned())
-        })
-    }
-}
-
-async fn request(
-    port: u16,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Answer {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .unwrap();
-    let mut text = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        text.push_str(&format!("{name}: {value}\r\n"));
-    }
-    text.push_str("\r\n");
-    text.push_str(body);
-    stream.write_all(text.as_bytes()).await.unwrap();
-    let mut answer = Vec::new();
-    crabtalk_testkit::within("the answer", stream.read_to_end(&mut answer))
-        .await
-        .unwrap();
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or(0);
-    Answer {
-        status,
-        head: head.to_owned(),
-        body: body.to_owned(),
-    }
-}
-
-fn bearer(token: &str) -> String {
-    format!("Bearer {token}")
+/// The session an answer opened.
+fn session(answer: &HttpAnswer) -> Option<String> {
+    answer.header("mcp-session-id").map(str::to_owned)
 }
 
 #[tokio::test]
 async fn strangers_are_refused_before_mcp_and_never_open_a_session() {
     let served = serve(8).await;
     let token = crabtalk_home::token::read_token(&served.home).unwrap();
+    let port = served.port;
     for _ in 0..200 {
-        let answer = request(served.port, "POST", "/mcp", &[], INITIALIZE).await;
+        let answer = HttpRequest::post(port, "/mcp", INITIALIZE)
+            .send_async()
+            .await;
         assert_eq!(answer.status, 401, "{}", answer.head);
         assert!(
             answer
-                .head
-                .to_ascii_lowercase()
-                .contains("www-authenticate: bearer"),
+                .header("www-authenticate")
+                .is_some_and(|value| value.to_ascii_lowercase().starts_with("bearer")),
             "{}",
             answer.head
         );
-        assert!(answer.session().is_none());
+        assert!(session(&answer).is_none());
     }
-    for wrong in ["Bearer nope", "Basic abc", &bearer(&token[..10]), "Bearer "] {
-        let answer = request(
-            served.port,
-            "POST",
-            "/mcp",
-            &[("Authorization", wrong)],
-            INITIALIZE,
-        )
-        .await;
+    let short = format!("Bearer {}", &token[..10]);
+    for wrong in ["Bearer nope", "Basic abc", &short, "Bearer "] {
+        let answer = HttpRequest::post(port, "/mcp", INITIALIZE)
+            .header("Authorization", wrong)
+            .send_async()
+            .await;
         assert_eq!(answer.status, 401, "{wrong}: {}", answer.head);
     }
     // A direct call without a session, and a GET stream: refused the same.
-    let call = request(served.port, "POST", "/mcp", &[], LIST).await;
+    let call = HttpRequest::post(port, "/mcp", LIST).send_async().await;
     assert_eq!(call.status, 401);
-    let stream = request(served.port, "GET", "/mcp", &[], "").await;
+    let stream = HttpRequest::get(port, "/mcp").send_async().await;
     assert_eq!(stream.status, 401);
     assert_eq!(served.sessions.len(), 0, "a stranger opened a session");
 
     // The health answer says nothing to a stranger, everything to the owner.
-    let outside = request(served.port, "GET", "/health", &[], "").await;
+    let outside = HttpRequest::get(port, "/health").send_async().await;
     assert_eq!(outside.status, 200);
-    assert_eq!(
-        serde_json::from_str::<serde_json::Value>(&outside.body).unwrap(),
-        serde_json::json!({"ok": true})
-    );
-    let owner = request(
-        served.port,
-        "GET",
-        "/health",
-        &[("Authorization", &bearer(&token))],
-        "",
-    )
-    .await;
+    assert_eq!(outside.json(), serde_json::json!({"ok": true}));
+    let owner = HttpRequest::get(port, "/health")
+        .bearer(&token)
+        .send_async()
+        .await;
     let health: crabtalk_home::Health = serde_json::from_str(&owner.body).unwrap();
     assert_eq!(health.service, "probe");
 
     // The owner's token opens a session.
-    let answer = request(
-        served.port,
-        "POST",
-        "/mcp",
-        &[("Authorization", &bearer(&token))],
-        INITIALIZE,
-    )
-    .await;
+    let answer = HttpRequest::post(port, "/mcp", INITIALIZE)
+        .bearer(&token)
+        .send_async()
+        .await;
     assert_eq!(answer.status, 200, "{}\n{}", answer.head, answer.body);
-    assert!(answer.session().is_some());
+    assert!(session(&answer).is_some());
     assert_eq!(served.sessions.len(), 1);
 }
 
@@ -194,36 +121,30 @@ async fn strangers_are_refused_before_mcp_and_never_open_a_session() {
 async fn foreign_origins_are_refused_even_with_the_token() {
     let served = serve(8).await;
     let token = crabtalk_home::token::read_token(&served.home).unwrap();
-    let auth = bearer(&token);
+    let port = served.port;
     for origin in [
         "http://evil.example",
         "null",
         "http://localhost.evil.example",
     ] {
-        for (method, path, body) in [("POST", "/mcp", INITIALIZE), ("GET", "/health", "")] {
-            let answer = request(
-                served.port,
-                method,
-                path,
-                &[("Authorization", &auth), ("Origin", origin)],
-                body,
-            )
-            .await;
-            assert_eq!(answer.status, 403, "{origin} {path}: {}", answer.head);
+        for request in [
+            HttpRequest::post(port, "/mcp", INITIALIZE),
+            HttpRequest::get(port, "/health"),
+        ] {
+            let answer = request
+                .bearer(&token)
+                .header("Origin", origin)
+                .send_async()
+                .await;
+            assert_eq!(answer.status, 403, "{origin}: {}", answer.head);
         }
     }
     assert_eq!(served.sessions.len(), 0);
-    let local = request(
-        served.port,
-        "POST",
-        "/mcp",
-        &[
-            ("Authorization", &auth),
-            ("Origin", "http://localhost:6274"),
-        ],
-        INITIALIZE,
-    )
-    .await;
+    let local = HttpRequest::post(port, "/mcp", INITIALIZE)
+        .bearer(&token)
+        .header("Origin", "http://localhost:6274")
+        .send_async()
+        .await;
     assert_eq!(local.status, 200, "{}", local.head);
 }
 
@@ -231,45 +152,30 @@ async fn foreign_origins_are_refused_even_with_the_token() {
 async fn sessions_are_capped_and_the_longest_idle_is_closed_first() {
     let served = serve(4).await;
     let token = crabtalk_home::token::read_token(&served.home).unwrap();
-    let auth = bearer(&token);
+    let port = served.port;
     let mut ids = Vec::new();
     for _ in 0..6 {
-        let answer = request(
-            served.port,
-            "POST",
-            "/mcp",
-            &[("Authorization", &auth)],
-            INITIALIZE,
-        )
-        .await;
+        let answer = HttpRequest::post(port, "/mcp", INITIALIZE)
+            .bearer(&token)
+            .send_async()
+            .await;
         assert_eq!(answer.status, 200, "{}", answer.head);
-        ids.push(answer.session().unwrap());
+        ids.push(session(&answer).unwrap());
         assert!(served.sessions.len() <= 4);
     }
     assert_eq!(served.sessions.len(), 4);
-    let port = served.port;
-    let use_session = |id: String| {
-        let auth = auth.clone();
-        async move {
-            request(
-                port,
-                "POST",
-                "/mcp",
-                &[
-                    ("Authorization", &auth),
-                    ("Mcp-Session-Id", &id),
-                    ("MCP-Protocol-Version", "2025-06-18"),
-                ],
-                LIST,
-            )
+    let use_session = async |id: &str| {
+        HttpRequest::post(port, "/mcp", LIST)
+            .bearer(&token)
+            .mcp_session(id)
+            .send_async()
             .await
             .status
-        }
     };
     // The two opened first were closed to make room; the newest works.
-    assert_eq!(use_session(ids[0].clone()).await, 404);
-    assert_eq!(use_session(ids[1].clone()).await, 404);
-    assert_eq!(use_session(ids[5].clone()).await, 200);
+    assert_eq!(use_session(&ids[0]).await, 404);
+    assert_eq!(use_session(&ids[1]).await, 404);
+    assert_eq!(use_session(&ids[5]).await, 200);
 }
 
 #[tokio::test]
@@ -277,20 +183,16 @@ async fn a_replaced_token_works_at_once_and_the_old_one_stops() {
     let served = serve(8).await;
     let old = crabtalk_home::token::read_token(&served.home).unwrap();
     let port = served.port;
-    let status = |token: String| async move {
-        request(
-            port,
-            "POST",
-            "/mcp",
-            &[("Authorization", &bearer(&token))],
-            INITIALIZE,
-        )
-        .await
-        .status
+    let status = async |token: &str| {
+        HttpRequest::post(port, "/mcp", INITIALIZE)
+            .bearer(token)
+            .send_async()
+            .await
+            .status
     };
-    assert_eq!(status(old.clone()).await, 200);
+    assert_eq!(status(&old).await, 200);
     crabtalk_home::write_atomic_private(&served.home.token_file(), b"rotated-by-the-daemon\n")
         .unwrap();
-    assert_eq!(status("rotated-by-the-daemon".into()).await, 200);
-    assert_eq!(status(old).await, 401);
+    assert_eq!(status("rotated-by-the-daemon").await, 200);
+    assert_eq!(status(&old).await, 401);
 }

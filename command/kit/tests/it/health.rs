@@ -2,8 +2,6 @@
 //! clear and watch is what the owner is told, at every request, over real
 //! HTTP as `crabup ps` asks it.
 
-use std::time::Duration;
-
 use crabtalk_home::{Home, PortFile, Service};
 use crabtalk_kit::Problems;
 use crabtalk_kit::mcp::{mcp_router, run_mcp_reporting};
@@ -46,13 +44,8 @@ async fn health_lists_the_problems_recorded_and_cleared_while_serving() {
         })
     };
     let path = service.port_file(&home);
-    let port = crabtalk_testkit::within("the port file", async {
-        loop {
-            if let Ok(file) = PortFile::read(&path) {
-                return file.port;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    let port = crabtalk_testkit::poll_until("the port file", async || {
+        PortFile::read(&path).ok().map(|file| file.port)
     })
     .await;
     assert_eq!(health(&home, port).await, ["an engine is suspended"]);

@@ -181,16 +181,15 @@ mod tests {
         let file = CronsFile::at(&path);
         let mut watch = FileWatch::start(&file, WatchMode::PollOnly, Duration::from_millis(10));
         std::fs::write(&path, "[[cron]]\n").unwrap();
-        let noticed = tokio::time::timeout(Duration::from_secs(10), async {
-            loop {
-                // Shorter than the 100 ms the file must be left alone.
-                tokio::select! {
-                    () = watch.changed() => return,
-                    () = tokio::time::sleep(Duration::from_millis(20)) => {}
-                }
+        // Each attempt gives up on the wait after 20 ms, shorter than the
+        // 100 ms the file must be left alone.
+        let attempt = async || {
+            tokio::select! {
+                () = watch.changed() => Some(()),
+                () = tokio::time::sleep(Duration::from_millis(20)) => None,
             }
-        })
-        .await;
-        assert!(noticed.is_ok(), "the change was lost to a dropped wait");
+        };
+        let noticed = crabtalk_testkit::poll_within(Duration::from_secs(10), attempt).await;
+        assert!(noticed.is_some(), "the change was lost to a dropped wait");
     }
 }

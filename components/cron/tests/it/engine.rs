@@ -183,13 +183,9 @@ impl Rig {
                 .filter(|r| pred(r))
                 .collect::<Vec<_>>()
         };
-        let waited = tokio::time::timeout(crabtalk_testkit::PATIENCE, async {
-            while found().len() < count {
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            }
-        })
-        .await;
-        if waited.is_err() {
+        let enough = async || (found().len() >= count).then_some(());
+        let waited = crabtalk_testkit::poll_within(crabtalk_testkit::PATIENCE, enough).await;
+        if waited.is_none() {
             panic!(
                 "timed out waiting for {what}; now {}, runs {:?}, jobs {:?}, state {:?}",
                 self.clock.now(),

@@ -54,12 +54,7 @@ async fn an_every_second_entry_fires_at_least_five_times_in_a_row_without_drift(
                 .all(|pair| pair[1] - pair[0] == chrono::Duration::seconds(1))
         })
     };
-    within("five on-time runs in a row", async {
-        while !streak(&setup.runs()) {
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-    })
-    .await;
+    eventually("five on-time runs in a row", || streak(&setup.runs())).await;
     setup.kill9_cron();
     // No slot ran twice.
     let runs = setup.runs();
@@ -632,52 +627,23 @@ async fn a_turn_past_the_entrys_timeout_is_stopped_and_recorded_as_an_error() {
     assert_eq!(runs[0].entry, "stuck");
 }
 
-/// One JSON-RPC message POSTed to `/mcp` by hand, as a client written from
-/// the MCP spec would; the session id and the body of the answer.
-fn post_mcp(port: u16, token: &str, session: Option<&str>, body: &str) -> (Option<String>, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
-        .unwrap();
-    let mut request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    if let Some(session) = session {
-        request.push_str(&format!(
-            "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
-        ));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    let session = answer.lines().find_map(|line| {
-        line.to_ascii_lowercase()
-            .strip_prefix("mcp-session-id:")
-            .map(|_| line[15..].trim().to_owned())
-    });
-    (session, answer)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_arguments_sent_as_a_json_string_are_accepted() {
     let mut setup = Setup::start("").await;
     setup.start_cron(&[]).await;
     let port = setup.cron_port();
     let token = crabtalk_home::token::read_token(&setup.home()).unwrap();
-    let answer = tokio::task::spawn_blocking(move || {
-        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"by-hand","version":"1"}}}"#;
-        let (session, _) = post_mcp(port, &token, None, init);
-        let session = session.expect("a session id");
-        post_mcp(port, &token, Some(&session), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"cron_add","arguments":"{\"id\":\"strung\",\"every\":\"1h\",\"tz\":\"UTC\",\"message\":\"m\"}"}}"#;
-        post_mcp(port, &token, Some(&session), call).1
-    })
-    .await
-    .unwrap();
+    // By hand, as a client written from the MCP spec would.
+    let post = |body: &str| crabtalk_testkit::HttpRequest::post(port, "/mcp", body).bearer(&token);
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"by-hand","version":"1"}}}"#;
+    let opened = post(init).send_async().await;
+    let session = opened.header("mcp-session-id").expect("a session id");
+    post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .mcp_session(session)
+        .send_async()
+        .await;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"cron_add","arguments":"{\"id\":\"strung\",\"every\":\"1h\",\"tz\":\"UTC\",\"message\":\"m\"}"}}"#;
+    let answer = post(call).mcp_session(session).send_async().await.body;
     assert!(
         answer.contains("\"added\"") && answer.contains("strung"),
         "{answer}"
@@ -693,23 +659,21 @@ async fn tool_arguments_sent_as_a_json_string_are_accepted() {
 /// its tools.
 async fn daemon_sees_cron(setup: &Setup) {
     let client = setup.daemon.client().await;
-    within("the daemon to connect to cron", async {
-        loop {
-            let list = client
-                .list_mcps(crabtalk_proto::msg::ListMcpsMsg {
-                    agent: "crab".into(),
-                })
-                .await
-                .unwrap();
-            if list.mcps.iter().any(|info| {
+    crabtalk_testkit::poll_until("the daemon to connect to cron", async || {
+        let list = client
+            .list_mcps(crabtalk_proto::msg::ListMcpsMsg {
+                agent: "crab".into(),
+            })
+            .await
+            .unwrap();
+        list.mcps
+            .iter()
+            .any(|info| {
                 info.name == "cron"
                     && info.status == crabtalk_proto::msg::McpStatus::Connected as i32
                     && info.tool_count == 8
-            }) {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+            })
+            .then_some(())
     })
     .await;
 }

@@ -416,28 +416,13 @@ async fn a_blocked_engine_shows_in_the_answer_in_engines_and_in_health() {
     // `crabup ps` reads the same through GET /health.
     let port = service.port();
     let token = crabtalk_home::token::read_token(&service.home).unwrap();
-    let health = tokio::task::spawn_blocking(move || crabtalk_command_health(port, &token))
+    let health = crabtalk_testkit::HttpRequest::get(port, "/health")
+        .bearer(&token)
+        .send_async()
         .await
-        .unwrap();
+        .body;
     assert!(health.contains("bing blocked (suspended until"), "{health}");
     let _ = client.cancel().await;
-}
-
-/// `GET /health` as text.
-fn crabtalk_command_health(port: u16, token: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    write!(
-        stream,
-        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    text
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -454,23 +439,21 @@ async fn a_turn_in_the_daemon_calls_web_search_and_gets_fused_results() {
     .unwrap();
     let service = Service::start(&home).await;
     let client = daemon.client().await;
-    within("the daemon to connect to search", async {
-        loop {
-            let list = client
-                .list_mcps(crabtalk_proto::msg::ListMcpsMsg {
-                    agent: "crab".into(),
-                })
-                .await
-                .unwrap();
-            if list.mcps.iter().any(|info| {
+    crabtalk_testkit::poll_until("the daemon to connect to search", async || {
+        let list = client
+            .list_mcps(crabtalk_proto::msg::ListMcpsMsg {
+                agent: "crab".into(),
+            })
+            .await
+            .unwrap();
+        list.mcps
+            .iter()
+            .any(|info| {
                 info.name == "search"
                     && info.status == crabtalk_proto::msg::McpStatus::Connected as i32
                     && info.tool_count == 2
-            }) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+            })
+            .then_some(())
     })
     .await;
     llm.push(LlmReply::tools(vec![ToolCall::new(
@@ -618,15 +601,11 @@ async fn a_web_fetch_its_client_gives_up_stops_being_processed() {
     .await;
     // And the process goes quiet rather than finishing the page unseen.
     let pid = service.pid();
-    within("the service's CPU use to settle", async {
-        loop {
-            let used = crabtalk_testkit::cpu::measure_cpu(pid, Duration::from_millis(500))
-                .await
-                .unwrap();
-            if used.percent_of_a_core() < 10.0 {
-                return;
-            }
-        }
+    crabtalk_testkit::poll_until("the service's CPU use to settle", async || {
+        let used = crabtalk_testkit::cpu::measure_cpu(pid, Duration::from_millis(500))
+            .await
+            .unwrap();
+        (used.percent_of_a_core() < 10.0).then_some(())
     })
     .await;
     // The slots it held are free: the service reads the next page.

@@ -171,15 +171,8 @@ async fn a_config_without_a_token_exits_78_naming_the_key() {
 impl Setup {
     async fn stop_gateway_when_exited(&mut self) -> std::process::ExitStatus {
         let mut child = self.gateway.take().unwrap();
-        crabtalk_testkit::within("the gateway to exit", async {
-            loop {
-                if let Some(status) = child.try_wait().unwrap() {
-                    return status;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        })
-        .await
+        crabtalk_testkit::poll_until("the gateway to exit", async || child.try_wait().unwrap())
+            .await
     }
 }
 

@@ -199,18 +199,12 @@ async fn an_agent_sends_with_telegram_send_to_its_own_conversation() {
     let mut setup = Setup::start("").await;
     setup.start_gateway().await;
     let client = setup.daemon.client().await;
-    crabtalk_testkit::within("the daemon to connect to the gateway's MCP", async {
-        loop {
-            let mcps = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
-            if mcps
-                .mcps
-                .iter()
-                .any(|m| m.name == "telegram" && m.status == McpStatus::Connected as i32)
-            {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+    crabtalk_testkit::poll_until("the daemon to connect to the gateway's MCP", async || {
+        let mcps = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
+        mcps.mcps
+            .iter()
+            .any(|m| m.name == "telegram" && m.status == McpStatus::Connected as i32)
+            .then_some(())
     })
     .await;
     setup.llm.push(Reply::tools(vec![ToolCall::new(

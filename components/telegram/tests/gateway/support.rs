@@ -5,7 +5,6 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use crabtalk_fake_bot_api::{FakeBotApi, TOKEN, TgUser};
 use crabtalk_home::{Home, PortFile};
@@ -137,27 +136,16 @@ impl Setup {
         unsafe {
             libc::kill(child.id() as i32, libc::SIGTERM);
         }
-        crabtalk_testkit::within("the gateway to exit", async {
-            loop {
-                if let Some(status) = child.try_wait().unwrap() {
-                    return status;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        })
-        .await
+        crabtalk_testkit::poll_until("the gateway to exit", async || child.try_wait().unwrap())
+            .await
     }
 
     /// Waits until the gateway's log contains `needle`.
     pub(crate) async fn log_says(&self, needle: &str) {
-        let waited = tokio::time::timeout(crabtalk_testkit::PATIENCE, async {
-            while !self.log().contains(needle) {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
+        let said = async || self.log().contains(needle).then_some(());
+        let waited = crabtalk_testkit::poll_within(crabtalk_testkit::PATIENCE, said).await;
         assert!(
-            waited.is_ok(),
+            waited.is_some(),
             "the log never said {needle:?}:\n{}",
             self.log()
         );
@@ -183,17 +171,17 @@ impl Setup {
         PortFile::read(&path).unwrap().port
     }
 
-    /// `GET /health` of the running gateway (waiting for its port file),
-    /// as text.
+    /// The body of `GET /health` of the running gateway (waiting for its
+    /// port file), as text.
     pub(crate) async fn health(&self) -> String {
         let port = self.mcp_port().await;
         let token = crabtalk_home::token::read_token(&self.home()).unwrap();
-        crabtalk_testkit::within(
-            "health",
-            tokio::task::spawn_blocking(move || http_get(port, "/health", &token)),
-        )
-        .await
-        .unwrap()
+        let answer = crabtalk_testkit::HttpRequest::get(port, "/health")
+            .bearer(&token)
+            .send_async()
+            .await;
+        assert_eq!(answer.status, 200, "{}\n\n{}", answer.head, answer.body);
+        answer.body
     }
 
     /// The user message of the `n`th model request (0-based).
@@ -223,21 +211,6 @@ impl Drop for Setup {
         }
         self.kill9_gateway();
     }
-}
-
-/// A plain `GET` on the gateway's port: the whole answer.
-/// A GET as the owner (with the token of `run/`).
-pub(crate) fn http_get(port: u16, path: &str, token: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer
 }
 
 /// The text of the last user message of an OpenAI request body.

@@ -3,8 +3,8 @@
 //! and comes back — in a pseudo-terminal.
 
 use crabtalk_proto::msg::*;
+use crabtalk_testkit::Reply;
 use crabtalk_testkit::turn::{Turn, message};
-use crabtalk_testkit::{Reply, within};
 use serde_json::Value;
 
 use crate::support::*;
@@ -199,31 +199,26 @@ async fn the_first_message_after_a_daemon_restart_is_not_lost() {
     // Sent at once: the chat may or may not have noticed the restart yet.
     tui.line("first after restart");
     tui.wait_for("Answered after the restart.").await;
-    within("the message in the log", async {
-        loop {
-            let client = daemon.client().await;
-            let list = client
-                .list_conversations(ListConversationsMsg::default())
-                .await
-                .unwrap();
-            if let Some(c) = list.conversations.first() {
-                let history = client
-                    .get_conversation_history(GetConversationHistoryMsg {
-                        file_path: c.file_path.clone(),
-                    })
-                    .await
-                    .unwrap();
-                let users: Vec<&str> = history
-                    .messages
-                    .iter()
-                    .filter(|m| m.role == "user")
-                    .map(|m| m.content.as_str())
-                    .collect();
-                assert_eq!(users, ["first after restart"]);
-                return;
-            }
-            tokio::task::yield_now().await;
-        }
+    let file_path = crabtalk_testkit::poll_until("the message in the log", async || {
+        let client = daemon.client().await;
+        let list = client
+            .list_conversations(ListConversationsMsg::default())
+            .await
+            .unwrap();
+        list.conversations.first().map(|c| c.file_path.clone())
     })
     .await;
+    let history = daemon
+        .client()
+        .await
+        .get_conversation_history(GetConversationHistoryMsg { file_path })
+        .await
+        .unwrap();
+    let users: Vec<&str> = history
+        .messages
+        .iter()
+        .filter(|m| m.role == "user")
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(users, ["first after restart"]);
 }

@@ -266,33 +266,28 @@ async fn events_tails_the_event_stream_as_lines() {
     let client = daemon.client().await;
     // The subscription starts some time after the process does: keep
     // running turns until one shows up.
-    let seen = within("a turn in the event tail", async {
-        let mut seen = Vec::new();
-        loop {
-            let turn = crabtalk_testkit::turn::message("crab", "watcher", "hello");
-            crabtalk_testkit::turn::Turn::run(&client, turn).await;
-            let next = tokio::time::timeout(std::time::Duration::from_millis(500), async {
-                let mut got = Vec::new();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let done = line.contains("done");
-                    got.push(line);
-                    if done {
-                        break;
-                    }
-                }
-                got
-            })
-            .await;
-            if let Ok(got) = next {
-                seen.extend(got);
-                if seen
-                    .iter()
-                    .any(|line| line.contains("text") && line.contains("tail me"))
-                {
-                    return seen;
+    let mut seen = Vec::new();
+    crabtalk_testkit::poll_until("a turn in the event tail", async || {
+        let turn = crabtalk_testkit::turn::message("crab", "watcher", "hello");
+        crabtalk_testkit::turn::Turn::run(&client, turn).await;
+        let next = tokio::time::timeout(std::time::Duration::from_millis(500), async {
+            let mut got = Vec::new();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let done = line.contains("done");
+                got.push(line);
+                if done {
+                    break;
                 }
             }
+            got
+        })
+        .await;
+        if let Ok(got) = next {
+            seen.extend(got);
         }
+        seen.iter()
+            .any(|line| line.contains("text") && line.contains("tail me"))
+            .then_some(())
     })
     .await;
     assert!(

@@ -120,36 +120,27 @@ async fn slash_events_streams_text_before_the_turn_is_complete() {
     let client = daemon.client().await;
     // The subscription starts a moment after the footer: keep turns coming
     // (each stalls until killed) until one is seen streaming.
-    crabtalk_testkit::within("streamed text in /events", async {
-        loop {
-            let stream = client
-                .stream(message("crab", "someone", "tell me a story"))
-                .await
-                .unwrap();
-            let seen = async {
-                loop {
-                    if tui
-                        .contents()
-                        .contains("crab/someone  text      The story so f")
-                    {
-                        return;
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-                }
-            };
-            let shown = tokio::time::timeout(std::time::Duration::from_secs(2), seen).await;
-            client
-                .kill(KillMsg {
-                    agent: "crab".into(),
-                    sender: "someone".into(),
-                })
-                .await
-                .unwrap();
-            crabtalk_testkit::turn::Turn::collect(stream).await;
-            if shown.is_ok() {
-                return;
-            }
-        }
+    crabtalk_testkit::poll_until("streamed text in /events", async || {
+        let stream = client
+            .stream(message("crab", "someone", "tell me a story"))
+            .await
+            .unwrap();
+        let streaming = async || {
+            tui.contents()
+                .contains("crab/someone  text      The story so f")
+                .then_some(())
+        };
+        let shown =
+            crabtalk_testkit::poll_within(std::time::Duration::from_secs(2), streaming).await;
+        client
+            .kill(KillMsg {
+                agent: "crab".into(),
+                sender: "someone".into(),
+            })
+            .await
+            .unwrap();
+        crabtalk_testkit::turn::Turn::collect(stream).await;
+        shown
     })
     .await;
     tui.send(ESC);

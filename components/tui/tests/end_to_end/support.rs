@@ -11,9 +11,8 @@ use std::num::NonZeroU16;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use crabtalk_testkit::{PATIENCE, ScriptedLlm, TestDaemon, daemon_binary};
+use crabtalk_testkit::{PATIENCE, ScriptedLlm, TestDaemon, daemon_binary, poll_within};
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
 pub(crate) const ENTER: &str = "\r";
@@ -144,18 +143,12 @@ impl Tui {
 
     /// Waits until the screen satisfies `condition`.
     pub(crate) async fn wait_until(&self, what: &str, condition: impl Fn(&vt100::Screen) -> bool) {
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        loop {
-            if self.with_screen(&condition) {
-                return;
-            }
-            if tokio::time::Instant::now() > deadline {
-                panic!(
-                    "timed out after {PATIENCE:?} waiting for {what}; the screen shows:\n{}",
-                    self.contents()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(15)).await;
+        let shown = async || self.with_screen(&condition).then_some(());
+        if poll_within(PATIENCE, shown).await.is_none() {
+            panic!(
+                "timed out after {PATIENCE:?} waiting for {what}; the screen shows:\n{}",
+                self.contents()
+            );
         }
     }
 
@@ -186,18 +179,14 @@ impl Tui {
 
     /// Waits for the process to exit and returns its exit code.
     pub(crate) async fn wait_exit(&mut self) -> u32 {
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("poll the TUI") {
-                return status.exit_code();
-            }
-            if tokio::time::Instant::now() > deadline {
-                panic!(
-                    "the TUI did not exit; the screen shows:\n{}",
-                    self.contents()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(15)).await;
+        let child = &mut self.child;
+        let exited = async || child.try_wait().expect("poll the TUI");
+        match poll_within(PATIENCE, exited).await {
+            Some(status) => status.exit_code(),
+            None => panic!(
+                "the TUI did not exit; the screen shows:\n{}",
+                self.contents()
+            ),
         }
     }
 }

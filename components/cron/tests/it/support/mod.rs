@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
 
 use crabtalk_cron::{RunLog, RunRecord};
 use crabtalk_home::{Home, PortFile};
@@ -70,21 +69,11 @@ impl Setup {
     /// What the running service answers the owner at `GET /health` (a
     /// stranger is told only that it is alive).
     pub(crate) fn health(&self) -> serde_json::Value {
-        use std::io::{Read, Write};
         let token = crabtalk_home::token::read_token(&self.home()).unwrap();
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.cron_port())).unwrap();
-        stream
-            .write_all(
-                format!(
-                    "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\r\n"
-                )
-                .as_bytes(),
-            )
-            .unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
-        serde_json::from_str(body).unwrap_or_else(|err| panic!("{err}: {answer}"))
+        crabtalk_testkit::HttpRequest::get(self.cron_port(), "/health")
+            .bearer(&token)
+            .send()
+            .json()
     }
 
     pub(crate) fn kill9_cron(&mut self) {
@@ -116,13 +105,9 @@ impl Setup {
                 .filter(|r| pred(r))
                 .collect::<Vec<_>>()
         };
-        let waited = tokio::time::timeout(crabtalk_testkit::PATIENCE, async {
-            while found().len() < count {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
-        if waited.is_err() {
+        let enough = async || (found().len() >= count).then_some(());
+        let waited = crabtalk_testkit::poll_within(crabtalk_testkit::PATIENCE, enough).await;
+        if waited.is_none() {
             panic!(
                 "timed out waiting for {what}; runs: {:?}\ncron log:\n{}",
                 self.runs(),
