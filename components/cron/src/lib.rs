@@ -27,7 +27,6 @@ pub mod config;
 pub mod engine;
 #[cfg(feature = "service")]
 pub mod fire;
-pub use crabtalk_kit::lock;
 pub mod runlog;
 pub mod schedule;
 #[cfg(feature = "service")]

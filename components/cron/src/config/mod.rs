@@ -25,6 +25,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crabtalk_home::{Home, write_atomic_private};
+use crabtalk_kit::FileLock;
 use toml_edit::DocumentMut;
 
 pub use edit::{Change, EditError, FieldValue};
@@ -35,7 +36,6 @@ pub use entry::{
 pub use load::{LoadError, parse_entries};
 pub use watch::{FileWatch, WatchMode};
 
-use crate::lock::FileLock;
 use crate::schedule::Zone;
 
 /// How many times an edit is made again on a file that changed under it

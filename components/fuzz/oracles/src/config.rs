@@ -13,7 +13,7 @@ use std::path::Path;
 use crabtalk_cron::config::{CronsFile, LoadError, parse_entries};
 use crabtalk_cron::schedule::Zone;
 use crabtalk_kit::config::{ConfigError as KitError, ConfigFile};
-use crabtalk_telegram::config::TelegramConfig;
+use crabtalk_telegram::TelegramConfig;
 use crabtalkd::config::agent::AgentConfig;
 use crabtalkd::config::{DaemonConfig, Refusal as DaemonError};
 

@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crabtalk_telegram::config::TelegramConfig;
+use crabtalk_telegram::TelegramConfig;
 
 use super::{Report, Verdict};
 use crate::context::Context;
