@@ -8,7 +8,7 @@
 //! each slot on disk before firing it through the daemon, so a restart or a
 //! crash never fires a slot twice, and records every slot in
 //! `logs/cron-runs.jsonl` ([`runlog`]). Agents manage entries through the
-//! MCP tools the service offers ([`tools`]); people through the CLI
+//! MCP tools the service offers (`tools.rs`); people through the CLI
 //! ([`cli`]), which goes through the same code.
 //!
 //! Without the default `service` feature the crate is the command line,
@@ -35,7 +35,7 @@ pub mod state;
 #[cfg(feature = "service")]
 pub mod subcommands;
 #[cfg(feature = "service")]
-pub mod tools;
+mod tools;
 
 /// `$CRABTALK_HOME/cron/`: the scheduler's own data (claims, locks).
 pub fn data_dir(home: &Home) -> PathBuf {

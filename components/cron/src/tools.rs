@@ -24,18 +24,16 @@ use crate::config::Deliver;
 use crate::engine::{Clock, EngineHandle};
 
 /// `_meta` key: the calling conversation's agent.
-pub const META_AGENT: &str = "ai.crabtalk/agent";
+pub(crate) const META_AGENT: &str = "ai.crabtalk/agent";
 /// `_meta` key: the calling conversation's sender.
-pub const META_SENDER: &str = "ai.crabtalk/sender";
-/// `_meta` key: the sender that began the turn's chain.
-pub const META_ORIGIN: &str = "ai.crabtalk/origin";
+pub(crate) const META_SENDER: &str = "ai.crabtalk/sender";
 /// `_meta` key: the component that started the chain (`cron`, `telegram`).
-pub const META_TRIGGER: &str = "ai.crabtalk/trigger";
+pub(crate) const META_TRIGGER: &str = "ai.crabtalk/trigger";
 /// `_meta` key: the gateway sender behind the chain, for a gateway chain.
-pub const META_GATEWAY: &str = "ai.crabtalk/gateway";
+pub(crate) const META_GATEWAY: &str = "ai.crabtalk/gateway";
 
 /// What the tools share: the entries, the engine that runs them, the time.
-pub struct CronTools {
+pub(crate) struct CronTools {
     admin: Arc<Admin>,
     engine: EngineHandle,
     clock: Arc<dyn Clock>,
@@ -105,7 +103,7 @@ const RUNS: Hints = Hints {
 /// The tools, served as one MCP server. A call its client cancels runs to
 /// its end: an entry is written to the file and then the engine told, and
 /// a run once started is the engine's.
-pub fn server(admin: Arc<Admin>, engine: EngineHandle, clock: Arc<dyn Clock>) -> ToolServer {
+pub(crate) fn server(admin: Arc<Admin>, engine: EngineHandle, clock: Arc<dyn Clock>) -> ToolServer {
     let spec = |name, title, description, input, hints| ToolSpec {
         name,
         title,

@@ -48,7 +48,7 @@ pub mod service;
 #[cfg(feature = "service")]
 pub mod subcommands;
 #[cfg(feature = "service")]
-pub mod tools;
+mod tools;
 #[cfg(feature = "service")]
 pub mod web;
 

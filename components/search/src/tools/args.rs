@@ -12,10 +12,10 @@ use crate::search::SearchRequest;
 use crate::web::MAX_CHARS_LIMIT;
 
 /// The longest query accepted, in characters.
-pub const MAX_QUERY_CHARS: usize = 500;
+pub(crate) const MAX_QUERY_CHARS: usize = 500;
 
 /// `web_search`'s arguments as a request; `default_count` when none is given.
-pub fn search_request(
+pub(crate) fn search_request(
     arguments: &Map<String, Value>,
     default_count: usize,
 ) -> Result<SearchRequest, ToolError> {
@@ -79,13 +79,13 @@ pub fn search_request(
 
 /// `web_fetch`'s arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchArgs {
+pub(crate) struct FetchArgs {
     pub url: String,
     pub max_chars: Option<usize>,
     pub format: Format,
 }
 
-pub fn fetch_args(arguments: &Map<String, Value>) -> Result<FetchArgs, ToolError> {
+pub(crate) fn fetch_args(arguments: &Map<String, Value>) -> Result<FetchArgs, ToolError> {
     only(arguments, "web_fetch", &["url", "max_chars", "format"])?;
     let url = match arguments.get("url") {
         Some(Value::String(text)) if !text.trim().is_empty() => text.trim().to_owned(),

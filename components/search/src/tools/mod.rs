@@ -15,7 +15,7 @@
 //! Dropping a fetch stops the page being made readable at its next look
 //! at its budget (RFC 0063).
 
-pub mod args;
+pub(crate) mod args;
 
 use std::sync::Arc;
 
@@ -29,7 +29,7 @@ use crate::config::EngineId;
 use crate::web::{MAX_CHARS_LIMIT, Web};
 
 /// What the tools share: the web, and the count of calls under way.
-pub struct SearchTools {
+pub(crate) struct SearchTools {
     web: Arc<Web>,
     busy: crate::burst::Busy,
 }
@@ -45,7 +45,7 @@ const READS_THE_WEB: Hints = Hints {
 
 /// The tools, served as one MCP server. A call its client cancels is
 /// dropped at once (RFC 0063): nothing is left half done by a read.
-pub fn server(web: Arc<Web>) -> ToolServer {
+pub(crate) fn server(web: Arc<Web>) -> ToolServer {
     let engines: Vec<&str> = EngineId::ALL.iter().map(|e| e.name()).collect();
     let tools = SearchTools {
         web,
