@@ -97,7 +97,7 @@ pub mod tool_view;
 pub use component::Component;
 #[cfg(feature = "service")]
 pub use entry::main_mcp;
-pub use entry::{RUNTIME_GRACE, main_run, main_with, prepare, prepare_home};
+pub use entry::{main_run, main_with, prepare, prepare_home};
 pub use footprint::{release_after_settling, return_free_heap};
 pub use lock::FileLock;
 pub use problems::Problems;
