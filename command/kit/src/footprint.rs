@@ -34,7 +34,9 @@ pub fn return_free_heap() {
     }
 }
 
-/// Waits [`SETTLE`], then gives back the start-up pages (once).
+/// Waits until the service has settled (3 s: its first polls,
+/// connections and config reads done), then gives back the start-up pages
+/// (once).
 pub async fn release_after_settling() {
     tokio::time::sleep(SETTLE).await;
     release_startup_pages();

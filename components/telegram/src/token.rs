@@ -89,7 +89,8 @@ fn classify(err: CallError, api_url: &str) -> TokenError {
     }
 }
 
-/// [`get_me`] for a caller without a runtime (crabup's setup).
+/// Checks `token` with the Bot API's `getMe` at `api_url`, for a caller
+/// without a runtime (crabup's setup): the bot it belongs to.
 pub fn get_me_blocking(api_url: &url::Url, token: &str) -> Result<BotIdentity, TokenError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
