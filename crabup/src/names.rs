@@ -100,7 +100,7 @@ pub(crate) fn check_name(name: &str, third_party: ThirdParty) -> anyhow::Result<
     let mut known: Vec<&str> = TABLE.iter().map(|known| known.short).collect();
     known.extend(TABLE.iter().map(|known| known.crate_name));
     known.push("crabup");
-    let hint = crabtalk_kit::suggest::closest(name, &known)
+    let hint = crabtalk_kit::closest(name, &known)
         .map(|likely| format!(" Did you mean `{likely}`?"))
         .unwrap_or_default();
     let family: Vec<&str> = TABLE.iter().map(|known| known.short).collect();

@@ -23,8 +23,8 @@ use std::io::{BufRead, Write};
 use anyhow::{Context as _, bail};
 use crabtalk_command::{ManagerKind, Service};
 use crabtalk_home::{EnvFile, Home, write_atomic_private};
-use crabtalk_telegram::config::TelegramConfig;
-use crabtalk_telegram::token::get_me_blocking;
+use crabtalk_telegram::TelegramConfig;
+use crabtalk_telegram::get_me_blocking;
 
 use crate::providers;
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::Context;
 use crabtalk_home::exit::{EX_CONFIG, FAILURE};
 use crabtalk_home::{Home, PortFile};
-use crabtalk_proto::transport::TcpListener;
+use crabtalk_proto::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::lock::InstanceLock;
@@ -57,7 +57,7 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
     // The socket comes last: once it answers, the port file is there too.
     #[cfg(unix)]
     {
-        let uds = crabtalk_proto::transport::UdsListener::bind(home.socket_path()).await?;
+        let uds = crabtalk_proto::UdsListener::bind(home.socket_path()).await?;
         tracing::info!("listening on {}", uds.path().display());
         listeners.push(tokio::spawn(uds.serve(server.clone(), serving.clone())));
     }
@@ -70,7 +70,7 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
     );
     let sweeper = tokio::spawn(runtime.clone().evict_idle_conversations());
     // Once settled, the pages only start-up used go back (RFC 0042).
-    tokio::spawn(crabtalk_kit::footprint::release_after_settling());
+    tokio::spawn(crabtalk_kit::release_after_settling());
     shutdown.cancelled().await;
     tracing::info!("shutting down");
     // Discovery first, so that nothing connects while connections close.
@@ -143,7 +143,7 @@ pub async fn reload(home: &Home) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Err(crabtalk_proto::client::ClientError::Server(error))
+        Err(crabtalk_proto::ClientError::Server(error))
             if error.code == crabtalk_proto::msg::ErrorMsg::BAD_REQUEST =>
         {
             Err(Refused(error.message).into())
@@ -204,8 +204,8 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
             || cause.is::<crate::runtime::StartError>()
             || cause.is::<Refused>()
             || matches!(
-                cause.downcast_ref::<crabtalk_proto::transport::BindError>(),
-                Some(crabtalk_proto::transport::BindError::TokenRequired { .. })
+                cause.downcast_ref::<crabtalk_proto::BindError>(),
+                Some(crabtalk_proto::BindError::TokenRequired { .. })
             )
     });
     if config_error { EX_CONFIG } else { FAILURE }

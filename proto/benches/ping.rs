@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use crabtalk_proto::transport::UdsListener;
+use crabtalk_proto::UdsListener;
 use crabtalk_proto::{Client, Server};
 use criterion::{Criterion, criterion_group, criterion_main};
 use tokio_util::sync::CancellationToken;

@@ -11,19 +11,22 @@
 //!
 //! - [`msg`]: the generated protocol types (from `crabtalk.proto`);
 //! - [`codec`]: the frame codec, with its 16 MiB limit;
-//! - [`server`]: the [`Server`] trait (one method per operation) and its
-//!   provided [`Server::dispatch`];
-//! - [`transport`]: UDS and TCP listeners that feed connections into a
-//!   [`Server`];
-//! - [`client`]: the typed [`Client`], connected to a socket path or a
-//!   TCP address.
+//! - the [`Server`] trait (one method per operation) and its provided
+//!   [`Server::dispatch`];
+//! - the listeners [`UdsListener`] and [`TcpListener`], which feed
+//!   connections into a [`Server`] and bound what a peer can make it spend;
+//! - the typed [`Client`], connected to a socket path or a TCP address.
+//!
+//! `msg` and `codec` are namespaces other crates name by path (a message
+//! type is `msg::StreamMsg`, the frame reader `codec::FrameReader`); the
+//! rest is here at the root.
 //!
 //! It moves frames and nothing else: where a daemon of a `CRABTALK_HOME`
 //! listens is read from the home's files by the crates above it (the
 //! component kit's `daemon` module).
 //!
 //! ```no_run
-//! # async fn example() -> Result<(), crabtalk_proto::client::ClientError> {
+//! # async fn example() -> Result<(), crabtalk_proto::ClientError> {
 //! use crabtalk_proto::{Client, msg::StreamMsg};
 //! use futures::StreamExt;
 //!
@@ -37,15 +40,21 @@
 //! # Ok(()) }
 //! ```
 
-pub mod client;
+mod client;
 pub mod codec;
 pub mod msg;
 mod ops;
-pub mod server;
-pub mod transport;
+mod server;
+mod transport;
 
-pub use client::Client;
+pub use client::{Client, ClientError, ReplyStream, STREAM_BUFFER_BYTES, StreamItem};
 pub use server::Server;
+#[cfg(unix)]
+pub use transport::UdsListener;
+pub use transport::{
+    BindError, DEFAULT_TCP_ADDR, MAX_HELLO_FRAME, MAX_IN_FLIGHT, MAX_UNADMITTED, OUTBOX_BYTES,
+    TcpListener,
+};
 
 /// The protocol this crate speaks, as reported in `Pong.protocol`.
 pub const PROTOCOL: &str = "crabtalk/0.3+ext1";

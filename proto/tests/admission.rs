@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crabtalk_proto::client::{ClientError, STREAM_BUFFER_BYTES};
 use crabtalk_proto::codec::{FrameError, FrameReader, MAX_FRAME_LEN, encode_frame};
 use crabtalk_proto::msg::*;
-use crabtalk_proto::transport::{
+use crabtalk_proto::{Client, Server};
+use crabtalk_proto::{ClientError, STREAM_BUFFER_BYTES};
+use crabtalk_proto::{
     MAX_HELLO_FRAME, MAX_IN_FLIGHT, MAX_UNADMITTED, OUTBOX_BYTES, TcpListener, UdsListener,
 };
-use crabtalk_proto::{Client, Server};
 use futures::stream::{self, Stream, StreamExt};
 use proptest::prelude::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

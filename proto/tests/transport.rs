@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crabtalk_proto::client::ClientError;
+use crabtalk_proto::ClientError;
 use crabtalk_proto::codec::{FrameError, FrameReader, MAX_FRAME_LEN, encode_frame};
 use crabtalk_proto::msg::*;
-use crabtalk_proto::transport::{BindError, TcpListener, UdsListener};
+use crabtalk_proto::{BindError, TcpListener, UdsListener};
 use crabtalk_proto::{Client, Server};
 use futures::stream::{self, Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};

@@ -49,7 +49,7 @@ pub fn optional<T: DeserializeOwned + Default>(component: &Component) -> anyhow:
 }
 
 /// A component that reads no configuration file: nothing can be wrong.
-pub fn no_config(component: &Component) -> anyhow::Result<String> {
+pub(crate) fn no_config(component: &Component) -> anyhow::Result<String> {
     Ok(format!(
         "{} reads no configuration file",
         component.service().binary()

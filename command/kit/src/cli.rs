@@ -89,7 +89,7 @@ pub trait ComponentCli: clap::Parser {
 }
 
 /// The name of the subcommand the kit adds to every component.
-pub const CHECK: &str = "check";
+pub(crate) const CHECK: &str = "check";
 
 /// `command` with the kit's `check` subcommand: what every component's
 /// `main` parses with (see [`main_with`](crate::main_with)).
@@ -129,7 +129,7 @@ pub enum RunCommand {
 }
 
 /// What every component's `--help` ends with.
-pub const FILES_HELP: &str = "Files: its configuration in $CRABTALK_HOME/config/<name>.toml; while it \
+pub(crate) const FILES_HELP: &str = "Files: its configuration in $CRABTALK_HOME/config/<name>.toml; while it \
      runs, $CRABTALK_HOME/run/<name>.port (CRABTALK_HOME defaults to ~/.crabtalk); as a service \
      it logs to $CRABTALK_HOME/logs/<name>.log. Install, start and stop it with `crabup`.";
 

@@ -28,7 +28,7 @@ use crate::exit::exit_code;
 use crate::{Component, Shutdown};
 
 /// How long tasks left running at the end get before the process exits.
-pub const RUNTIME_GRACE: Duration = Duration::from_millis(200);
+pub(crate) const RUNTIME_GRACE: Duration = Duration::from_millis(200);
 
 /// The `main` of a component whose only command is `run`: `run` calls
 /// `run_component` with the component, which is the service until it

@@ -13,7 +13,7 @@ use crate::config::ConfigError;
 
 /// The exit code for a component's result, printing the error to stderr
 /// as `<binary>: error: <cause: cause: …>`.
-pub fn exit_code(binary: &str, result: anyhow::Result<()>) -> ExitCode {
+pub(crate) fn exit_code(binary: &str, result: anyhow::Result<()>) -> ExitCode {
     let Err(err) = result else {
         return ExitCode::SUCCESS;
     };
@@ -22,7 +22,7 @@ pub fn exit_code(binary: &str, result: anyhow::Result<()>) -> ExitCode {
 }
 
 /// The exit code `err` stands for.
-pub fn code_of(err: &anyhow::Error) -> u8 {
+pub(crate) fn code_of(err: &anyhow::Error) -> u8 {
     if err.chain().any(|cause| cause.is::<ConfigError>()) {
         EX_CONFIG
     } else {

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 /// How long after start a service is taken to have settled: its first
 /// polls, connections and config reads done.
-pub const SETTLE: Duration = Duration::from_secs(3);
+pub(crate) const SETTLE: Duration = Duration::from_secs(3);
 
 /// Hands the allocator's free heap pages back to the system (glibc's
 /// `malloc_trim`), so that a service idle after a burst of work is not
@@ -34,14 +34,16 @@ pub fn return_free_heap() {
     }
 }
 
-/// Waits [`SETTLE`], then gives back the start-up pages (once).
+/// Waits until the service has settled (3 s: its first polls,
+/// connections and config reads done), then gives back the start-up pages
+/// (once).
 pub async fn release_after_settling() {
     tokio::time::sleep(SETTLE).await;
     release_startup_pages();
 }
 
 /// Drops the process's resident pages of its own executable.
-pub fn release_startup_pages() {
+pub(crate) fn release_startup_pages() {
     #[cfg(target_os = "linux")]
     {
         let Ok(exe) = std::fs::read_link("/proc/self/exe") else {

@@ -10,9 +10,10 @@
 //! - [`main_run`], [`main_mcp`], [`main_with`]: the whole `main` — the
 //!   command line ([`cli`]: `run`, the kit's `check` ([`check`]), `-v`),
 //!   `$CRABTALK_HOME/env` loaded while
-//!   the process has one thread, [`logging`] to stderr, the rustls `ring`
-//!   provider installed once, a current-thread runtime, and the exit code
-//!   ([`exit`]: 78 for configuration, 1 otherwise).
+//!   the process has one thread, logging to stderr (`RUST_LOG` or `-v`),
+//!   the rustls `ring` provider installed once ([`install_ring`]), a
+//!   current-thread runtime, and the exit code (78 for configuration, 1
+//!   otherwise).
 //! - [`Component`]: what the component's code is handed — the home, its
 //!   [`Service`](crabtalk_home::Service), the [`Shutdown`] signal
 //!   (SIGINT/SIGTERM, Ctrl-C on Windows) shared by every task, its typed
@@ -32,6 +33,15 @@
 //!
 //! - [`tool_view`]: the answers of the web tools as people read them
 //!   (what the clients show instead of raw JSON).
+//! - Small shared parts: [`FileLock`] (an advisory lock on a file),
+//!   [`closest`] (the "did you mean" of a misspelt name),
+//!   [`return_free_heap`] and [`release_after_settling`] (memory given
+//!   back to the system).
+//!
+//! The modules left public are namespaces other crates name by path
+//! (`config::ConfigFile`, `daemon::DaemonLink`, `tool_server::ToolSpec`,
+//! `check::required`); the rest is private, its few shared items here at
+//! the root.
 //!
 //! Without the default `service` feature the kit is only the command line,
 //! the config loader, logging, the shutdown signal and the daemon client:
@@ -65,21 +75,21 @@ mod component;
 pub mod config;
 pub mod daemon;
 mod entry;
-pub mod exit;
-pub mod footprint;
+mod exit;
+mod footprint;
 #[cfg(feature = "service")]
 mod health;
-pub mod lock;
-pub mod logging;
+mod lock;
+mod logging;
 #[cfg(feature = "service")]
 pub mod mcp;
 mod problems;
 #[cfg(feature = "service")]
 mod sessions;
 mod shutdown;
-pub mod suggest;
+mod suggest;
 #[cfg(feature = "service")]
-pub mod tls;
+mod tls;
 #[cfg(feature = "service")]
 pub mod tool_server;
 pub mod tool_view;
@@ -87,6 +97,11 @@ pub mod tool_view;
 pub use component::Component;
 #[cfg(feature = "service")]
 pub use entry::main_mcp;
-pub use entry::{RUNTIME_GRACE, main_run, main_with, prepare, prepare_home};
+pub use entry::{main_run, main_with, prepare, prepare_home};
+pub use footprint::{release_after_settling, return_free_heap};
+pub use lock::FileLock;
 pub use problems::Problems;
 pub use shutdown::Shutdown;
+pub use suggest::closest;
+#[cfg(feature = "service")]
+pub use tls::install_ring;

@@ -18,7 +18,7 @@
 //! engine's code into every service's resident memory for directives that
 //! are never more than targets and levels here.
 
-use tracing_subscriber::filter::Targets;
+use tracing_subscriber::filter::{ParseError, Targets};
 
 use crate::cli::{Mode, Verbosity};
 
@@ -28,7 +28,7 @@ const QUIET_TARGETS: &str = "rmcp=warn";
 
 /// Sends tracing to stderr at the level `verbosity` asks for in `mode`
 /// (`RUST_LOG` wins). Only the first call in a process has an effect.
-pub fn init(verbosity: Verbosity, mode: Mode) {
+pub(crate) fn init(verbosity: Verbosity, mode: Mode) {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -56,18 +56,30 @@ pub fn init(verbosity: Verbosity, mode: Mode) {
     }
 }
 
+/// `RUST_LOG`-style directives that do not read as a filter.
+#[derive(Debug, thiserror::Error)]
+#[error("{directives:?}: {source}")]
+pub(crate) struct FilterError {
+    /// The directives as given.
+    directives: String,
+    source: ParseError,
+}
+
 /// The filter `RUST_LOG`-style `directives` ask for: `level`, or
 /// `target=level` pairs separated by commas.
-pub fn filter_of(directives: &str) -> Result<Targets, String> {
+pub(crate) fn filter_of(directives: &str) -> Result<Targets, FilterError> {
     directives
         .trim()
         .parse::<Targets>()
-        .map_err(|err| format!("{directives:?}: {err}"))
+        .map_err(|source| FilterError {
+            directives: directives.to_owned(),
+            source,
+        })
 }
 
 /// The filter without `RUST_LOG`: the level of `verbosity` in `mode`,
 /// with the quiet targets (dependencies that chatter) held to warnings unless `-v` asks for more.
-pub fn default_filter(verbosity: Verbosity, mode: Mode) -> Targets {
+pub(crate) fn default_filter(verbosity: Verbosity, mode: Mode) -> Targets {
     let level = verbosity.filter_for(mode);
     let directives = if verbosity.verbose == 0 {
         format!("{level},{QUIET_TARGETS}")
@@ -94,7 +106,11 @@ mod tests {
                 .unwrap()
                 .would_enable("anything", &Level::INFO)
         );
-        assert!(filter_of("crabtalk=loud").is_err());
+        let refused = filter_of("crabtalk=loud").unwrap_err();
+        assert!(
+            refused.to_string().starts_with("\"crabtalk=loud\": "),
+            "{refused}"
+        );
     }
 
     #[test]

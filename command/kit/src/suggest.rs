@@ -5,7 +5,7 @@
 //! word back instead of a bare "unknown".
 //!
 //! ```
-//! use crabtalk_kit::suggest::closest;
+//! use crabtalk_kit::closest;
 //! assert_eq!(closest("deamon", &["daemon", "cron"]), Some("daemon"));
 //! assert_eq!(closest("colour", &["daemon", "cron"]), None);
 //! ```

@@ -8,11 +8,11 @@
 //! each slot on disk before firing it through the daemon, so a restart or a
 //! crash never fires a slot twice, and records every slot in
 //! `logs/cron-runs.jsonl` (`runlog`). Agents manage entries through the
-//! MCP tools the service offers ([`tools`]); people through the CLI
+//! MCP tools the service offers (`tools.rs`); people through the CLI
 //! ([`cli`]), which goes through the same code.
 //!
 //! The modules are private but for [`cli`] (the command line, which
-//! crabup's CLI check reads too) and [`tools`]; the binary calls [`run`]
+//! crabup's CLI check reads too); the binary calls [`run`]
 //! and [`run_command`], and what the tests, examples and fuzz oracles
 //! drive (the schedules, the `crons.toml` model, the engine with its
 //! clocks and firers, the run log and the state file) is re-exported here.
@@ -25,7 +25,6 @@ use std::path::PathBuf;
 
 use crabtalk_home::Home;
 use crabtalk_home::create_private_dir;
-use crabtalk_kit::lock;
 
 #[cfg(feature = "service")]
 mod admin;
@@ -44,7 +43,7 @@ mod state;
 #[cfg(feature = "service")]
 mod subcommands;
 #[cfg(feature = "service")]
-pub mod tools;
+mod tools;
 
 #[cfg(feature = "service")]
 pub use config::WatchMode;

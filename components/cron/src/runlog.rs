@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use crabtalk_home::{Home, write_atomic_private};
+use crabtalk_kit::FileLock;
 use serde::{Deserialize, Serialize};
-
-use crate::lock::FileLock;
 
 /// Past this size the log is cut to its newest half.
 pub(crate) const MAX_BYTES: u64 = 4 * 1024 * 1024;

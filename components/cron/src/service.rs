@@ -7,13 +7,13 @@ use std::sync::Arc;
 use anyhow::Context;
 use crabtalk_home::Home;
 use crabtalk_kit::Component;
+use crabtalk_kit::FileLock;
 use crabtalk_kit::daemon::DaemonLink;
 
 use crate::admin::Admin;
 use crate::config::{CronsFile, WatchMode};
 use crate::engine::{Clock, Engine, EngineHandle, Files, KeptSchedule, SystemClock};
 use crate::fire::daemon::DaemonFirer;
-use crate::lock::FileLock;
 use crate::runlog::RunLog;
 use crate::schedule::Zone;
 use crate::state::StateFile;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use chrono::{DateTime, Utc};
 use crabtalk_home::{Home, PortFile};
+use crabtalk_kit::FileLock;
 use crabtalk_kit::config::ConfigError;
 use crabtalk_kit::{Component, Shutdown};
 use rmcp::ServiceExt;
@@ -18,7 +19,6 @@ use crate::admin::{Admin, AdminError, Caller, EntryFields, EntryView, SlotView, 
 use crate::cli::{AddArgs, Command};
 use crate::config::LoadError;
 use crate::engine::SystemClock;
-use crate::lock::FileLock;
 use crate::runlog::RunRecord;
 use crate::schedule::{CronExpr, Schedule, Timing, Zone, parse_at};
 use crate::service::{lock_path, machine_zone};

@@ -13,7 +13,9 @@
 
 use std::sync::Arc;
 
-use crabtalk_kit::tool_server::{Hints, Input, OnCancel, ToolCall, ToolServer, ToolSpec};
+use crabtalk_kit::tool_server::{
+    Hints, Input, OnCancel, ToolCall, ToolError, ToolServer, ToolSpec,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -22,18 +24,16 @@ use crate::config::Deliver;
 use crate::engine::{Clock, EngineHandle};
 
 /// `_meta` key: the calling conversation's agent.
-pub const META_AGENT: &str = "ai.crabtalk/agent";
+pub(crate) const META_AGENT: &str = "ai.crabtalk/agent";
 /// `_meta` key: the calling conversation's sender.
-pub const META_SENDER: &str = "ai.crabtalk/sender";
-/// `_meta` key: the sender that began the turn's chain.
-pub const META_ORIGIN: &str = "ai.crabtalk/origin";
+pub(crate) const META_SENDER: &str = "ai.crabtalk/sender";
 /// `_meta` key: the component that started the chain (`cron`, `telegram`).
-pub const META_TRIGGER: &str = "ai.crabtalk/trigger";
+pub(crate) const META_TRIGGER: &str = "ai.crabtalk/trigger";
 /// `_meta` key: the gateway sender behind the chain, for a gateway chain.
-pub const META_GATEWAY: &str = "ai.crabtalk/gateway";
+pub(crate) const META_GATEWAY: &str = "ai.crabtalk/gateway";
 
 /// What the tools share: the entries, the engine that runs them, the time.
-pub struct CronTools {
+pub(crate) struct CronTools {
     admin: Arc<Admin>,
     engine: EngineHandle,
     clock: Arc<dyn Clock>,
@@ -103,7 +103,7 @@ const RUNS: Hints = Hints {
 /// The tools, served as one MCP server. A call its client cancels runs to
 /// its end: an entry is written to the file and then the engine told, and
 /// a run once started is the engine's.
-pub fn server(admin: Arc<Admin>, engine: EngineHandle, clock: Arc<dyn Clock>) -> ToolServer {
+pub(crate) fn server(admin: Arc<Admin>, engine: EngineHandle, clock: Arc<dyn Clock>) -> ToolServer {
     let spec = |name, title, description, input, hints| ToolSpec {
         name,
         title,
@@ -208,12 +208,11 @@ fn caller(call: &ToolCall) -> Caller {
 }
 
 impl CronTools {
-    async fn add(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+    async fn add(self: Arc<Self>, call: ToolCall) -> Result<Value, ToolError> {
         if call.meta_text(META_TRIGGER) == Some("cron") {
-            return Err(
-                "turns started by cron cannot create schedules (no self-replicating schedules)"
-                    .into(),
-            );
+            return Err(ToolError::failed(
+                "turns started by cron cannot create schedules (no self-replicating schedules)",
+            ));
         }
         let caller = caller(&call);
         let mut fields: EntryFields = call.read()?;
@@ -223,79 +222,83 @@ impl CronTools {
         let view = self
             .admin
             .add(&fields, &caller, self.clock.now())
-            .map_err(message)?;
+            .map_err(refused)?;
         self.engine.reload().await;
         Ok(json!({ "added": view }))
     }
 
-    async fn list(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+    async fn list(self: Arc<Self>, call: ToolCall) -> Result<Value, ToolError> {
         let _: NoArgs = call.read()?;
         let entries = self
             .admin
             .list(&caller(&call), self.clock.now())
-            .map_err(message)?;
+            .map_err(refused)?;
         Ok(json!({ "entries": entries }))
     }
 
-    async fn update(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+    async fn update(self: Arc<Self>, call: ToolCall) -> Result<Value, ToolError> {
         let fields: EntryFields = call.read()?;
         let id = fields
             .id
             .clone()
-            .ok_or("give the `id` of the entry to update")?;
+            .ok_or_else(|| ToolError::arguments("give the `id` of the entry to update"))?;
         let view = self
             .admin
             .update(&id, &fields, &caller(&call), self.clock.now())
-            .map_err(message)?;
+            .map_err(refused)?;
         self.engine.reload().await;
         Ok(json!({ "updated": view }))
     }
 
-    async fn remove(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+    async fn remove(self: Arc<Self>, call: ToolCall) -> Result<Value, ToolError> {
         let IdArgs { id } = call.read()?;
-        self.admin.remove(&id, &caller(&call)).map_err(message)?;
+        self.admin.remove(&id, &caller(&call)).map_err(refused)?;
         self.engine.reload().await;
         Ok(json!({ "removed": id }))
     }
 
-    async fn pause(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+    async fn pause(self: Arc<Self>, call: ToolCall) -> Result<Value, ToolError> {
         self.set_enabled(call, false).await
     }
 
-    async fn resume(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+    async fn resume(self: Arc<Self>, call: ToolCall) -> Result<Value, ToolError> {
         self.set_enabled(call, true).await
     }
 
-    async fn set_enabled(&self, call: ToolCall, enabled: bool) -> Result<Value, String> {
+    async fn set_enabled(&self, call: ToolCall, enabled: bool) -> Result<Value, ToolError> {
         let IdArgs { id } = call.read()?;
         let view = self
             .admin
             .set_enabled(&id, enabled, &caller(&call), self.clock.now())
-            .map_err(message)?;
+            .map_err(refused)?;
         self.engine.reload().await;
         Ok(json!({ "entry": view }))
     }
 
-    async fn run(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+    async fn run(self: Arc<Self>, call: ToolCall) -> Result<Value, ToolError> {
         let RunArgs { id, wait } = call.read()?;
         self.admin
             .check_touch(&id, &caller(&call))
-            .map_err(message)?;
+            .map_err(refused)?;
         if wait {
-            let record = self.engine.run_now_and_wait(&id).await?;
+            let record = self
+                .engine
+                .run_now_and_wait(&id)
+                .await
+                .map_err(ToolError::failed)?;
             Ok(json!({ "run": record }))
         } else {
-            let started = self.engine.run_now(&id).await?;
+            let started = self.engine.run_now(&id).await.map_err(ToolError::failed)?;
             Ok(json!({ "started": id, "scheduled": started }))
         }
     }
 
-    async fn runs(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+    async fn runs(self: Arc<Self>, call: ToolCall) -> Result<Value, ToolError> {
         let RunsArgs { id, n } = call.read()?;
         let runs = self
             .admin
             .runs(id.as_deref(), n.unwrap_or(20), &caller(&call))
-            .map_err(message)?;
+            .map_err(refused)?;
         Ok(json!({ "runs": runs }))
     }
 }
@@ -315,8 +318,14 @@ fn telegram_default(fields: &EntryFields, caller: &Caller) -> Option<String> {
     of(&fields.sender).or_else(|| of(&caller.sender))
 }
 
-fn message(err: AdminError) -> String {
-    err.to_string()
+/// The entries' refusal as the tools' error: fields that do not make an
+/// entry are the call's arguments; the rest (no such entry, not the
+/// caller's, the file unwritable) is the tool failing.
+fn refused(err: AdminError) -> ToolError {
+    match err {
+        AdminError::Invalid(_) => ToolError::arguments(err),
+        _ => ToolError::failed(err),
+    }
 }
 
 #[cfg(test)]

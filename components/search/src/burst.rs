@@ -55,7 +55,7 @@ impl Drop for BusyGuard {
         if self.busy.in_flight.fetch_sub(1, Ordering::SeqCst) != 1 {
             return;
         }
-        crabtalk_kit::footprint::return_free_heap();
+        crabtalk_kit::return_free_heap();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -66,7 +66,7 @@ impl Drop for BusyGuard {
             if busy.begun.load(Ordering::SeqCst) == seen
                 && busy.in_flight.load(Ordering::SeqCst) == 0
             {
-                crabtalk_kit::footprint::return_free_heap();
+                crabtalk_kit::return_free_heap();
             }
         });
     }

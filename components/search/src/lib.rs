@@ -51,7 +51,7 @@ mod service;
 #[cfg(feature = "service")]
 mod subcommands;
 #[cfg(feature = "service")]
-pub mod tools;
+mod tools;
 #[cfg(feature = "service")]
 mod web;
 

@@ -42,7 +42,11 @@ pub async fn run(component: &Component, command: Command) -> anyhow::Result<()> 
             }
             let request =
                 args::search_request(&arguments, web.settings().count).map_err(|err| {
-                    anyhow::anyhow!(err.replace('`', "").replace("count", "-n/--count"))
+                    anyhow::anyhow!(
+                        err.to_string()
+                            .replace('`', "")
+                            .replace("count", "-n/--count")
+                    )
                 })?;
             let answer = web.search(&request).await;
             if json {

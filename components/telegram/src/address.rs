@@ -12,18 +12,19 @@ use std::fmt;
 
 /// A chat, and a forum topic in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ChatAddress {
+pub(crate) struct ChatAddress {
     pub chat: i64,
     /// The topic's thread id in a forum supergroup.
     pub topic: Option<i32>,
 }
 
 impl ChatAddress {
-    pub fn chat(chat: i64) -> Self {
+    pub(crate) fn chat(chat: i64) -> Self {
         Self { chat, topic: None }
     }
 
-    pub fn topic(chat: i64, topic: i32) -> Self {
+    #[cfg(test)]
+    pub(crate) fn topic(chat: i64, topic: i32) -> Self {
         Self {
             chat,
             topic: Some(topic),
@@ -32,12 +33,12 @@ impl ChatAddress {
 
     /// Private chats have positive ids; groups, supergroups and channels
     /// negative ones.
-    pub fn is_private(&self) -> bool {
+    pub(crate) fn is_private(&self) -> bool {
         self.chat > 0
     }
 
     /// The daemon sender of the conversation at this address.
-    pub fn sender(&self) -> String {
+    pub(crate) fn sender(&self) -> String {
         match self.topic {
             Some(topic) => format!("tg:{}:{topic}", self.chat),
             None => format!("tg:{}", self.chat),
@@ -45,7 +46,7 @@ impl ChatAddress {
     }
 
     /// The address a `tg:` sender names; `None` for any other sender.
-    pub fn from_sender(sender: &str) -> Option<Self> {
+    pub(crate) fn from_sender(sender: &str) -> Option<Self> {
         let rest = sender.strip_prefix("tg:")?;
         let (chat, topic) = match rest.split_once(':') {
             Some((chat, topic)) => (chat, Some(topic.parse::<i32>().ok().filter(|t| *t > 0)?)),

@@ -7,7 +7,7 @@ use crate::config::TelegramConfig;
 
 /// The summary of a `telegram.toml` the gateway would take: its token is
 /// set, and who may talk to the bot.
-pub fn check(component: &Component) -> anyhow::Result<String> {
+pub(crate) fn check(component: &Component) -> anyhow::Result<String> {
     let config = TelegramConfig::load_checked(component.home())?;
     let who = match (config.allow.len(), config.pairing) {
         (0, false) => "nobody may talk to the bot yet (empty allow, no pairing)".to_owned(),

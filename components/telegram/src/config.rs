@@ -19,10 +19,36 @@ use crabtalk_home::{Home, write_atomic_private};
 use crabtalk_kit::config::{self, ConfigError, ConfigFile};
 
 /// Where the Bot API is unless `api_base_url` says otherwise.
-pub const TELEGRAM_API: &str = "https://api.telegram.org";
+pub(crate) const TELEGRAM_API: &str = "https://api.telegram.org";
 
 /// The longest long poll Telegram holds a `getUpdates` for.
-pub const MAX_POLL_TIMEOUT_SECS: u64 = 50;
+pub(crate) const MAX_POLL_TIMEOUT_SECS: u64 = 50;
+
+/// Why there is no bot token to use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoToken {
+    /// Neither `token` nor `token_env` is set.
+    #[error("no bot token: set `token` (from @BotFather) or `token_env`")]
+    NotSet,
+    /// `token_env` names a variable that is not set (or empty).
+    #[error(
+        "token_env = {var:?}, but that variable is not set; set it in $CRABTALK_HOME/env \
+         or write the token as `token`"
+    )]
+    EnvUnset { var: String },
+}
+
+/// Why `api_base_url` cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadApiUrl {
+    #[error("{text:?} is not a URL: {source}")]
+    NotUrl {
+        text: String,
+        source: url::ParseError,
+    },
+    #[error("{text:?} must be an http:// or https:// URL")]
+    NotHttp { text: String },
+}
 
 /// The gateway's configuration, as written in the file.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -127,29 +153,33 @@ impl TelegramConfig {
     }
 
     /// The token: `token`, else the variable `token_env` names.
-    pub fn token(&self) -> Result<String, String> {
+    pub fn token(&self) -> Result<String, NoToken> {
         let token = self.token.trim();
         if !token.is_empty() {
             return Ok(token.to_owned());
         }
         let Some(var) = self.token_env.as_deref().filter(|v| !v.is_empty()) else {
-            return Err("no bot token: set `token` (from @BotFather) or `token_env`".into());
+            return Err(NoToken::NotSet);
         };
         match std::env::var(var) {
             Ok(value) if !value.trim().is_empty() => Ok(value.trim().to_owned()),
-            _ => Err(format!(
-                "token_env = {var:?}, but that variable is not set; set it in $CRABTALK_HOME/env \
-                 or write the token as `token`"
-            )),
+            _ => Err(NoToken::EnvUnset {
+                var: var.to_owned(),
+            }),
         }
     }
 
     /// The Bot API base URL.
-    pub fn api_url(&self) -> Result<url::Url, String> {
+    pub fn api_url(&self) -> Result<url::Url, BadApiUrl> {
         let text = self.api_base_url.as_deref().unwrap_or(TELEGRAM_API);
-        let url = url::Url::parse(text).map_err(|err| format!("{text:?} is not a URL: {err}"))?;
+        let url = url::Url::parse(text).map_err(|source| BadApiUrl::NotUrl {
+            text: text.to_owned(),
+            source,
+        })?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(format!("{text:?} must be an http:// or https:// URL"));
+            return Err(BadApiUrl::NotHttp {
+                text: text.to_owned(),
+            });
         }
         Ok(url)
     }
@@ -336,6 +366,33 @@ mod tests {
             "https://api.telegram.org/"
         );
         assert_eq!(config.agent_name(), "");
+    }
+
+    #[test]
+    fn a_missing_token_and_a_bad_url_say_which() {
+        let mut config = TelegramConfig::default();
+        assert_eq!(config.token(), Err(NoToken::NotSet));
+        config.token_env = Some("CRABTALK_TEST_UNSET_TOKEN_VAR".into());
+        let unset = config.token().unwrap_err();
+        assert_eq!(
+            unset.to_string(),
+            "token_env = \"CRABTALK_TEST_UNSET_TOKEN_VAR\", but that variable is not set; \
+             set it in $CRABTALK_HOME/env or write the token as `token`"
+        );
+        config.api_base_url = Some("ftp://x".into());
+        assert_eq!(
+            config.api_url(),
+            Err(BadApiUrl::NotHttp {
+                text: "ftp://x".into()
+            })
+        );
+        config.api_base_url = Some("no url".into());
+        let bad = config.api_url().unwrap_err();
+        assert!(matches!(bad, BadApiUrl::NotUrl { .. }), "{bad:?}");
+        assert!(
+            bad.to_string().starts_with("\"no url\" is not a URL: "),
+            "{bad}"
+        );
     }
 
     #[test]

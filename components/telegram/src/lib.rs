@@ -2,12 +2,12 @@
 //! crabtalk daemon.
 //!
 //! A person writes to the bot; the gateway long-polls the Bot API
-//! ([`gateway::poller`]), decides whether the sender may talk to the agent
-//! ([`access`]: an allow-list, pairing codes approved on this machine,
+//! (`gateway/poller.rs`), decides whether the sender may talk to the agent
+//! (`access/`: an allow-list, pairing codes approved on this machine,
 //! groups that answer when addressed), and starts a turn in the daemon for
 //! the conversation `tg:<user>` (groups: `tg:<chat>[:<topic>]`). The reply
 //! streams back as one message that is edited as text arrives
-//! ([`outbox`]: a queue per chat that keeps Telegram's per-chat and global
+//! (`outbox/`: a queue per chat that keeps Telegram's per-chat and global
 //! limits and drops intermediate frames, never the final text), rendered
 //! from Markdown into Telegram's HTML subset and split by Telegram's own
 //! measure ([`render`]). Questions become inline keyboards, commands are
@@ -16,48 +16,67 @@
 //!
 //! Replies of turns that something else started for a `tg:` conversation
 //! (cron, delegation, events) are relayed to the chat exactly once
-//! ([`gateway::relay`], [`state::ledger`]); agents send messages with the
-//! MCP tools `telegram_send` and `telegram_chats` ([`tools`]).
+//! (`gateway/relay.rs`, `state/ledger.rs`); agents send messages with the
+//! MCP tools `telegram_send` and `telegram_chats` (`tools.rs`).
 //!
 //! Without the default `service` feature the crate is the command line
-//! ([`cli`]), the config type ([`config`]), the Bot API client
-//! ([`wire`]) and the token check ([`token`]): what crabup links for
-//! first-run setup.
+//! ([`cli`]), the config type ([`TelegramConfig`]), the Bot API client
+//! ([`BotClient`]) and the token check ([`get_me_blocking`]): what crabup
+//! links for first-run setup.
+//!
+//! The modules are private but two namespaces other crates name by path:
+//! [`cli`] (the command line, as the other programs' `cli`) and, with
+//! `service`, [`render`] (Markdown to Telegram messages, which the tests
+//! and the fuzz oracles check on their own).
 
-pub mod check;
+mod check;
 pub mod cli;
-pub mod config;
-pub mod token;
-pub mod wire;
+mod config;
+mod token;
+mod wire;
 
 #[cfg(feature = "service")]
-pub mod access;
+mod access;
 #[cfg(feature = "service")]
-pub mod address;
+mod address;
 #[cfg(feature = "service")]
-pub mod api;
+mod api;
 #[cfg(feature = "service")]
-pub mod gateway;
+mod gateway;
 #[cfg(feature = "service")]
-pub mod lock;
+mod lock;
 #[cfg(feature = "service")]
-pub mod outbox;
+mod outbox;
 #[cfg(feature = "service")]
-pub mod reload;
+mod reload;
 #[cfg(feature = "service")]
 pub mod render;
 #[cfg(feature = "service")]
-pub mod service;
+mod service;
 #[cfg(feature = "service")]
-pub mod state;
+mod state;
 #[cfg(feature = "service")]
-pub mod subcommands;
+mod subcommands;
 #[cfg(feature = "service")]
-pub mod tools;
+mod tools;
+
+pub use config::TelegramConfig;
+pub use token::get_me_blocking;
+pub use wire::{BotClient, CallError};
+
+#[cfg(feature = "service")]
+pub use api::update::{Message, Update, UpdateKind};
+#[cfg(feature = "service")]
+pub use gateway::content;
+#[cfg(feature = "service")]
+pub use gateway::inbound::CORRECTION;
+#[cfg(feature = "service")]
+pub use service::run;
+#[cfg(feature = "service")]
+pub use subcommands::pair;
 
 /// `$CRABTALK_HOME/telegram/`: the gateway's own state.
-pub fn data_dir(home: &crabtalk_home::Home) -> std::path::PathBuf {
+#[cfg(feature = "service")]
+fn data_dir(home: &crabtalk_home::Home) -> std::path::PathBuf {
     home.root().join("telegram")
 }
-
-pub use crabtalk_home::create_private_dir;

@@ -6,30 +6,30 @@
 use std::path::PathBuf;
 
 use crabtalk_home::Home;
-use crabtalk_kit::lock::FileLock;
+use crabtalk_kit::FileLock;
 
 /// Another gateway holds the home.
 #[derive(Debug, thiserror::Error)]
 #[error("another crabtalk-telegram{} already runs for {home}; stop it first with `crabup telegram stop`", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
-pub struct AlreadyRunning {
+pub(crate) struct AlreadyRunning {
     pub home: String,
     pub pid: Option<u32>,
 }
 
 /// A held lock; dropping it releases it.
 #[derive(Debug)]
-pub struct GatewayLock {
+pub(crate) struct GatewayLock {
     _lock: FileLock,
 }
 
 impl GatewayLock {
     /// `telegram/gateway.lock` of `home`.
-    pub fn path(home: &Home) -> PathBuf {
+    pub(crate) fn path(home: &Home) -> PathBuf {
         crate::data_dir(home).join("gateway.lock")
     }
 
     /// Takes the lock of `home`, or says who holds it.
-    pub fn take(home: &Home) -> anyhow::Result<Self> {
+    pub(crate) fn take(home: &Home) -> anyhow::Result<Self> {
         let path = Self::path(home);
         match FileLock::try_exclusive(&path)
             .map_err(|err| anyhow::anyhow!("cannot open {}: {err}", path.display()))?

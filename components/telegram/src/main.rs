@@ -7,8 +7,8 @@ use crabtalk_telegram::cli::{self, Cli, Command};
 fn main() -> std::process::ExitCode {
     crabtalk_kit::main_with(cli::service(), |cli: Cli, component| async move {
         match cli.command {
-            Command::Run => crabtalk_telegram::service::run(&component).await,
-            Command::Pair(pair) => crabtalk_telegram::subcommands::pair(component.home(), pair),
+            Command::Run => crabtalk_telegram::run(&component).await,
+            Command::Pair(pair) => crabtalk_telegram::pair(component.home(), pair),
         }
     })
 }

@@ -24,10 +24,10 @@ use crate::config::TelegramConfig;
 use crate::gateway::Gateway;
 
 /// How often the file is looked at.
-pub const EVERY: Duration = Duration::from_secs(2);
+pub(crate) const EVERY: Duration = Duration::from_secs(2);
 
 /// Follows the file until the task is dropped.
-pub async fn watch(gateway: Arc<Gateway>, problems: Problems) {
+pub(crate) async fn watch(gateway: Arc<Gateway>, problems: Problems) {
     let path = TelegramConfig::path(&gateway.home);
     let stamp = || {
         std::fs::metadata(&path)

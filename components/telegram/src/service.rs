@@ -36,7 +36,7 @@ use crate::state::offset::OffsetStore;
 use crate::token::{BotIdentity, TokenError};
 
 /// How long replies get to be delivered at shutdown.
-pub const DRAIN_GRACE: Duration = Duration::from_millis(1500);
+pub(crate) const DRAIN_GRACE: Duration = Duration::from_millis(1500);
 
 /// Runs the gateway until the component is told to stop.
 pub async fn run(component: &Component) -> anyhow::Result<()> {
@@ -144,8 +144,8 @@ async fn start(
     problems: Problems,
     publish: watch::Sender<Option<Arc<Gateway>>>,
 ) -> anyhow::Result<()> {
-    let token = config.token().map_err(anyhow::Error::msg)?;
-    let url = config.api_url().map_err(anyhow::Error::msg)?;
+    let token = config.token()?;
+    let url = config.api_url()?;
     let mut api = Api::new(&url, &token, Throttle::telegram());
     let Some(me) = identify(&home, &mut config, &mut api, &shutdown, &problems).await else {
         return Ok(());

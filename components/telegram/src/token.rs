@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::wire::{BotClient, CallError};
 
 /// How long `getMe` may take.
-pub const GET_ME_TIMEOUT: Duration = Duration::from_secs(15);
+pub(crate) const GET_ME_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The bot a token belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,13 +43,13 @@ impl TokenError {
 }
 
 /// Asks the Bot API at `api_url` who `token` belongs to.
-pub async fn get_me(api_url: &url::Url, token: &str) -> Result<BotIdentity, TokenError> {
+pub(crate) async fn get_me(api_url: &url::Url, token: &str) -> Result<BotIdentity, TokenError> {
     ask_get_me(&BotClient::new(api_url, token, GET_ME_TIMEOUT)).await
 }
 
 /// [`get_me`] with a client made already; its result read as plain JSON
 /// (only `id`, `username` and `first_name` matter here).
-pub async fn ask_get_me(client: &BotClient) -> Result<BotIdentity, TokenError> {
+pub(crate) async fn ask_get_me(client: &BotClient) -> Result<BotIdentity, TokenError> {
     let me = client
         .call_within("getMe", &serde_json::json!({}), GET_ME_TIMEOUT)
         .await
@@ -89,7 +89,8 @@ fn classify(err: CallError, api_url: &str) -> TokenError {
     }
 }
 
-/// [`get_me`] for a caller without a runtime (crabup's setup).
+/// Checks `token` with the Bot API's `getMe` at `api_url`, for a caller
+/// without a runtime (crabup's setup): the bot it belongs to.
 pub fn get_me_blocking(api_url: &url::Url, token: &str) -> Result<BotIdentity, TokenError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -20,7 +20,9 @@
 
 use std::sync::Arc;
 
-use crabtalk_kit::tool_server::{Hints, Input, OnCancel, ToolCall, ToolServer, ToolSpec};
+use crabtalk_kit::tool_server::{
+    Hints, Input, OnCancel, ToolCall, ToolError, ToolServer, ToolSpec,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -29,26 +31,26 @@ use crate::address::ChatAddress;
 use crate::gateway::Gateway;
 
 /// `_meta` key: the calling conversation's sender (RFC 0005).
-pub const META_SENDER: &str = "ai.crabtalk/sender";
+pub(crate) const META_SENDER: &str = "ai.crabtalk/sender";
 /// `_meta` key: the gateway sender behind the calling chain, if any.
-pub const META_GATEWAY: &str = "ai.crabtalk/gateway";
+pub(crate) const META_GATEWAY: &str = "ai.crabtalk/gateway";
 
 /// The chat a gateway chain may reach: its own, when `meta` says the call
 /// comes from one. `Err` when it does but names no Telegram chat.
-fn gateway_chat(meta: &serde_json::Map<String, Value>) -> Result<Option<ChatAddress>, String> {
+fn gateway_chat(meta: &serde_json::Map<String, Value>) -> Result<Option<ChatAddress>, ToolError> {
     match meta.get(META_GATEWAY).and_then(Value::as_str) {
         None | Some("") => Ok(None),
         Some(sender) => ChatAddress::from_sender(sender).map(Some).ok_or_else(|| {
-            format!(
+            ToolError::failed(format_args!(
                 "this conversation came through another gateway ({sender}); it cannot use Telegram"
-            )
+            ))
         }),
     }
 }
 
 /// What the tools share. The gateway is there once it knows who the bot
 /// is.
-pub struct TelegramTools {
+pub(crate) struct TelegramTools {
     gateway: watch::Receiver<Option<Arc<Gateway>>>,
     problems: crabtalk_kit::Problems,
 }
@@ -78,7 +80,7 @@ struct NoArgs {}
 /// The tools, served as one MCP server. A send its client cancels runs to
 /// its end: a message half handed to the chat's lane, or a run's delivery
 /// half recorded, would be sent twice or lost.
-pub fn server(
+pub(crate) fn server(
     gateway: watch::Receiver<Option<Arc<Gateway>>>,
     problems: crabtalk_kit::Problems,
 ) -> ToolServer {
@@ -123,21 +125,23 @@ pub fn server(
 }
 
 impl TelegramTools {
-    fn gateway(&self) -> Result<Arc<Gateway>, String> {
+    fn gateway(&self) -> Result<Arc<Gateway>, ToolError> {
         self.gateway.borrow().clone().ok_or_else(|| {
             let problems = self.problems.list();
             if problems.is_empty() {
-                "the gateway is not connected to Telegram yet; try again in a moment".into()
+                ToolError::failed(
+                    "the gateway is not connected to Telegram yet; try again in a moment",
+                )
             } else {
-                format!(
+                ToolError::failed(format_args!(
                     "the gateway is not connected to Telegram: {}",
                     problems.join("; ")
-                )
+                ))
             }
         })
     }
 
-    async fn chats(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+    async fn chats(self: Arc<Self>, call: ToolCall) -> Result<Value, ToolError> {
         let _: NoArgs = call.read()?;
         let own = gateway_chat(call.meta())?;
         let gateway = self.gateway()?;
@@ -177,7 +181,7 @@ impl TelegramTools {
         Ok(json!({ "chats": chats }))
     }
 
-    async fn send(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+    async fn send(self: Arc<Self>, call: ToolCall) -> Result<Value, ToolError> {
         let args: SendArgs = call.read()?;
         let meta = call.meta();
         let gateway = self.gateway()?;
@@ -195,35 +199,39 @@ impl TelegramTools {
                     .and_then(Value::as_str)
                     .unwrap_or_default();
                 ChatAddress::from_sender(sender).ok_or_else(|| {
-                    format!(
+                    ToolError::arguments(format_args!(
                         "no chat_id, and the calling conversation ({}) is not a Telegram chat; give chat_id (telegram_chats lists them)",
                         if sender.is_empty() { "unknown" } else { sender }
-                    )
+                    ))
                 })?
             }
         };
         if args.text.trim().is_empty() {
-            return Err("`text` is empty".into());
+            return Err(ToolError::arguments("`text` is empty"));
         }
         if let Some(own) = gateway_chat(meta)?
             && own.chat != address.chat
         {
-            return Err(format!(
+            return Err(ToolError::failed(format_args!(
                 "chat {address}: a conversation that came through Telegram sends only to its own chat ({})",
                 own.chat
-            ));
+            )));
         }
         if !gateway.access().may_send_to(address, &gateway.chats) {
-            return Err(format!(
+            return Err(ToolError::failed(format_args!(
                 "chat {address} may not talk to the agent (not in allow or groups of telegram.toml, not approved), so nothing is sent there"
-            ));
+            )));
         }
         let outbox = gateway.outbox.clone();
         let text = args.text.clone();
         let send = move || async move { outbox.send(address, &text, None).await };
         let (ids, sent) = match args.run_id {
-            Some(run_id) => gateway.ledger.deliver_once(run_id, address, send).await?,
-            None => (send().await?, true),
+            Some(run_id) => gateway
+                .ledger
+                .deliver_once(run_id, address, send)
+                .await
+                .map_err(ToolError::failed)?,
+            None => (send().await.map_err(ToolError::failed)?, true),
         };
         let mut answer = json!({ "message_ids": ids, "chat_id": address.chat, "sent": sent });
         if let Some(topic) = address.topic {
@@ -234,9 +242,12 @@ impl TelegramTools {
 }
 
 /// The chat a `chat_id` argument names.
-fn chat_of(value: &Value) -> Result<ChatAddress, String> {
-    let bad =
-        || format!("chat_id {value}: give a numeric chat id (42, -1001234567890) or a tg: sender");
+fn chat_of(value: &Value) -> Result<ChatAddress, ToolError> {
+    let bad = || {
+        ToolError::arguments(format_args!(
+            "chat_id {value}: give a numeric chat id (42, -1001234567890) or a tg: sender"
+        ))
+    };
     match value {
         Value::Number(n) => n
             .as_i64()
@@ -249,9 +260,9 @@ fn chat_of(value: &Value) -> Result<ChatAddress, String> {
                 return Ok(address);
             }
             if text.starts_with('@') {
-                return Err(format!(
+                return Err(ToolError::arguments(format_args!(
                     "chat_id {text:?}: @names are not supported; use the chat's numeric id (telegram_chats lists them)"
-                ));
+                )));
             }
             text.parse::<i64>()
                 .ok()
@@ -275,11 +286,8 @@ mod tests {
             chat_of(&json!("tg:-100123:7")),
             Ok(ChatAddress::topic(-100123, 7))
         );
-        assert!(
-            chat_of(&json!("@news"))
-                .unwrap_err()
-                .contains("not supported")
-        );
+        let named = chat_of(&json!("@news")).unwrap_err();
+        assert!(matches!(&named, ToolError::Arguments(text) if text.contains("not supported")));
         assert!(chat_of(&json!(0)).is_err());
         assert!(chat_of(&json!([1])).is_err());
     }

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 /// The most of an answer that is read (a full `getUpdates` is far less).
-pub const MAX_ANSWER: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_ANSWER: usize = 16 * 1024 * 1024;
 
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -176,7 +176,7 @@ fn network(err: reqwest::Error) -> CallError {
 }
 
 /// A network error in words, with its causes.
-pub fn describe_network(err: &dyn std::error::Error) -> String {
+pub(crate) fn describe_network(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {

@@ -6,7 +6,7 @@
 //! rendered text.
 
 use crabtalk_fake_bot_api::html;
-use crabtalk_telegram::render::{LIMIT, markdown, render, split, units};
+use crabtalk_telegram::render::{LIMIT, pieces, render, split, units};
 use proptest::prelude::*;
 
 const WORDS: &[&str] = &[
@@ -80,7 +80,7 @@ proptest! {
 
     #[test]
     fn parts_fit_parse_and_add_up_to_the_whole(text in document()) {
-        let pieces = markdown::pieces(&text);
+        let pieces = pieces(&text);
         let whole: String = pieces.iter().filter_map(|p| match p {
             crabtalk_telegram::render::Piece::Text(t) => Some(t.as_str()),
             _ => None,
@@ -99,12 +99,12 @@ proptest! {
 
     #[test]
     fn small_limits_cut_between_characters_and_reopen_tags(text in document(), limit in 1usize..200) {
-        let pieces = markdown::pieces(&text);
+        let pieces = pieces(&text);
         let whole: String = pieces.iter().filter_map(|p| match p {
             crabtalk_telegram::render::Piece::Text(t) => Some(t.as_str()),
             _ => None,
         }).collect();
-        let parts = split::split(&pieces, limit.max(2));
+        let parts = split(&pieces, limit.max(2));
         let mut joined = String::new();
         for part in &parts {
             let parsed = html::parse(&part.html).map_err(|e| TestCaseError::fail(format!("{e}\n{}", part.html)))?;

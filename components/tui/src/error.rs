@@ -1,7 +1,7 @@
 //! Errors a person can act on, and the exit status each one means.
 
 use crabtalk_kit::daemon::ConnectError;
-use crabtalk_proto::client::ClientError;
+use crabtalk_proto::ClientError;
 use crabtalk_proto::msg::ErrorMsg;
 
 /// The exit status for a reply or turn that failed.

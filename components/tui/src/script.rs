@@ -71,7 +71,7 @@ pub(crate) async fn print_turn(
 
 async fn print_events(
     session: &Session,
-    stream: &mut crabtalk_proto::client::ReplyStream<crabtalk_proto::msg::StreamEvent>,
+    stream: &mut crabtalk_proto::ReplyStream<crabtalk_proto::msg::StreamEvent>,
     format: PrintFormat,
     out: &mut impl Write,
 ) -> Result<(), TuiError> {
@@ -137,7 +137,7 @@ async fn print_events(
 }
 
 /// Turns a refused turn into an error a person can act on.
-async fn turn_error(session: &Session, err: crabtalk_proto::client::ClientError) -> TuiError {
+async fn turn_error(session: &Session, err: crabtalk_proto::ClientError) -> TuiError {
     if err.code() == Some(crabtalk_proto::msg::ErrorMsg::NOT_FOUND) && !session.agent.is_empty() {
         let agents = session.agent_names().await;
         if !agents.contains(&session.agent) {

@@ -7,7 +7,7 @@
 
 use crabtalk_home::{Home, PortFile};
 use crabtalk_proto::Client;
-use crabtalk_proto::client::ClientError;
+use crabtalk_proto::ClientError;
 use crabtalk_proto::msg::*;
 
 use crate::error::TuiError;

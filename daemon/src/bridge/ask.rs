@@ -18,11 +18,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crabtalk_proto::Client;
-use crabtalk_proto::client::{ClientError, ReplyStream};
 use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_proto::msg::{
     AskUserEvent, ErrorMsg, KillMsg, ListAgentsMsg, ReplyToAsk, StreamEvent, StreamMsg,
 };
+use crabtalk_proto::{ClientError, ReplyStream};
 use futures::StreamExt;
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, ContentBlock};

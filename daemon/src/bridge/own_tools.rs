@@ -267,7 +267,7 @@ pub(super) async fn call(
 }
 
 /// An error result for a refused request.
-fn refused(what: &str, err: crabtalk_proto::client::ClientError) -> CallToolResult {
+fn refused(what: &str, err: crabtalk_proto::ClientError) -> CallToolResult {
     failure(format!("{what}: {err}"))
 }
 

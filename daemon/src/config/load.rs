@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
+use crabtalk_kit::closest;
 use crabtalk_kit::config::{ConfigFile, KeyPath, Problem, Refusal};
-use crabtalk_kit::suggest::closest;
 
 use super::agent::validate_agent_name;
 use super::{DaemonConfig, PRESET_HINT};

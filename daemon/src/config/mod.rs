@@ -29,7 +29,7 @@ pub use crabtalk_kit::config::{KeyPath, Problem, Refusal};
 pub use self::presets::{Preset, PresetEntry};
 
 /// Address the daemon listens on by default.
-pub const DEFAULT_TCP: &str = crabtalk_proto::transport::DEFAULT_TCP_ADDR;
+pub const DEFAULT_TCP: &str = crabtalk_proto::DEFAULT_TCP_ADDR;
 
 /// `config.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -203,7 +203,7 @@ pub(super) fn entry_problem(name: &str, entry: &PresetEntry) -> Option<String> {
             .is_none_or(|url| url.trim().is_empty())
     {
         let known: Vec<&str> = builtin_names().collect();
-        let hint = match crabtalk_kit::suggest::closest(name, &known) {
+        let hint = match crabtalk_kit::closest(name, &known) {
             Some(likely) => format!("did you mean [presets.{likely}]? "),
             None => String::new(),
         };

@@ -73,6 +73,6 @@ pub(crate) fn soon() {
             tokio::time::sleep(wait.max(Duration::from_millis(100))).await;
         }
         SCHEDULED.store(false, Ordering::Release);
-        let _ = tokio::task::spawn_blocking(crabtalk_kit::footprint::return_free_heap).await;
+        let _ = tokio::task::spawn_blocking(crabtalk_kit::return_free_heap).await;
     });
 }

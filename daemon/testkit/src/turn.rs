@@ -1,7 +1,7 @@
 //! Driving turns from tests.
 
 use crabtalk_proto::Client;
-use crabtalk_proto::client::ReplyStream;
+use crabtalk_proto::ReplyStream;
 use crabtalk_proto::msg::{
     ReplyToAsk, StreamEnd, StreamEvent, StreamMsg, ToolResultEvent, stream_event::Event,
 };
@@ -99,7 +99,7 @@ pub async fn answer(
     sender: &str,
     content: &str,
     call_id: &str,
-) -> Result<(), crabtalk_proto::client::ClientError> {
+) -> Result<(), crabtalk_proto::ClientError> {
     let reply = ReplyToAsk {
         agent: agent.into(),
         sender: sender.into(),

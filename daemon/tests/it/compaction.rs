@@ -280,9 +280,8 @@ async fn a_turn_sent_during_compaction_runs_after_it_on_the_compacted_history() 
 async fn failed_or_pointless_compactions_change_nothing() {
     let (llm, daemon) = setup().await;
     let client = daemon.client().await;
-    let code = |result: Result<CompactResponse, crabtalk_proto::client::ClientError>| {
-        result.unwrap_err().code()
-    };
+    let code =
+        |result: Result<CompactResponse, crabtalk_proto::ClientError>| result.unwrap_err().code();
     assert_eq!(
         code(client.compact(compact("nobody", "user")).await),
         Some(404)

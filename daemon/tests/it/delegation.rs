@@ -1,7 +1,7 @@
 //! Delegation and the event bus on the real daemon.
 
 use crabtalk_proto::Client;
-use crabtalk_proto::client::ReplyStream;
+use crabtalk_proto::ReplyStream;
 use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};

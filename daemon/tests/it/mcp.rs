@@ -287,7 +287,7 @@ async fn lifecycle_events_are_published_and_a_dead_server_is_reconnected() {
 
 /// The next event of `kind`.
 async fn next(
-    events: &mut crabtalk_proto::client::ReplyStream<McpEventMsg>,
+    events: &mut crabtalk_proto::ReplyStream<McpEventMsg>,
     kind: McpEventKind,
 ) -> McpEventMsg {
     within(&format!("{kind:?}"), async {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use crabtalk_proto::Client;
-use crabtalk_proto::client::ReplyStream;
+use crabtalk_proto::ReplyStream;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{

@@ -536,7 +536,7 @@ async fn remember_and_recall_over_the_protocol_share_the_tools_memory() {
     assert_eq!(editor.entries.len(), 1);
     assert_eq!(editor.entries[0].aliases, ["ide"]);
 
-    let refused = |err: crabtalk_proto::client::ClientError| (err.code(), err.to_string());
+    let refused = |err: crabtalk_proto::ClientError| (err.code(), err.to_string());
     let (code, text) = refused(
         client
             .recall(RecallMsg {

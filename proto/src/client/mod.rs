@@ -39,7 +39,7 @@ use crate::transport::outbox::{Outbox, outbox};
 use crate::transport::writer::write_frames;
 
 /// Bytes of requests queued for the writer before callers wait.
-pub const OUTGOING_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const OUTGOING_BYTES: usize = 4 * 1024 * 1024;
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
@@ -308,10 +308,7 @@ impl Client {
         let connection = &self.connection;
         let request_id = connection.next_request_id();
         let (waiter, reply) = oneshot::channel();
-        connection
-            .slots
-            .register(request_id, Slot::Once(waiter))
-            .map_err(|reason| ClientError::Closed { reason })?;
+        connection.slots.register(request_id, Slot::Once(waiter))?;
         let mut guard = SlotGuard {
             slots: &connection.slots,
             request_id,
@@ -345,8 +342,7 @@ impl Client {
         let (sender, replies) = stream_buffer();
         connection
             .slots
-            .register(request_id, Slot::Stream(sender))
-            .map_err(|reason| ClientError::Closed { reason })?;
+            .register(request_id, Slot::Stream(sender))?;
         let stream = ReplyStream::new(connection.clone(), request_id, replies);
         connection
             .send(ClientMessage {

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use prost::Message;
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::ClientError;
 use crate::msg::ServerMessage;
 
 /// Replies one stream may hold that its consumer has not taken yet.
@@ -133,10 +134,12 @@ struct State {
 impl Slots {
     /// Registers a slot; fails with the close reason once the connection is
     /// closed.
-    pub(super) fn register(&self, request_id: u64, slot: Slot) -> Result<(), String> {
+    pub(super) fn register(&self, request_id: u64, slot: Slot) -> Result<(), ClientError> {
         let mut state = self.lock();
         if let Some(reason) = &state.closed {
-            return Err(reason.clone());
+            return Err(ClientError::Closed {
+                reason: reason.clone(),
+            });
         }
         state.open.insert(request_id, slot);
         Ok(())

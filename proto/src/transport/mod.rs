@@ -27,8 +27,8 @@
 //! - Before `Hello` (TCP): frames of at most [`MAX_HELLO_FRAME`] bytes, at
 //!   most [`MAX_UNADMITTED`] such connections per listener, the handshake
 //!   timeout, and failed attempts answered ever more slowly per source
-//!   address ([`RETRY_DELAY`] doubling up to [`MAX_RETRY_DELAY`], a table of
-//!   at most [`MAX_SOURCES`] sources).
+//!   address (`RETRY_DELAY` doubling up to `MAX_RETRY_DELAY`, a table of
+//!   at most `MAX_SOURCES` sources: `throttle.rs`).
 //! - After: frames up to the codec's 16 MiB, at most [`MAX_IN_FLIGHT`]
 //!   requests at once (`ErrorMsg{429}` beyond), and replies queued for the
 //!   writer up to [`OUTBOX_BYTES`] — a peer that does not read makes the
@@ -51,8 +51,7 @@ use std::path::PathBuf;
 
 pub use admission::{MAX_HELLO_FRAME, MAX_UNADMITTED};
 pub use connection::{MAX_IN_FLIGHT, OUTBOX_BYTES};
-pub use tcp::{DEFAULT_HANDSHAKE_TIMEOUT, TcpListener};
-pub use throttle::{FORGET_AFTER, MAX_RETRY_DELAY, MAX_SOURCES, RETRY_DELAY};
+pub use tcp::TcpListener;
 #[cfg(unix)]
 pub use uds::UdsListener;
 

@@ -14,19 +14,21 @@ use super::throttle::Delays;
 use crate::Server;
 
 /// How long a client has to send `Hello`.
-pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A TCP listener with `TCP_NODELAY` on every connection, for clients that
 /// know its token.
 ///
 /// Every client, on a loopback address as much as on any other, must send
 /// `Hello{token}` as its first frame, within the handshake timeout
-/// ([`DEFAULT_HANDSHAKE_TIMEOUT`] unless set with
+/// (10 s unless set with
 /// [`with_handshake_timeout`](Self::with_handshake_timeout)); a client
 /// that does not is answered `ErrorMsg{401}` and disconnected. Loopback is
-/// no boundary: every local user can reach it. What a client that has not
-/// said `Hello` yet may cost, and how failed attempts are slowed down, is
-/// described in the [`transport`](super) module.
+/// no boundary: every local user can reach it. Before `Hello` a client may
+/// send frames of at most [`MAX_HELLO_FRAME`](crate::MAX_HELLO_FRAME)
+/// bytes, at most [`MAX_UNADMITTED`](crate::MAX_UNADMITTED) such
+/// connections wait at once, and failed attempts are answered ever more
+/// slowly per source address (RFC 0006).
 pub struct TcpListener {
     listener: tokio::net::TcpListener,
     token: String,
@@ -62,9 +64,8 @@ impl TcpListener {
     }
 
     /// Sets the pause after a source's first failed attempt (`first`, then
-    /// doubling) and the longest pause (`max`); by default
-    /// [`RETRY_DELAY`](super::RETRY_DELAY) and
-    /// [`MAX_RETRY_DELAY`](super::MAX_RETRY_DELAY).
+    /// doubling) and the longest pause (`max`); by default 100 ms and
+    /// 5 s.
     pub fn with_retry_delays(mut self, first: Duration, max: Duration) -> Self {
         self.delays = Delays { base: first, max };
         self

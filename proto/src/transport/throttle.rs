@@ -25,17 +25,17 @@ use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 
 /// The first pause after a failure; it doubles with every further one.
-pub const RETRY_DELAY: Duration = Duration::from_millis(100);
+pub(crate) const RETRY_DELAY: Duration = Duration::from_millis(100);
 
 /// The longest pause (kept under the handshake timeout, so a client that
 /// waits its turn is still judged).
-pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
+pub(crate) const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
 
 /// A source that has not failed for this long starts again from nothing.
-pub const FORGET_AFTER: Duration = Duration::from_secs(10 * 60);
+pub(crate) const FORGET_AFTER: Duration = Duration::from_secs(10 * 60);
 
 /// Sources remembered at most.
-pub const MAX_SOURCES: usize = 1024;
+pub(crate) const MAX_SOURCES: usize = 1024;
 
 /// Where connections come from, as far as throttling is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -26,7 +26,7 @@
 //! - A **component** stops at the first problem: [`load`] for a file it
 //!   cannot run without, [`load_or_default`] for one that is optional.
 //!   Every [`ConfigError`] makes it exit with 78 (`EX_CONFIG`) through
-//!   [`exit_code`](crate::exit::exit_code).
+//!   the kit's `main` ([`main_run`](crate::main_run)).
 //! - The **daemon** reads several files (`config.toml` and one file per
 //!   agent) and names every problem of each: [`ConfigFile::open`] and
 //!   [`ConfigFile::parse_noting`] give the value with a [`Problem`] for

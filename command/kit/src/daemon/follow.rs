@@ -7,10 +7,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crabtalk_proto::Client;
-use crabtalk_proto::client::{ClientError, ReplyStream, StreamItem};
 use crabtalk_proto::msg::{
     AgentEventMsg, ErrorMsg, McpEventMsg, SubscribeEvents, SubscribeMcpEventsMsg,
 };
+use crabtalk_proto::{ClientError, ReplyStream, StreamItem};
 use futures::{Stream, StreamExt};
 use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 
 use crabtalk_home::{Home, PortFile, PortFileError};
 use crabtalk_proto::Client;
-use crabtalk_proto::client::ClientError;
+use crabtalk_proto::ClientError;
 
 pub use backoff::Backoff;
 pub use follow::{Followed, Following, Subscription};

@@ -98,7 +98,7 @@ pub fn fix_string_arguments(bytes: &[u8]) -> Option<Vec<u8>> {
 /// take a string too — as that value; in nested objects and arrays too,
 /// as far as the schema describes them. Anything else is left for the
 /// tool to judge.
-pub fn coerce(arguments: &mut JsonObject, schema: &JsonObject) {
+pub(crate) fn coerce(arguments: &mut JsonObject, schema: &JsonObject) {
     let Some(Value::Object(properties)) = schema.get("properties") else {
         return;
     };

@@ -5,6 +5,8 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::ToolError;
+
 /// One call of a tool: its arguments, already coerced against the tool's
 /// schema, and its `_meta` (the daemon says there who called: RFC 0005).
 #[derive(Debug, Clone, PartialEq)]
@@ -34,11 +36,11 @@ impl ToolCall {
         &self.arguments
     }
 
-    /// The arguments read into the tool's own type. The error is a
-    /// sentence for the model.
-    pub fn read<T: DeserializeOwned>(&self) -> Result<T, String> {
+    /// The arguments read into the tool's own type. The error
+    /// ([`ToolError::Arguments`]) is a sentence for the model.
+    pub fn read<T: DeserializeOwned>(&self) -> Result<T, ToolError> {
         serde_json::from_value(Value::Object(self.arguments.clone()))
-            .map_err(|err| format!("invalid arguments: {err}"))
+            .map_err(|err| ToolError::arguments(format_args!("invalid arguments: {err}")))
     }
 
     /// The call's `_meta`.
@@ -56,7 +58,7 @@ impl ToolCall {
 }
 
 /// What a handler answers: a whole [`CallToolResult`], or structured
-/// content and an error sentence for the model.
+/// content or a [`ToolError`], with or without a whole result.
 pub trait ToolAnswer: Send {
     /// The answer as MCP's result.
     fn into_result(self) -> CallToolResult;
@@ -69,11 +71,26 @@ impl ToolAnswer for CallToolResult {
 }
 
 /// `Ok` is the structured content; `Err` an error result the model reads.
-impl ToolAnswer for Result<Value, String> {
+impl ToolAnswer for Result<Value, ToolError> {
+    fn into_result(self) -> CallToolResult {
+        self.map(CallToolResult::structured).into_result()
+    }
+}
+
+/// `Ok` is the result as it is; `Err` an error result the model reads.
+impl ToolAnswer for Result<CallToolResult, ToolError> {
     fn into_result(self) -> CallToolResult {
         match self {
-            Ok(value) => CallToolResult::structured(value),
-            Err(err) => CallToolResult::error(vec![ContentBlock::text(err)]),
+            Ok(result) => result,
+            Err(err) => err.into(),
         }
+    }
+}
+
+/// A tool result flagged `isError` whose one text block is the error
+/// (both kinds alike: see [`ToolError`]).
+impl From<ToolError> for CallToolResult {
+    fn from(err: ToolError) -> Self {
+        CallToolResult::error(vec![ContentBlock::text(err.to_string())])
     }
 }

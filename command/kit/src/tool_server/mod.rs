@@ -7,13 +7,15 @@
 //! version ([`this_program!`](crate::this_program)), `tools/list` lists
 //! every tool with its annotations, and `tools/call` finds the tool, reads
 //! the call's `_meta`, coerces its arguments against the tool's schema
-//! ([`arguments`]), runs the handler and turns its answer into a result.
+//! (`arguments.rs`), runs the handler and turns its answer into a result:
+//! its structured content, or its [`ToolError`] as a result flagged
+//! `isError` (an unknown tool is the one JSON-RPC error; see [`ToolError`]).
 //!
 //! The handlers share one state, handed to each call as an `Arc`:
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use crabtalk_kit::tool_server::{Hints, Input, OnCancel, ToolCall, ToolServer, ToolSpec};
+//! use crabtalk_kit::tool_server::{Hints, Input, OnCancel, ToolCall, ToolError, ToolServer, ToolSpec};
 //! use serde_json::{Value, json};
 //!
 //! struct Clock;
@@ -26,7 +28,7 @@
 //! }
 //!
 //! impl Clock {
-//!     async fn now(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+//!     async fn now(self: Arc<Self>, call: ToolCall) -> Result<Value, ToolError> {
 //!         let args: NowArgs = call.read()?;
 //!         Ok(json!({ "plus": args.plus.unwrap_or(0) }))
 //!     }
@@ -49,8 +51,9 @@
 //! let router = server.router(); // for `Component::serve_mcp`
 //! ```
 
-pub mod arguments;
+mod arguments;
 mod call;
+mod error;
 mod schema;
 mod spec;
 
@@ -59,13 +62,15 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
+pub use arguments::fix_string_arguments;
 pub use call::{ToolAnswer, ToolCall};
+pub use error::ToolError;
 pub use spec::{Hints, Input, OnCancel, ToolSpec};
 
 /// Who answers `initialize`: the program's own name and version.
@@ -134,7 +139,7 @@ impl ToolServer {
     /// An `axum` router serving these tools at `/mcp` (see
     /// [`mcp_router`](crate::mcp::mcp_router)), arguments sent as a JSON
     /// string holding the object accepted too
-    /// ([`arguments::fix_string_arguments`]).
+    /// ([`fix_string_arguments`]).
     pub fn router(self) -> axum::Router {
         arguments::accept_string_arguments(crate::mcp::mcp_router(move || self.clone()))
     }
@@ -155,18 +160,20 @@ impl ToolServer {
         }
     }
 
-    /// The handler's future for a call of `name`, or the error result.
+    /// The handler's future for a call of `name`, or the protocol error
+    /// for a tool that does not exist (invalid params, as MCP says for an
+    /// unknown tool; its message names the tools).
     fn run(
         &self,
         name: &str,
         mut arguments: JsonObject,
         meta: JsonObject,
-    ) -> Result<(OnCancel, BoxFuture<'static, CallToolResult>), CallToolResult> {
+    ) -> Result<(OnCancel, BoxFuture<'static, CallToolResult>), McpError> {
         let Some(registered) = self.inner.tools.iter().find(|r| r.tool.name == name) else {
-            return Err(CallToolResult::error(vec![ContentBlock::text(format!(
-                "no tool `{name}`; the tools are {}",
-                self.names()
-            ))]));
+            return Err(McpError::invalid_params(
+                format!("no tool `{name}`; the tools are {}", self.names()),
+                None,
+            ));
         };
         arguments::coerce(&mut arguments, &registered.tool.input_schema);
         let call = ToolCall::new(name, arguments, meta);
@@ -255,10 +262,7 @@ impl ServerHandler for ToolServer {
     ) -> Result<CallToolResponse, McpError> {
         let meta = call_meta(&request, &context);
         let arguments = request.arguments.unwrap_or_default();
-        let (on_cancel, answer) = match self.run(&request.name, arguments, meta) {
-            Ok(running) => running,
-            Err(refused) => return Ok(refused.into()),
-        };
+        let (on_cancel, answer) = self.run(&request.name, arguments, meta)?;
         if on_cancel == OnCancel::Finish {
             return Ok(answer.await.into());
         }

@@ -3,7 +3,7 @@
 use std::sync::Mutex;
 
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, RequestMetaObject};
+use rmcp::model::{CallToolRequestParams, ContentBlock, RequestMetaObject};
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -41,8 +41,11 @@ impl Drop for DropTold {
 }
 
 impl Probe {
-    async fn count(self: Arc<Self>, call: ToolCall) -> Result<Value, String> {
+    async fn count(self: Arc<Self>, call: ToolCall) -> Result<Value, ToolError> {
         let args: CountArgs = call.read()?;
+        if args.n == Some(13) {
+            return Err(ToolError::failed("13 is not counted"));
+        }
         Ok(json!({"n": args.n, "loud": args.loud, "agent": call.meta_text("ai.crabtalk/agent")}))
     }
 
@@ -209,7 +212,7 @@ fn error_text(result: &CallToolResult) -> String {
 }
 
 #[tokio::test]
-async fn bad_arguments_and_unknown_tools_are_errors_the_model_reads() {
+async fn bad_arguments_and_failures_are_errors_the_model_reads() {
     let client = connect(server(Probe::default())).await;
     let bad = client
         .call_tool(params("count", json!({"n": "many"})))
@@ -224,12 +227,29 @@ async fn bad_arguments_and_unknown_tools_are_errors_the_model_reads() {
         error_text(&unknown).contains("unknown field `m`"),
         "{unknown:?}"
     );
+    let failed = client
+        .call_tool(params("count", json!({"n": 13})))
+        .await
+        .unwrap();
+    assert_eq!(error_text(&failed), "13 is not counted");
+    let _ = client.cancel().await;
+}
+
+/// A tool that does not exist is a protocol error (MCP's "unknown tool":
+/// invalid params), not a result; its message still names the tools.
+#[tokio::test]
+async fn an_unknown_tool_is_a_json_rpc_error_naming_the_tools() {
+    let client = connect(server(Probe::default())).await;
     let missing = client
         .call_tool(params("counter", json!({})))
         .await
-        .unwrap();
+        .expect_err("no result for a tool that does not exist");
+    let rmcp::ServiceError::McpError(error) = missing else {
+        panic!("a JSON-RPC error, not {missing:?}");
+    };
+    assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
     assert_eq!(
-        error_text(&missing),
+        error.message,
         "no tool `counter`; the tools are count, slow_stop and slow_finish"
     );
     let _ = client.cancel().await;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crabtalk_home::{Home, PortFile};
 use crabtalk_kit::daemon::{ConnectError, connect};
 use crabtalk_proto::Server;
-use crabtalk_proto::transport::TcpListener;
+use crabtalk_proto::TcpListener;
 use crabtalk_testkit::within;
 use tokio_util::sync::CancellationToken;
 
@@ -54,7 +54,7 @@ async fn without_a_socket_it_uses_the_port_file_and_the_token_file() {
 async fn the_socket_wins_over_the_port_file() {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::new(dir.path());
-    let listener = crabtalk_proto::transport::UdsListener::bind(home.socket_path())
+    let listener = crabtalk_proto::UdsListener::bind(home.socket_path())
         .await
         .unwrap();
     let stop = CancellationToken::new();

@@ -55,7 +55,7 @@ fn answers_tools_list_at_its_port_and_removes_the_port_file_on_sigterm() {
     let file = wait_for("the port file", TIMEOUT, || PortFile::read(&path).ok());
     assert_eq!(file.pid, Some(child.id()));
 
-    crabtalk_kit::tls::install_ring();
+    crabtalk_kit::install_ring();
     let tools = tokio::runtime::Runtime::new().unwrap().block_on(async {
         let transport = StreamableHttpClientTransport::from_config(
             crabtalk_kit::mcp::owner_client_config(&home, file.port).unwrap(),
@@ -94,7 +94,7 @@ fn a_client_connecting_leaves_no_mcp_session_dump_in_the_log() {
         .unwrap();
     let path = echo_service().port_file(&home);
     let file = wait_for("the port file", TIMEOUT, || PortFile::read(&path).ok());
-    crabtalk_kit::tls::install_ring();
+    crabtalk_kit::install_ring();
     tokio::runtime::Runtime::new().unwrap().block_on(async {
         let transport = StreamableHttpClientTransport::from_config(
             crabtalk_kit::mcp::owner_client_config(&home, file.port).unwrap(),

@@ -26,6 +26,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crabtalk_home::{Home, write_atomic_private};
+use crabtalk_kit::FileLock;
 use toml_edit::DocumentMut;
 
 #[cfg(feature = "service")]
@@ -41,7 +42,6 @@ pub(crate) use watch::FileWatch;
 #[cfg(feature = "service")]
 pub use watch::WatchMode;
 
-use crate::lock::FileLock;
 use crate::schedule::Zone;
 
 /// How many times an edit is made again on a file that changed under it

@@ -252,7 +252,7 @@ impl Engine {
                 }
                 () = release => {
                     self.release_at = None;
-                    crabtalk_kit::footprint::return_free_heap();
+                    crabtalk_kit::return_free_heap();
                 }
             }
         }

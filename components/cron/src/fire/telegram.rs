@@ -79,7 +79,7 @@ impl TelegramDelivery {
         };
         let arguments = arguments(chat, text, run_id);
         let call = async {
-            crabtalk_kit::tls::install_ring();
+            crabtalk_kit::install_ring();
             let url = crabtalk_kit::mcp::component_url(port);
             let config = crabtalk_kit::mcp::owner_client_config(&self.home, port)?;
             let transport = StreamableHttpClientTransport::from_config(config);

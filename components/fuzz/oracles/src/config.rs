@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crabtalk_cron::{CronsFile, LoadError, Zone, parse_entries};
 use crabtalk_kit::config::{ConfigError as KitError, ConfigFile};
-use crabtalk_telegram::config::TelegramConfig;
+use crabtalk_telegram::TelegramConfig;
 use crabtalkd::config::agent::AgentConfig;
 use crabtalkd::config::{DaemonConfig, Refusal as DaemonError};
 

@@ -16,7 +16,7 @@
 //! nothing else is answered. (A line that is not JSON may be answered or
 //! not: a reply cut short still names its call.)
 
-use crabtalk_kit::tool_server::arguments::fix_string_arguments;
+use crabtalk_kit::tool_server::fix_string_arguments;
 use serde_json::Value;
 
 use crate::runtime;

@@ -17,9 +17,9 @@
 //! the entity's, or nothing when the entity points outside it.
 
 use crabtalk_fake_bot_api::html;
-use crabtalk_telegram::api::update::{Message, Update, UpdateKind};
-use crabtalk_telegram::gateway::content;
-use crabtalk_telegram::render::{self, LIMIT, Part, Piece, markdown, split};
+use crabtalk_telegram::content;
+use crabtalk_telegram::render::{self, LIMIT, Part, Piece};
+use crabtalk_telegram::{Message, Update, UpdateKind};
 use serde_json::Value;
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -28,10 +28,10 @@ pub fn telegram_render(data: &[u8]) {
         return;
     };
     let text = String::from_utf8_lossy(rest);
-    let pieces = markdown::pieces(&text);
+    let pieces = render::pieces(&text);
     check_parts(&pieces, &render::render(&text), LIMIT);
     let small = 2 + usize::from(pick % 64);
-    check_parts(&pieces, &split::split(&pieces, small), small);
+    check_parts(&pieces, &render::split(&pieces, small), small);
 }
 
 fn check_parts(pieces: &[Piece], parts: &[Part], limit: usize) {

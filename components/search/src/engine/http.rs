@@ -33,7 +33,7 @@ impl EngineHttp {
             return Ok(client);
         }
         // reqwest is built without a TLS provider of its own (see the kit's `tls`).
-        crabtalk_kit::tls::install_ring();
+        crabtalk_kit::install_ring();
         let client = reqwest::Client::builder()
             .user_agent(&self.user_agent)
             .no_proxy()

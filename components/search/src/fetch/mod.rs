@@ -179,7 +179,7 @@ impl Fetcher {
             return Ok(client);
         }
         // reqwest is built without a TLS provider of its own (see the kit's `tls`).
-        crabtalk_kit::tls::install_ring();
+        crabtalk_kit::install_ring();
         let client = reqwest::Client::builder()
             .user_agent(&self.settings.user_agent)
             .no_proxy()

@@ -30,7 +30,8 @@ use crate::health::{HealthTable, Status};
 
 use self::fusion::{EngineList, fuse};
 
-/// What a caller asks for (checked already: see [`crate::tools`]).
+/// What a caller asks for (checked already, by the `web_search` tool's
+/// arguments or the command line).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchRequest {
     pub query: String,

@@ -3,6 +3,7 @@
 //! say which field a wrong type was in). They come here as the kit's tool
 //! server passes them: a number sent as a string is a number already.
 
+use crabtalk_kit::tool_server::ToolError;
 use serde_json::{Map, Value};
 
 use crate::config::EngineId;
@@ -11,13 +12,13 @@ use crate::search::SearchRequest;
 use crate::web::MAX_CHARS_LIMIT;
 
 /// The longest query accepted, in characters.
-pub const MAX_QUERY_CHARS: usize = 500;
+pub(crate) const MAX_QUERY_CHARS: usize = 500;
 
 /// `web_search`'s arguments as a request; `default_count` when none is given.
-pub fn search_request(
+pub(crate) fn search_request(
     arguments: &Map<String, Value>,
     default_count: usize,
-) -> Result<SearchRequest, String> {
+) -> Result<SearchRequest, ToolError> {
     only(
         arguments,
         "web_search",
@@ -26,21 +27,36 @@ pub fn search_request(
     let query = match arguments.get("query") {
         Some(Value::String(text)) if !text.trim().is_empty() => text.trim().to_owned(),
         Some(Value::String(_)) => {
-            return Err("`query` is empty: give the words to search for".into());
+            return Err(ToolError::arguments(
+                "`query` is empty: give the words to search for",
+            ));
         }
-        Some(other) => return Err(format!("`query` must be a string, not {}", kind(other))),
-        None => return Err("`query` is missing: give the words to search for".into()),
+        Some(other) => {
+            return Err(ToolError::Arguments(format!(
+                "`query` must be a string, not {}",
+                kind(other)
+            )));
+        }
+        None => {
+            return Err(ToolError::arguments(
+                "`query` is missing: give the words to search for",
+            ));
+        }
     };
     if query.chars().count() > MAX_QUERY_CHARS {
-        return Err(format!(
+        return Err(ToolError::Arguments(format!(
             "`query` is longer than {MAX_QUERY_CHARS} characters"
-        ));
+        )));
     }
     let count = match arguments.get("count") {
         None | Some(Value::Null) => default_count,
         Some(value) => whole_number(value)
             .filter(|n| (1..=20).contains(n))
-            .ok_or_else(|| format!("`count` must be a whole number from 1 to 20, not {value}"))?,
+            .ok_or_else(|| {
+                ToolError::Arguments(format!(
+                    "`count` must be a whole number from 1 to 20, not {value}"
+                ))
+            })?,
     };
     let lang = code(
         arguments,
@@ -63,27 +79,34 @@ pub fn search_request(
 
 /// `web_fetch`'s arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchArgs {
+pub(crate) struct FetchArgs {
     pub url: String,
     pub max_chars: Option<usize>,
     pub format: Format,
 }
 
-pub fn fetch_args(arguments: &Map<String, Value>) -> Result<FetchArgs, String> {
+pub(crate) fn fetch_args(arguments: &Map<String, Value>) -> Result<FetchArgs, ToolError> {
     only(arguments, "web_fetch", &["url", "max_chars", "format"])?;
     let url = match arguments.get("url") {
         Some(Value::String(text)) if !text.trim().is_empty() => text.trim().to_owned(),
         Some(Value::String(_)) | None => {
-            return Err("`url` is missing: give the http(s) URL of the page".into());
+            return Err(ToolError::arguments(
+                "`url` is missing: give the http(s) URL of the page",
+            ));
         }
-        Some(other) => return Err(format!("`url` must be a string, not {}", kind(other))),
+        Some(other) => {
+            return Err(ToolError::Arguments(format!(
+                "`url` must be a string, not {}",
+                kind(other)
+            )));
+        }
     };
     let max_chars = match arguments.get("max_chars") {
         None | Some(Value::Null) => None,
         Some(value) => Some(
             whole_number(value)
                 .filter(|n| (1..=MAX_CHARS_LIMIT).contains(n))
-                .ok_or_else(|| format!("`max_chars` must be a whole number from 1 to {MAX_CHARS_LIMIT}, not {value}"))?,
+                .ok_or_else(|| ToolError::Arguments(format!("`max_chars` must be a whole number from 1 to {MAX_CHARS_LIMIT}, not {value}")))?,
         ),
     };
     let format = match arguments.get("format") {
@@ -91,9 +114,9 @@ pub fn fetch_args(arguments: &Map<String, Value>) -> Result<FetchArgs, String> {
         Some(Value::String(text)) if text.eq_ignore_ascii_case("markdown") => Format::Markdown,
         Some(Value::String(text)) if text.eq_ignore_ascii_case("text") => Format::Text,
         Some(other) => {
-            return Err(format!(
+            return Err(ToolError::Arguments(format!(
                 "`format` must be \"markdown\" or \"text\", not {other}"
-            ));
+            )));
         }
     };
     Ok(FetchArgs {
@@ -104,7 +127,7 @@ pub fn fetch_args(arguments: &Map<String, Value>) -> Result<FetchArgs, String> {
 }
 
 /// Refuses arguments the tool does not take, naming them.
-fn only(arguments: &Map<String, Value>, tool: &str, known: &[&str]) -> Result<(), String> {
+fn only(arguments: &Map<String, Value>, tool: &str, known: &[&str]) -> Result<(), ToolError> {
     let unknown: Vec<&str> = arguments
         .keys()
         .map(String::as_str)
@@ -113,7 +136,7 @@ fn only(arguments: &Map<String, Value>, tool: &str, known: &[&str]) -> Result<()
     if unknown.is_empty() {
         return Ok(());
     }
-    Err(format!(
+    Err(ToolError::Arguments(format!(
         "unknown argument{} {}; {tool} takes {}",
         if unknown.len() == 1 { "" } else { "s" },
         unknown
@@ -122,7 +145,7 @@ fn only(arguments: &Map<String, Value>, tool: &str, known: &[&str]) -> Result<()
             .collect::<Vec<_>>()
             .join(", "),
         known.join(", ")
-    ))
+    )))
 }
 
 /// 5 or 5.0. (A string holding a number, `"5"`, comes here as the number:
@@ -139,7 +162,11 @@ fn whole_number(value: &Value) -> Option<usize> {
 }
 
 /// An optional short code of letters and `-`/`_`.
-fn code(arguments: &Map<String, Value>, name: &str, what: &str) -> Result<Option<String>, String> {
+fn code(
+    arguments: &Map<String, Value>,
+    name: &str,
+    what: &str,
+) -> Result<Option<String>, ToolError> {
     match arguments.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) if text.trim().is_empty() => Ok(None),
@@ -152,27 +179,31 @@ fn code(arguments: &Map<String, Value>, name: &str, what: &str) -> Result<Option
         {
             Ok(Some(text.trim().to_ascii_lowercase().replace('_', "-")))
         }
-        Some(other) => Err(format!("`{name}` must be {what}, not {other}")),
+        Some(other) => Err(ToolError::Arguments(format!(
+            "`{name}` must be {what}, not {other}"
+        ))),
     }
 }
 
 /// `["bing", "wikipedia"]` or `"bing,wikipedia"`.
-fn engine_list(value: &Value) -> Result<Vec<EngineId>, String> {
+fn engine_list(value: &Value) -> Result<Vec<EngineId>, ToolError> {
     let names: Vec<String> = match value {
         Value::Array(items) => items
             .iter()
             .map(|item| {
                 item.as_str().map(str::to_owned).ok_or_else(|| {
-                    format!("`engines` must list engine names, and {item} is not one")
+                    ToolError::Arguments(format!(
+                        "`engines` must list engine names, and {item} is not one"
+                    ))
                 })
             })
             .collect::<Result<_, _>>()?,
         Value::String(text) => text.split(',').map(str::to_owned).collect(),
         other => {
-            return Err(format!(
+            return Err(ToolError::Arguments(format!(
                 "`engines` must be a list of engine names, not {}",
                 kind(other)
-            ));
+            )));
         }
     };
     let mut engines = Vec::new();
@@ -182,20 +213,20 @@ fn engine_list(value: &Value) -> Result<Vec<EngineId>, String> {
             continue;
         }
         let id = EngineId::named(&name).ok_or_else(|| {
-            format!(
+            ToolError::Arguments(format!(
                 "`engines`: no engine {name:?}; the engines are {}",
                 EngineId::names()
-            )
+            ))
         })?;
         if !engines.contains(&id) {
             engines.push(id);
         }
     }
     if engines.is_empty() {
-        return Err(format!(
+        return Err(ToolError::Arguments(format!(
             "`engines` is empty; name some of {} or leave it out for all",
             EngineId::names()
-        ));
+        )));
     }
     Ok(engines)
 }
@@ -275,7 +306,10 @@ mod tests {
             (json!({"query": "x".repeat(501)}), "longer than 500"),
         ] {
             let err = search_request(&map(args.clone()), 10).unwrap_err();
-            assert!(err.contains(says), "{args}: {err}");
+            assert!(
+                matches!(&err, ToolError::Arguments(text) if text.contains(says)),
+                "{args}: {err}"
+            );
         }
     }
 
@@ -310,7 +344,10 @@ mod tests {
             ),
         ] {
             let err = fetch_args(&map(args.clone())).unwrap_err();
-            assert!(err.contains(says), "{args}: {err}");
+            assert!(
+                matches!(&err, ToolError::Arguments(text) if text.contains(says)),
+                "{args}: {err}"
+            );
         }
     }
 }

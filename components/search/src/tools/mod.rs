@@ -15,11 +15,13 @@
 //! Dropping a fetch stops the page being made readable at its next look
 //! at its budget (RFC 0063).
 
-pub mod args;
+pub(crate) mod args;
 
 use std::sync::Arc;
 
-use crabtalk_kit::tool_server::{Hints, Input, OnCancel, ToolCall, ToolServer, ToolSpec};
+use crabtalk_kit::tool_server::{
+    Hints, Input, OnCancel, ToolCall, ToolError, ToolServer, ToolSpec,
+};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
@@ -27,7 +29,7 @@ use crate::config::EngineId;
 use crate::web::{MAX_CHARS_LIMIT, Web};
 
 /// What the tools share: the web, and the count of calls under way.
-pub struct SearchTools {
+pub(crate) struct SearchTools {
     web: Arc<Web>,
     busy: crate::burst::Busy,
 }
@@ -43,7 +45,7 @@ const READS_THE_WEB: Hints = Hints {
 
 /// The tools, served as one MCP server. A call its client cancels is
 /// dropped at once (RFC 0063): nothing is left half done by a read.
-pub fn server(web: Arc<Web>) -> ToolServer {
+pub(crate) fn server(web: Arc<Web>) -> ToolServer {
     let engines: Vec<&str> = EngineId::ALL.iter().map(|e| e.name()).collect();
     let tools = SearchTools {
         web,
@@ -97,45 +99,30 @@ pub fn server(web: Arc<Web>) -> ToolServer {
 }
 
 impl SearchTools {
-    async fn search(self: Arc<Self>, call: ToolCall) -> CallToolResult {
+    async fn search(self: Arc<Self>, call: ToolCall) -> Result<CallToolResult, ToolError> {
         // Freed memory goes back to the system when the last call ends.
         let _busy = self.busy.enter();
-        let request = match args::search_request(call.arguments(), self.web.settings().count) {
-            Ok(request) => request,
-            Err(err) => return error(err),
-        };
+        let request = args::search_request(call.arguments(), self.web.settings().count)?;
         let answer = self.web.search(&request).await;
         let value = serde_json::to_value(&answer).unwrap_or(Value::Null);
-        if answer.nobody_answered() {
+        Ok(if answer.nobody_answered() {
             CallToolResult::structured_error(value)
         } else {
             CallToolResult::structured(value)
-        }
+        })
     }
 
-    async fn fetch(self: Arc<Self>, call: ToolCall) -> CallToolResult {
+    async fn fetch(self: Arc<Self>, call: ToolCall) -> Result<CallToolResult, ToolError> {
         let _busy = self.busy.enter();
-        let fetch = match args::fetch_args(call.arguments()) {
-            Ok(fetch) => fetch,
-            Err(err) => return error(err),
-        };
-        match self
+        let fetch = args::fetch_args(call.arguments())?;
+        let answer = self
             .web
             .fetch(&fetch.url, fetch.format, fetch.max_chars)
             .await
-        {
-            Ok(answer) => {
-                let mut result = CallToolResult::structured(
-                    serde_json::to_value(&answer).unwrap_or(Value::Null),
-                );
-                result.content = vec![ContentBlock::text(answer.to_text())];
-                result
-            }
-            Err(err) => error(err.to_string()),
-        }
+            .map_err(ToolError::failed)?;
+        let mut result =
+            CallToolResult::structured(serde_json::to_value(&answer).unwrap_or(Value::Null));
+        result.content = vec![ContentBlock::text(answer.to_text())];
+        Ok(result)
     }
-}
-
-fn error(message: impl Into<String>) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(message.into())])
 }

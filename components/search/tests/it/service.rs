@@ -315,7 +315,7 @@ async fn arguments_sent_as_a_json_string_are_accepted() {
     let engines = Engines::start().await;
     let home = TestHome::new(&engines.config(""));
     let service = Service::start(&home.home()).await;
-    crabtalk_kit::tls::install_ring();
+    crabtalk_kit::install_ring();
     let token = crabtalk_home::token::read_token(&home.home()).unwrap();
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(

@@ -49,14 +49,70 @@ const TAGS: [&str; 14] = [
 ];
 const MORE_TAGS: [&str; 2] = ["blockquote", "tg-emoji"];
 
+/// What the Bot API refuses in HTML: its text is what the Bot API says
+/// after "Bad Request: can't parse entities: ", each at its byte offset.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HtmlError {
+    #[error("Unclosed start tag at byte offset {at}")]
+    UnclosedStartTag { at: usize },
+    #[error("Unexpected end tag at byte offset {at}")]
+    UnexpectedEndTag { at: usize },
+    #[error(
+        "Unmatched end tag at byte offset {at}, expected \"</{expected}>\", found \"</{found}>\""
+    )]
+    UnmatchedEndTag {
+        at: usize,
+        expected: String,
+        found: String,
+    },
+    #[error("Unsupported start tag \"{tag}\" at byte offset {at}")]
+    UnsupportedTag { tag: String, at: usize },
+    #[error("Can't use tag \"{tag}\" inside \"{parent}\" at byte offset {at}")]
+    TagInside {
+        tag: String,
+        parent: String,
+        at: usize,
+    },
+    #[error("Can't nest blockquote at byte offset {at}")]
+    NestedQuote { at: usize },
+    /// `&` or `>` outside a tag or an entity.
+    #[error(
+        "Character '{character}' is reserved and must be escaped as {escaped} (byte offset {at})"
+    )]
+    Reserved {
+        character: char,
+        escaped: &'static str,
+        at: usize,
+    },
+    #[error("Invalid character entity at byte offset {at}")]
+    InvalidEntity { at: usize },
+    #[error("Unsupported HTML entity \"&{name};\" at byte offset {at}")]
+    UnsupportedEntity { name: String, at: usize },
+    #[error("Can't find end tag corresponding to start tag \"{tag}\"")]
+    Unclosed { tag: String },
+    #[error("Can't parse attributes of \"{tag}\" at byte offset {at}")]
+    BadAttributes { tag: String, at: usize },
+    #[error("Unsupported attribute \"{attribute}\" of \"{tag}\" at byte offset {at}")]
+    UnsupportedAttribute {
+        attribute: String,
+        tag: String,
+        at: usize,
+    },
+    #[error("Unsupported class of \"code\" at byte offset {at}")]
+    CodeClass { at: usize },
+    #[error("Tag \"span\" must have class \"tg-spoiler\" at byte offset {at}")]
+    SpanClass { at: usize },
+    #[error("Tag \"a\" must have an href at byte offset {at}")]
+    NoHref { at: usize },
+}
+
 struct Open {
     tag: String,
     offset: usize,
 }
 
-/// Parses `html`; the error is what the Bot API would say after "Bad
-/// Request: can't parse entities: ".
-pub fn parse(html: &str) -> Result<Parsed, String> {
+/// Parses `html`; the error is what the Bot API would refuse in it.
+pub fn parse(html: &str) -> Result<Parsed, HtmlError> {
     let mut text = String::new();
     let mut units = 0usize;
     let mut stack: Vec<Open> = Vec::new();
@@ -69,18 +125,17 @@ pub fn parse(html: &str) -> Result<Parsed, String> {
                 let end = html[i..]
                     .find('>')
                     .map(|e| i + e)
-                    .ok_or_else(|| format!("Unclosed start tag at byte offset {i}"))?;
+                    .ok_or(HtmlError::UnclosedStartTag { at: i })?;
                 let inside = &html[i + 1..end];
                 if let Some(name) = inside.strip_prefix('/') {
                     let name = name.trim().to_ascii_lowercase();
-                    let open = stack
-                        .pop()
-                        .ok_or_else(|| format!("Unexpected end tag at byte offset {i}"))?;
+                    let open = stack.pop().ok_or(HtmlError::UnexpectedEndTag { at: i })?;
                     if open.tag != name {
-                        return Err(format!(
-                            "Unmatched end tag at byte offset {i}, expected \"</{}>\", found \"</{name}>\"",
-                            open.tag
-                        ));
+                        return Err(HtmlError::UnmatchedEndTag {
+                            at: i,
+                            expected: open.tag,
+                            found: name,
+                        });
                     }
                     entities.push(Entity {
                         tag: open.tag,
@@ -93,22 +148,22 @@ pub fn parse(html: &str) -> Result<Parsed, String> {
                         None => (inside.trim().to_ascii_lowercase(), ""),
                     };
                     if !TAGS.contains(&name.as_str()) && !MORE_TAGS.contains(&name.as_str()) {
-                        return Err(format!(
-                            "Unsupported start tag \"{name}\" at byte offset {i}"
-                        ));
+                        return Err(HtmlError::UnsupportedTag { tag: name, at: i });
                     }
                     check_attributes(&name, attrs, stack.last().map(|o| o.tag.as_str()), i)?;
                     if let Some(parent) = stack.last() {
                         let parent = parent.tag.as_str();
                         let code_in_pre = parent == "pre" && name == "code";
                         if (parent == "code" || parent == "pre") && !code_in_pre {
-                            return Err(format!(
-                                "Can't use tag \"{name}\" inside \"{parent}\" at byte offset {i}"
-                            ));
+                            return Err(HtmlError::TagInside {
+                                tag: name,
+                                parent: parent.to_owned(),
+                                at: i,
+                            });
                         }
                     }
                     if name == "blockquote" && stack.iter().any(|o| o.tag == "blockquote") {
-                        return Err(format!("Can't nest blockquote at byte offset {i}"));
+                        return Err(HtmlError::NestedQuote { at: i });
                     }
                     stack.push(Open {
                         tag: name,
@@ -122,7 +177,11 @@ pub fn parse(html: &str) -> Result<Parsed, String> {
                     .find(';')
                     .map(|e| i + e)
                     .filter(|e| e - i <= 10)
-                    .ok_or_else(|| format!("Character '&' is reserved and must be escaped as &amp; (byte offset {i})"))?;
+                    .ok_or(HtmlError::Reserved {
+                        character: '&',
+                        escaped: "&amp;",
+                        at: i,
+                    })?;
                 let name = &html[i + 1..end];
                 let decoded = match name {
                     "lt" => '<',
@@ -138,12 +197,13 @@ pub fn parse(html: &str) -> Result<Parsed, String> {
                         number
                             .ok()
                             .and_then(char::from_u32)
-                            .ok_or_else(|| format!("Invalid character entity at byte offset {i}"))?
+                            .ok_or(HtmlError::InvalidEntity { at: i })?
                     }
                     other => {
-                        return Err(format!(
-                            "Unsupported HTML entity \"&{other};\" at byte offset {i}"
-                        ));
+                        return Err(HtmlError::UnsupportedEntity {
+                            name: other.to_owned(),
+                            at: i,
+                        });
                     }
                 };
                 text.push(decoded);
@@ -151,9 +211,11 @@ pub fn parse(html: &str) -> Result<Parsed, String> {
                 i = end + 1;
             }
             '>' => {
-                return Err(format!(
-                    "Character '>' is reserved and must be escaped as &gt; (byte offset {i})"
-                ));
+                return Err(HtmlError::Reserved {
+                    character: '>',
+                    escaped: "&gt;",
+                    at: i,
+                });
             }
             c => {
                 text.push(c);
@@ -163,10 +225,9 @@ pub fn parse(html: &str) -> Result<Parsed, String> {
         }
     }
     if let Some(open) = stack.last() {
-        return Err(format!(
-            "Can't find end tag corresponding to start tag \"{}\"",
-            open.tag
-        ));
+        return Err(HtmlError::Unclosed {
+            tag: open.tag.clone(),
+        });
     }
     Ok(Parsed { text, entities })
 }
@@ -176,9 +237,11 @@ fn check_attributes(
     attrs: &str,
     parent: Option<&str>,
     at: usize,
-) -> Result<(), String> {
-    let attrs = parse_attributes(attrs)
-        .ok_or_else(|| format!("Can't parse attributes of \"{name}\" at byte offset {at}"))?;
+) -> Result<(), HtmlError> {
+    let attrs = parse_attributes(attrs).ok_or_else(|| HtmlError::BadAttributes {
+        tag: name.to_owned(),
+        at,
+    })?;
     let allowed: &[&str] = match name {
         "a" => &["href"],
         "code" => &["class"],
@@ -189,26 +252,24 @@ fn check_attributes(
     };
     for (key, value) in &attrs {
         if !allowed.contains(&key.as_str()) {
-            return Err(format!(
-                "Unsupported attribute \"{key}\" of \"{name}\" at byte offset {at}"
-            ));
+            return Err(HtmlError::UnsupportedAttribute {
+                attribute: key.clone(),
+                tag: name.to_owned(),
+                at,
+            });
         }
         if name == "code" && (parent != Some("pre") || !value.starts_with("language-")) {
-            return Err(format!("Unsupported class of \"code\" at byte offset {at}"));
+            return Err(HtmlError::CodeClass { at });
         }
         if name == "span" && value != "tg-spoiler" {
-            return Err(format!(
-                "Tag \"span\" must have class \"tg-spoiler\" at byte offset {at}"
-            ));
+            return Err(HtmlError::SpanClass { at });
         }
     }
     if name == "a" && !attrs.iter().any(|(k, v)| k == "href" && !v.is_empty()) {
-        return Err(format!("Tag \"a\" must have an href at byte offset {at}"));
+        return Err(HtmlError::NoHref { at });
     }
     if name == "span" && attrs.is_empty() {
-        return Err(format!(
-            "Tag \"span\" must have class \"tg-spoiler\" at byte offset {at}"
-        ));
+        return Err(HtmlError::SpanClass { at });
     }
     Ok(())
 }
@@ -281,6 +342,42 @@ mod tests {
             "<b class=\"x\">x</b>",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn refusals_read_as_the_bot_apis() {
+        for (bad, says) in [
+            (
+                "<b>open",
+                "Can't find end tag corresponding to start tag \"b\"",
+            ),
+            (
+                "<b><i>x</b></i>",
+                "Unmatched end tag at byte offset 7, expected \"</i>\", found \"</b>\"",
+            ),
+            (
+                "<div>x</div>",
+                "Unsupported start tag \"div\" at byte offset 0",
+            ),
+            (
+                "a & b",
+                "Character '&' is reserved and must be escaped as &amp; (byte offset 2)",
+            ),
+            (
+                "a > b",
+                "Character '>' is reserved and must be escaped as &gt; (byte offset 2)",
+            ),
+            (
+                "&nbsp;",
+                "Unsupported HTML entity \"&nbsp;\" at byte offset 0",
+            ),
+            (
+                "<b class=\"x\">x</b>",
+                "Unsupported attribute \"class\" of \"b\" at byte offset 0",
+            ),
+        ] {
+            assert_eq!(parse(bad).unwrap_err().to_string(), says, "{bad}");
         }
     }
 }

@@ -16,7 +16,7 @@
 //! Sending (`telegram_send`, the relay) is held to the same table: only to
 //! chats that may talk to the agent.
 
-pub mod pairing;
+pub(crate) mod pairing;
 
 use crabtalk_home::Home;
 
@@ -32,7 +32,7 @@ fn listed(list: &[i64], chat: i64, chats: &ChatBook) -> bool {
 }
 
 /// The access table of a running gateway.
-pub struct Access {
+pub(crate) struct Access {
     allow: Vec<i64>,
     groups: Vec<i64>,
     open_groups: Vec<i64>,
@@ -42,7 +42,7 @@ pub struct Access {
 }
 
 impl Access {
-    pub fn new(home: &Home, config: &TelegramConfig) -> Self {
+    pub(crate) fn new(home: &Home, config: &TelegramConfig) -> Self {
         Self {
             allow: config.allow.clone(),
             groups: config.groups.clone(),
@@ -53,35 +53,35 @@ impl Access {
         }
     }
 
-    pub fn pairing(&self) -> Option<&PairingStore> {
+    pub(crate) fn pairing(&self) -> Option<&PairingStore> {
         self.pairing.then_some(&self.store)
     }
 
-    pub fn require_mention(&self) -> bool {
+    pub(crate) fn require_mention(&self) -> bool {
         self.require_mention
     }
 
     /// Whether user `user` may talk to the agent in a private chat.
-    pub fn user_allowed(&self, user: i64) -> bool {
+    pub(crate) fn user_allowed(&self, user: i64) -> bool {
         self.allow.contains(&user) || self.store.is_approved(user)
     }
 
     /// Whether the group `chat` is one the bot answers in (`chats` knows
     /// which group a supergroup was).
-    pub fn group_allowed(&self, chat: i64, chats: &ChatBook) -> bool {
+    pub(crate) fn group_allowed(&self, chat: i64, chats: &ChatBook) -> bool {
         listed(&self.groups, chat, chats) || listed(&self.open_groups, chat, chats)
     }
 
     /// Whether `user` may speak to the agent in the group `chat`: a group
     /// the bot answers in, and either one open to every member or a user
     /// allowed (or paired) anyway.
-    pub fn member_allowed(&self, chat: i64, user: i64, chats: &ChatBook) -> bool {
+    pub(crate) fn member_allowed(&self, chat: i64, user: i64, chats: &ChatBook) -> bool {
         self.group_allowed(chat, chats)
             && (listed(&self.open_groups, chat, chats) || self.user_allowed(user))
     }
 
     /// Whether messages may be sent to `to`.
-    pub fn may_send_to(&self, to: ChatAddress, chats: &ChatBook) -> bool {
+    pub(crate) fn may_send_to(&self, to: ChatAddress, chats: &ChatBook) -> bool {
         if to.is_private() {
             self.user_allowed(to.chat)
         } else {
@@ -90,7 +90,7 @@ impl Access {
     }
 
     /// Every chat that may talk to the agent by configuration or approval.
-    pub fn known_chats(&self) -> Vec<i64> {
+    pub(crate) fn known_chats(&self) -> Vec<i64> {
         let mut chats: Vec<i64> = self.allow.clone();
         chats.extend(self.store.approved().into_iter().map(|a| a.user_id));
         chats.extend(&self.groups);

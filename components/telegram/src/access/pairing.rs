@@ -17,21 +17,21 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, Duration, Utc};
 use crabtalk_home::Home;
-use crabtalk_kit::lock::FileLock;
+use crabtalk_kit::FileLock;
 use serde::{Deserialize, Serialize};
 
 /// How long a code is valid.
-pub const CODE_LIFETIME: Duration = Duration::hours(1);
+pub(crate) const CODE_LIFETIME: Duration = Duration::hours(1);
 /// Codes waiting at once.
-pub const MAX_PENDING: usize = 3;
+pub(crate) const MAX_PENDING: usize = 3;
 /// Answers a stranger gets for one code.
-pub const MAX_REPLIES: u32 = 2;
+pub(crate) const MAX_REPLIES: u32 = 2;
 /// Letters and digits that cannot be mistaken for each other.
 const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
 /// A code waiting for a person's decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pending {
+pub(crate) struct Pending {
     pub code: String,
     pub user_id: i64,
     pub name: String,
@@ -45,7 +45,7 @@ pub struct Pending {
 
 /// A user let in by a code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Approved {
+pub(crate) struct Approved {
     pub user_id: i64,
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -54,7 +54,7 @@ pub struct Approved {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PairingFile {
+pub(crate) struct PairingFile {
     #[serde(default)]
     pub pending: Vec<Pending>,
     #[serde(default)]
@@ -65,7 +65,7 @@ pub struct PairingFile {
 
 /// Who wrote, as Telegram says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stranger {
+pub(crate) struct Stranger {
     pub user_id: i64,
     pub name: String,
     pub username: Option<String>,
@@ -73,7 +73,7 @@ pub struct Stranger {
 
 /// Why a pairing command failed.
 #[derive(Debug, thiserror::Error)]
-pub enum PairingError {
+pub(crate) enum PairingError {
     #[error(
         "no pending pairing code {0:?} (codes expire after an hour; `crabtalk-telegram pair list` shows the pending ones)"
     )]
@@ -89,13 +89,13 @@ pub enum PairingError {
 
 /// The pairing file of one home.
 #[derive(Debug, Clone)]
-pub struct PairingStore {
+pub(crate) struct PairingStore {
     path: PathBuf,
     lock: PathBuf,
 }
 
 impl PairingStore {
-    pub fn of(home: &Home) -> Self {
+    pub(crate) fn of(home: &Home) -> Self {
         let dir = crate::data_dir(home);
         Self {
             path: dir.join("pairing.json"),
@@ -104,23 +104,23 @@ impl PairingStore {
     }
 
     /// What the file holds now (expired codes left out).
-    pub fn read(&self, now: DateTime<Utc>) -> PairingFile {
+    pub(crate) fn read(&self, now: DateTime<Utc>) -> PairingFile {
         let mut file: PairingFile = crate::state::read_json(&self.path);
         file.pending.retain(|p| p.expires > now);
         file
     }
 
-    pub fn is_approved(&self, user: i64) -> bool {
+    pub(crate) fn is_approved(&self, user: i64) -> bool {
         self.approved().iter().any(|a| a.user_id == user)
     }
 
-    pub fn approved(&self) -> Vec<Approved> {
+    pub(crate) fn approved(&self) -> Vec<Approved> {
         self.read(Utc::now()).approved
     }
 
     /// A stranger wrote: the text to answer with, if any (a new code, the
     /// same code again, or nothing).
-    pub fn stranger(
+    pub(crate) fn stranger(
         &self,
         who: &Stranger,
         now: DateTime<Utc>,
@@ -166,7 +166,7 @@ impl PairingStore {
     }
 
     /// Approves `code`: its user may talk to the agent.
-    pub fn approve(&self, code: &str, now: DateTime<Utc>) -> Result<Approved, PairingError> {
+    pub(crate) fn approve(&self, code: &str, now: DateTime<Utc>) -> Result<Approved, PairingError> {
         self.edit(now, |file| {
             let index = find(file, code)?;
             let pending = file.pending.remove(index);
@@ -185,7 +185,7 @@ impl PairingStore {
     }
 
     /// Denies `code`: its user gets no further codes.
-    pub fn deny(&self, code: &str, now: DateTime<Utc>) -> Result<Pending, PairingError> {
+    pub(crate) fn deny(&self, code: &str, now: DateTime<Utc>) -> Result<Pending, PairingError> {
         self.edit(now, |file| {
             let index = find(file, code)?;
             let pending = file.pending.remove(index);
@@ -198,7 +198,7 @@ impl PairingStore {
     }
 
     /// Takes back the approval of `user`.
-    pub fn revoke(&self, user: i64, now: DateTime<Utc>) -> Result<Approved, PairingError> {
+    pub(crate) fn revoke(&self, user: i64, now: DateTime<Utc>) -> Result<Approved, PairingError> {
         self.edit(now, |file| {
             let index = file.approved.iter().position(|a| a.user_id == user)?;
             Some(file.approved.remove(index))

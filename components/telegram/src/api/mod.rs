@@ -10,8 +10,8 @@
 //! one every three in groups) is the [`outbox`](crate::outbox)'s; this
 //! module only counts requests overall.
 
-pub mod throttle;
-pub mod update;
+pub(crate) mod throttle;
+pub(crate) mod update;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -24,21 +24,21 @@ use tokio::io::AsyncWriteExt;
 use crate::address::ChatAddress;
 use crate::token::{BotIdentity, TokenError};
 use crate::wire::{BotClient, CallError, describe_network};
-pub use throttle::Throttle;
+pub(crate) use throttle::Throttle;
 use update::ALLOWED_UPDATES;
 
 /// How long a request other than a long poll may take.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The largest file the Bot API lets a bot download.
-pub const MAX_DOWNLOAD: u64 = 20 * 1024 * 1024;
+pub(crate) const MAX_DOWNLOAD: u64 = 20 * 1024 * 1024;
 
 /// How long one download may take.
-pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What went wrong with a request, sorted by what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ApiFailure {
+pub(crate) enum ApiFailure {
     /// 429: wait this long before the next request to that chat.
     #[error("Telegram asks to wait {0:?} (flood control)")]
     RetryAfter(Duration),
@@ -68,7 +68,7 @@ pub enum ApiFailure {
 
 impl ApiFailure {
     /// Whether trying the same request again later may work.
-    pub fn is_transient(&self) -> bool {
+    pub(crate) fn is_transient(&self) -> bool {
         matches!(self, Self::Unavailable(_))
     }
 
@@ -112,44 +112,44 @@ impl ApiFailure {
 }
 
 /// 409, another `getUpdates`.
-pub const OTHER_POLLER: &str = "409 Conflict: another program is polling this bot's updates (a second \
+pub(crate) const OTHER_POLLER: &str = "409 Conflict: another program is polling this bot's updates (a second \
      crabtalk-telegram with the same token on another machine or home, or another bot framework); \
      stop it — only one program can receive a bot's updates";
 /// 409, a webhook.
-pub const WEBHOOK_SET: &str = "409 Conflict: a webhook is set for this bot, so Telegram sends its updates \
+pub(crate) const WEBHOOK_SET: &str = "409 Conflict: a webhook is set for this bot, so Telegram sends its updates \
      there instead; deleting the webhook";
 
 /// Text and how Telegram should read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Text {
+pub(crate) enum Text {
     Html(String),
     Plain(String),
 }
 
 /// A file to download.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteFile {
+pub(crate) struct RemoteFile {
     pub path: String,
     pub size: u64,
 }
 
 /// The Bot API of one bot.
 #[derive(Clone)]
-pub struct Api {
+pub(crate) struct Api {
     client: BotClient,
     throttle: Arc<Throttle>,
 }
 
 impl Api {
     /// A client for `token` at `api_url`.
-    pub fn new(api_url: &url::Url, token: &str, throttle: Arc<Throttle>) -> Self {
+    pub(crate) fn new(api_url: &url::Url, token: &str, throttle: Arc<Throttle>) -> Self {
         Self {
             client: BotClient::new(api_url, token, REQUEST_TIMEOUT),
             throttle,
         }
     }
 
-    pub fn throttle(&self) -> &Arc<Throttle> {
+    pub(crate) fn throttle(&self) -> &Arc<Throttle> {
         &self.throttle
     }
 
@@ -165,16 +165,19 @@ impl Api {
     }
 
     /// Who the bot is.
-    pub async fn get_me(&self) -> Result<BotIdentity, TokenError> {
+    pub(crate) async fn get_me(&self) -> Result<BotIdentity, TokenError> {
         let _permit = self.throttle.acquire().await;
         crate::token::ask_get_me(&self.client).await
     }
 
-    pub async fn delete_webhook(&self) -> Result<(), ApiFailure> {
+    pub(crate) async fn delete_webhook(&self) -> Result<(), ApiFailure> {
         self.call("deleteWebhook", json!({})).await.map(drop)
     }
 
-    pub async fn set_my_commands(&self, commands: Vec<BotCommand>) -> Result<(), ApiFailure> {
+    pub(crate) async fn set_my_commands(
+        &self,
+        commands: Vec<BotCommand>,
+    ) -> Result<(), ApiFailure> {
         self.call("setMyCommands", json!({ "commands": commands }))
             .await
             .map(drop)
@@ -184,7 +187,7 @@ impl Api {
     /// each as raw JSON (each is read on its own, so one the gateway
     /// cannot read does not hide the others). Bounded by `timeout` and a
     /// margin; nothing here waits beyond the request.
-    pub async fn get_updates(
+    pub(crate) async fn get_updates(
         &self,
         offset: i64,
         timeout: Duration,
@@ -211,7 +214,7 @@ impl Api {
     }
 
     /// Sends `text` to `to`; the new message's id.
-    pub async fn send_message(
+    pub(crate) async fn send_message(
         &self,
         to: ChatAddress,
         text: &Text,
@@ -229,7 +232,7 @@ impl Api {
     }
 
     /// Replaces the text of message `id` in `chat`.
-    pub async fn edit_message_text(
+    pub(crate) async fn edit_message_text(
         &self,
         chat: i64,
         id: i32,
@@ -246,7 +249,7 @@ impl Api {
     }
 
     /// Replaces (or with `None`, removes) the keyboard of message `id`.
-    pub async fn edit_keyboard(
+    pub(crate) async fn edit_keyboard(
         &self,
         chat: i64,
         id: i32,
@@ -257,7 +260,7 @@ impl Api {
         self.call("editMessageReplyMarkup", params).await.map(drop)
     }
 
-    pub async fn delete_message(&self, chat: i64, id: i32) -> Result<(), ApiFailure> {
+    pub(crate) async fn delete_message(&self, chat: i64, id: i32) -> Result<(), ApiFailure> {
         self.call(
             "deleteMessage",
             json!({ "chat_id": chat, "message_id": id }),
@@ -269,7 +272,7 @@ impl Api {
     /// "typing…" in `to` (Telegram shows it for five seconds). Skipped
     /// (`Ok(false)`) when the global limit has no room right now: replies
     /// come first.
-    pub async fn typing(&self, to: ChatAddress) -> Result<bool, ApiFailure> {
+    pub(crate) async fn typing(&self, to: ChatAddress) -> Result<bool, ApiFailure> {
         let Some(permit) = self.throttle.try_acquire() else {
             return Ok(false);
         };
@@ -283,7 +286,11 @@ impl Api {
     }
 
     /// Answers a button press (with a short notice, if any).
-    pub async fn answer_callback(&self, id: &str, notice: Option<&str>) -> Result<(), ApiFailure> {
+    pub(crate) async fn answer_callback(
+        &self,
+        id: &str,
+        notice: Option<&str>,
+    ) -> Result<(), ApiFailure> {
         let mut params = json!({ "callback_query_id": id });
         if let Some(notice) = notice {
             params["text"] = json!(notice);
@@ -292,7 +299,7 @@ impl Api {
     }
 
     /// Where file `file_id` can be downloaded from.
-    pub async fn get_file(&self, file_id: &str) -> Result<RemoteFile, ApiFailure> {
+    pub(crate) async fn get_file(&self, file_id: &str) -> Result<RemoteFile, ApiFailure> {
         let file = self.call("getFile", json!({ "file_id": file_id })).await?;
         let path = file
             .get("file_path")
@@ -309,7 +316,7 @@ impl Api {
     /// Downloads `file` to `to` (mode 0600), refusing more than
     /// [`MAX_DOWNLOAD`] bytes or [`DOWNLOAD_TIMEOUT`]; the number of bytes
     /// written. A file left half-written is removed.
-    pub async fn download(&self, file: &RemoteFile, to: &Path) -> Result<u64, ApiFailure> {
+    pub(crate) async fn download(&self, file: &RemoteFile, to: &Path) -> Result<u64, ApiFailure> {
         let io = |err: std::io::Error| {
             ApiFailure::Other(format!("cannot write {}: {err}", to.display()))
         };

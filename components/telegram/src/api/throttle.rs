@@ -16,10 +16,10 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// Telegram's global limit for a bot: 30 messages a second.
-pub const GLOBAL_PER_SECOND: usize = 30;
+pub(crate) const GLOBAL_PER_SECOND: usize = 30;
 
 /// The global limiter.
-pub struct Throttle {
+pub(crate) struct Throttle {
     max: usize,
     window: Duration,
     state: parking_lot::Mutex<State>,
@@ -35,7 +35,7 @@ struct State {
 }
 
 /// A request under way; dropping it marks it answered.
-pub struct Permit {
+pub(crate) struct Permit {
     throttle: Arc<Throttle>,
 }
 
@@ -50,7 +50,7 @@ impl Drop for Permit {
 }
 
 impl Throttle {
-    pub fn new(max: usize, window: Duration) -> Arc<Self> {
+    pub(crate) fn new(max: usize, window: Duration) -> Arc<Self> {
         Arc::new(Self {
             max: max.max(1),
             window,
@@ -61,13 +61,13 @@ impl Throttle {
     }
 
     /// Telegram's limit: [`GLOBAL_PER_SECOND`] per second.
-    pub fn telegram() -> Arc<Self> {
+    pub(crate) fn telegram() -> Arc<Self> {
         Self::new(GLOBAL_PER_SECOND, Duration::from_secs(1))
     }
 
     /// A permit if a request may start right now and nobody waits for
     /// one (for what may be skipped under pressure, like "typing…").
-    pub fn try_acquire(self: &Arc<Self>) -> Option<Permit> {
+    pub(crate) fn try_acquire(self: &Arc<Self>) -> Option<Permit> {
         let _turn = self.turnstile.try_lock().ok()?;
         let mut state = self.state.lock();
         let now = Instant::now();
@@ -88,7 +88,7 @@ impl Throttle {
     }
 
     /// Waits until a request may start.
-    pub async fn acquire(self: &Arc<Self>) -> Permit {
+    pub(crate) async fn acquire(self: &Arc<Self>) -> Permit {
         let _turn = self.turnstile.lock().await;
         loop {
             let changed = self.changed.notified();

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// What the gateway asks to be told about.
-pub const ALLOWED_UPDATES: [&str; 3] = ["message", "edited_message", "callback_query"];
+pub(crate) const ALLOWED_UPDATES: [&str; 3] = ["message", "edited_message", "callback_query"];
 
 /// One update.
 #[derive(Debug, Clone)]
@@ -35,20 +35,40 @@ pub enum UpdateKind {
     Other(String),
 }
 
+/// Why an update could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum UnreadableUpdate {
+    #[error("no update_id")]
+    NoId,
+    /// The field (`message`, `edited_message`, `callback_query`) is not
+    /// what the Bot API sends there.
+    #[error("{field}: {source}")]
+    Malformed {
+        field: &'static str,
+        source: serde_json::Error,
+    },
+    /// A message without the chat it is in.
+    #[error("{field}: no chat")]
+    NoChat { field: &'static str },
+    #[error("callback_query: no id")]
+    NoCallbackId,
+}
+
 impl Update {
     /// Reads one update; the error says what is wrong with it.
-    pub fn read(value: &Value) -> Result<Self, String> {
+    pub fn read(value: &Value) -> Result<Self, UnreadableUpdate> {
         let id = value
             .get("update_id")
             .and_then(Value::as_i64)
-            .ok_or("no update_id")?;
-        let message = |key: &str| -> Result<Option<Message>, String> {
-            let Some(raw) = value.get(key) else {
+            .ok_or(UnreadableUpdate::NoId)?;
+        let message = |field: &'static str| -> Result<Option<Message>, UnreadableUpdate> {
+            let Some(raw) = value.get(field) else {
                 return Ok(None);
             };
-            let message = Message::deserialize(raw).map_err(|err| format!("{key}: {err}"))?;
+            let message = Message::deserialize(raw)
+                .map_err(|source| UnreadableUpdate::Malformed { field, source })?;
             if message.chat.id == 0 {
-                return Err(format!("{key}: no chat"));
+                return Err(UnreadableUpdate::NoChat { field });
             }
             Ok(Some(message))
         };
@@ -58,9 +78,12 @@ impl Update {
             UpdateKind::Edited(message)
         } else if let Some(raw) = value.get("callback_query") {
             let query =
-                CallbackQuery::deserialize(raw).map_err(|err| format!("callback_query: {err}"))?;
+                CallbackQuery::deserialize(raw).map_err(|source| UnreadableUpdate::Malformed {
+                    field: "callback_query",
+                    source,
+                })?;
             if query.id.is_empty() {
-                return Err("callback_query: no id".into());
+                return Err(UnreadableUpdate::NoCallbackId);
             }
             UpdateKind::Callback(query)
         } else {
@@ -253,7 +276,7 @@ mod tests {
             ),
             (json!({"update_id": 1, "callback_query": {}}), "no id"),
         ] {
-            let err = Update::read(&value).unwrap_err();
+            let err = Update::read(&value).unwrap_err().to_string();
             assert!(err.contains(says), "{value}: {err}");
         }
         let other = Update::read(&json!({"update_id": 2, "poll": {"id": "p"}})).unwrap();

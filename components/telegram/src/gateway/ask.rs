@@ -52,7 +52,7 @@ struct Ask {
 
 /// The open questions of the gateway.
 #[derive(Default)]
-pub struct Asks {
+pub(crate) struct Asks {
     next: AtomicU32,
     open: parking_lot::Mutex<HashMap<u32, Ask>>,
 }
@@ -79,7 +79,7 @@ fn parse_data(data: &str) -> Option<(u32, usize, Press)> {
 
 impl Asks {
     /// Shows the questions of call `call_id` in `conversation`.
-    pub fn open(
+    pub(crate) fn open(
         &self,
         gateway: &Arc<Gateway>,
         conversation: Conversation,
@@ -144,7 +144,6 @@ impl Asks {
                             text: None,
                             keyboard: None,
                             keyboard_only: true,
-                            done: None,
                         },
                     );
                 }
@@ -153,7 +152,7 @@ impl Asks {
     }
 
     /// A button was pressed.
-    pub async fn callback(&self, gateway: &Arc<Gateway>, query: &CallbackQuery) {
+    pub(crate) async fn callback(&self, gateway: &Arc<Gateway>, query: &CallbackQuery) {
         let data = query.data.as_deref().unwrap_or_default();
         let message = query.regular_message();
         let outcome = match parse_data(data) {
@@ -182,7 +181,6 @@ impl Asks {
                         text: None,
                         keyboard: None,
                         keyboard_only: true,
-                        done: None,
                     },
                 );
             }
@@ -210,7 +208,6 @@ impl Asks {
                                 text: None,
                                 keyboard: Some(ask.keyboard(id)),
                                 keyboard_only: true,
-                                done: None,
                             },
                         );
                     }
@@ -246,7 +243,6 @@ impl Asks {
                             text: Some(Text::Html(html)),
                             keyboard: None,
                             keyboard_only: false,
-                            done: None,
                         },
                     );
                 }
@@ -260,7 +256,7 @@ impl Asks {
 
     /// A text message in `conversation`: the answer, if a question waits
     /// for one. Whether it was taken.
-    pub fn text(&self, gateway: &Arc<Gateway>, sender: &str, text: &str) -> bool {
+    pub(crate) fn text(&self, gateway: &Arc<Gateway>, sender: &str, text: &str) -> bool {
         let id = self
             .open
             .lock()
@@ -290,7 +286,6 @@ impl Asks {
                     text: Some(Text::Html(html)),
                     keyboard: None,
                     keyboard_only: false,
-                    done: None,
                 },
             );
         }
@@ -334,7 +329,7 @@ impl Asks {
     }
 
     /// The agent's call `call_id` ended (it stopped waiting).
-    pub fn tool_result(&self, gateway: &Gateway, call_id: &str, why: &str) {
+    pub(crate) fn tool_result(&self, gateway: &Gateway, call_id: &str, why: &str) {
         let id = self
             .open
             .lock()
@@ -347,7 +342,7 @@ impl Asks {
     }
 
     /// Closes every question of run `run_id`.
-    pub fn close_run(&self, gateway: &Gateway, run_id: Option<u64>, why: &str) {
+    pub(crate) fn close_run(&self, gateway: &Gateway, run_id: Option<u64>, why: &str) {
         let Some(run_id) = run_id else { return };
         let ids: Vec<u32> = self
             .open
@@ -375,19 +370,9 @@ impl Asks {
                     text: Some(Text::Html(html)),
                     keyboard: None,
                     keyboard_only: false,
-                    done: None,
                 },
             );
         }
-    }
-
-    /// How many questions are open (for tests and health).
-    pub fn len(&self) -> usize {
-        self.open.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

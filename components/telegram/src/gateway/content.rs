@@ -2,7 +2,7 @@
 //!
 //! - files ([`attachment`]): photos (the largest size), documents, videos,
 //!   audio files, voice notes, video notes and animations — saved by
-//!   [`media`](super::media) and referenced by their path;
+//!   the gateway (`media.rs`) and referenced by their path;
 //! - places and contacts ([`described`]): a line of text for the agent;
 //! - kinds the agent cannot read ([`unreadable`]): stickers, polls, dice,
 //!   games, stories and kinds this version does not know — the sender gets

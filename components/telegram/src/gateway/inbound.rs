@@ -30,14 +30,14 @@ pub const CORRECTION: &str = "[correction: the sender edited an earlier message;
 
 /// Handles one update (already known to be new) from the poll loop: now,
 /// or in its chat's queue.
-pub async fn update(gateway: &Arc<Gateway>, raw: &Value, update: Update) {
+pub(crate) async fn update(gateway: &Arc<Gateway>, raw: &Value, update: Update) {
     if let Some(update) = gateway.inbox.admit(gateway, raw, update).await {
         handle(gateway, update).await;
     }
 }
 
 /// Handles one update.
-pub async fn handle(gateway: &Arc<Gateway>, update: Update) {
+pub(crate) async fn handle(gateway: &Arc<Gateway>, update: Update) {
     match update.kind {
         UpdateKind::Message(message) => self::message(gateway, &message, false).await,
         UpdateKind::Edited(message) => self::message(gateway, &message, true).await,
@@ -80,7 +80,7 @@ fn speaker(message: &Message) -> String {
 
 /// Whether a group message addresses the bot: an `@bot` mention, a
 /// reply to one of its messages, or `/cmd@bot`.
-pub fn addressed(gateway: &Gateway, message: &Message) -> bool {
+pub(crate) fn addressed(gateway: &Gateway, message: &Message) -> bool {
     let me = gateway.me.username.to_lowercase();
     if message
         .reply_to_message

@@ -30,7 +30,7 @@ use super::content::attachment;
 use crate::api::update::{Update, UpdateKind};
 
 /// Messages waiting in all chats' queues together.
-pub const MAX_WAITING: usize = 64;
+pub(crate) const MAX_WAITING: usize = 64;
 
 /// One message waiting.
 struct Waiting {
@@ -40,7 +40,7 @@ struct Waiting {
 }
 
 /// The chats' queues.
-pub struct Inbox {
+pub(crate) struct Inbox {
     queues: parking_lot::Mutex<HashMap<i64, VecDeque<Waiting>>>,
     room: Arc<Semaphore>,
     downloads: Semaphore,
@@ -48,7 +48,7 @@ pub struct Inbox {
 }
 
 impl Inbox {
-    pub fn new(home: &crabtalk_home::Home) -> Self {
+    pub(crate) fn new(home: &crabtalk_home::Home) -> Self {
         Self {
             queues: Default::default(),
             room: Arc::new(Semaphore::new(MAX_WAITING)),
@@ -59,7 +59,7 @@ impl Inbox {
 
     /// A turn to download (waits while [`MAX_DOWNLOADS`](super::media::MAX_DOWNLOADS)
     /// run).
-    pub async fn download_slot(&self) -> SemaphorePermit<'_> {
+    pub(crate) async fn download_slot(&self) -> SemaphorePermit<'_> {
         self.downloads
             .acquire()
             .await
@@ -69,7 +69,7 @@ impl Inbox {
     /// Takes `update` into its chat's queue when it must wait there (it
     /// has a file to download, or its chat's queue is not empty); gives it
     /// back when the poll loop should handle it now.
-    pub async fn admit(
+    pub(crate) async fn admit(
         &self,
         gateway: &Arc<Gateway>,
         raw: &Value,
@@ -103,7 +103,7 @@ impl Inbox {
 
     /// Queues again what a previous run left waiting (before the first
     /// poll).
-    pub async fn replay(&self, gateway: &Arc<Gateway>) {
+    pub(crate) async fn replay(&self, gateway: &Arc<Gateway>) {
         let Ok(entries) = std::fs::read_dir(&self.journal) else {
             return;
         };

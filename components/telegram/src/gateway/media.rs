@@ -18,13 +18,13 @@ use std::path::{Path, PathBuf};
 use super::Gateway;
 use super::content::{Attachment, attachment};
 use crate::api::update::Message;
-use crate::api::{MAX_DOWNLOAD, RemoteFile};
+use crate::api::{ApiFailure, MAX_DOWNLOAD, RemoteFile};
 
 /// Downloads at once, for the whole gateway.
-pub const MAX_DOWNLOADS: usize = 4;
+pub(crate) const MAX_DOWNLOADS: usize = 4;
 
 /// A file name that cannot leave its folder.
-pub fn safe_name(name: &str) -> String {
+pub(crate) fn safe_name(name: &str) -> String {
     let cleaned: String = name
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
@@ -39,7 +39,7 @@ pub fn safe_name(name: &str) -> String {
 }
 
 /// `$CRABTALK_HOME/files/telegram/<chat>/`.
-pub fn folder(home: &crabtalk_home::Home, chat: i64) -> PathBuf {
+pub(crate) fn folder(home: &crabtalk_home::Home, chat: i64) -> PathBuf {
     home.root()
         .join("files")
         .join("telegram")
@@ -48,7 +48,7 @@ pub fn folder(home: &crabtalk_home::Home, chat: i64) -> PathBuf {
 
 /// Saves the message's attachment; the line that tells the agent about
 /// it (also when it could not be saved), or `None` without one.
-pub async fn save(gateway: &Gateway, message: &Message) -> Option<String> {
+pub(crate) async fn save(gateway: &Gateway, message: &Message) -> Option<String> {
     let attachment = attachment(message)?;
     let chat = message.chat.id;
     if let Some(size) = attachment.size.filter(|size| *size > MAX_DOWNLOAD) {
@@ -75,40 +75,48 @@ pub async fn save(gateway: &Gateway, message: &Message) -> Option<String> {
     }
 }
 
+/// Why a file was not saved.
+#[derive(Debug, thiserror::Error)]
+enum DownloadError {
+    /// `getFile` or the download failed.
+    #[error(transparent)]
+    Api(#[from] ApiFailure),
+    /// Telegram's answer says the file is over what a bot may download.
+    #[error("it has {} MB; bots may download at most 20 MB", .size / 1024 / 1024)]
+    TooLarge { size: u64 },
+    #[error("cannot create {}: {source}", .dir.display())]
+    Folder {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 async fn download(
     gateway: &Gateway,
     chat: i64,
     message_id: i32,
     attachment: &Attachment,
-) -> Result<PathBuf, String> {
-    let file: RemoteFile = gateway
-        .api
-        .get_file(&attachment.file_id)
-        .await
-        .map_err(|err| err.to_string())?;
+) -> Result<PathBuf, DownloadError> {
+    let file: RemoteFile = gateway.api.get_file(&attachment.file_id).await?;
     if file.size > MAX_DOWNLOAD {
-        return Err(format!(
-            "it has {} MB; bots may download at most 20 MB",
-            file.size / 1024 / 1024
-        ));
+        return Err(DownloadError::TooLarge { size: file.size });
     }
     let dir = folder(&gateway.home, chat);
-    create_dirs(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+    create_dirs(&dir).map_err(|source| DownloadError::Folder {
+        dir: dir.clone(),
+        source,
+    })?;
     let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
     let path = dir.join(format!(
         "{stamp}-{message_id}-{}",
         safe_name(&attachment.name)
     ));
-    gateway
-        .api
-        .download(&file, &path)
-        .await
-        .map_err(|err| err.to_string())?;
+    gateway.api.download(&file, &path).await?;
     Ok(path)
 }
 
 fn create_dirs(dir: &Path) -> std::io::Result<()> {
-    crate::create_private_dir(dir)
+    crabtalk_home::create_private_dir(dir)
 }
 
 #[cfg(test)]

@@ -15,15 +15,15 @@
 //! - [`media`]: files people send, saved for the agent;
 //! - [`relay`]: replies of turns others started for `tg:` conversations.
 
-pub mod ask;
+pub(crate) mod ask;
 pub mod content;
-pub mod inbound;
-pub mod inbox;
-pub mod media;
-pub mod poller;
-pub mod relay;
-pub mod slash;
-pub mod turn;
+pub(crate) mod inbound;
+pub(crate) mod inbox;
+pub(crate) mod media;
+pub(crate) mod poller;
+pub(crate) mod relay;
+pub(crate) mod slash;
+pub(crate) mod turn;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -44,11 +44,11 @@ use crate::token::BotIdentity;
 /// The trigger the gateway's turns carry (`StreamMsg.trigger`): the relay
 /// leaves their replies alone, and the daemon does not offer them the
 /// gateway's own tools.
-pub const TRIGGER: &str = "telegram";
+pub(crate) const TRIGGER: &str = "telegram";
 
 /// A conversation: where it is in Telegram, and who it is in the daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Conversation {
+pub(crate) struct Conversation {
     /// The chat (its id before any migration) and topic.
     pub address: ChatAddress,
     /// The daemon's agent (`""`: the default).
@@ -56,13 +56,13 @@ pub struct Conversation {
 }
 
 impl Conversation {
-    pub fn sender(&self) -> String {
+    pub(crate) fn sender(&self) -> String {
         self.address.sender()
     }
 }
 
 /// Everything the parts of a running gateway share.
-pub struct Gateway {
+pub(crate) struct Gateway {
     pub home: Home,
     pub config: TelegramConfig,
     pub me: BotIdentity,
@@ -86,13 +86,13 @@ pub struct Gateway {
 
 impl Gateway {
     /// The access table now.
-    pub fn access(&self) -> Arc<Access> {
+    pub(crate) fn access(&self) -> Arc<Access> {
         self.access.read().clone()
     }
 
     /// The conversation of `address` (its chat's chosen agent, else the
     /// configured one).
-    pub fn conversation(&self, address: ChatAddress) -> Conversation {
+    pub(crate) fn conversation(&self, address: ChatAddress) -> Conversation {
         let agent = self
             .chats
             .agent_of(address.chat)
@@ -102,14 +102,14 @@ impl Gateway {
 
     /// Remembers a streaming reply, to seal it at shutdown (replies that
     /// are gone are forgotten here).
-    pub fn track(&self, reply: &Arc<crate::outbox::LiveReply>) {
+    pub(crate) fn track(&self, reply: &Arc<crate::outbox::LiveReply>) {
         let mut live = self.live.lock();
         live.retain(|reply| reply.strong_count() > 0);
         live.push(Arc::downgrade(reply));
     }
 
     /// Seals every reply still streaming (at shutdown).
-    pub fn seal_all(&self) {
+    pub(crate) fn seal_all(&self) {
         for reply in self.live.lock().drain(..) {
             if let Some(reply) = reply.upgrade() {
                 reply.seal();
@@ -119,7 +119,7 @@ impl Gateway {
 }
 
 /// Daemon errors in words a chat understands.
-pub fn error_words(error: &str) -> String {
+pub(crate) fn error_words(error: &str) -> String {
     let lower = error.to_ascii_lowercase();
     if lower.contains("cancelled by the user") {
         return "⏹ Stopped.".into();

@@ -51,7 +51,7 @@ impl Backoff {
 }
 
 /// Polls until shutdown.
-pub async fn run(gateway: Arc<Gateway>, mut offsets: OffsetStore, problems: Problems) {
+pub(crate) async fn run(gateway: Arc<Gateway>, mut offsets: OffsetStore, problems: Problems) {
     let poll_timeout = Duration::from_secs(gateway.config.poll_timeout_secs);
     let restart_after = Duration::from_secs(gateway.config.poll_restart_secs);
     let stopping = gateway.shutdown.requested();

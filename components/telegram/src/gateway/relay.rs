@@ -24,10 +24,10 @@ use super::{Conversation, Gateway, TRIGGER};
 use crate::address::ChatAddress;
 
 /// A reply that is exactly this is not delivered (as cron's delivery).
-pub const SILENT: &str = "[SILENT]";
+pub(crate) const SILENT: &str = "[SILENT]";
 
 /// Follows the daemon's events until shutdown.
-pub async fn run(gateway: Arc<Gateway>) {
+pub(crate) async fn run(gateway: Arc<Gateway>) {
     let mut events = gateway.daemon.follow(SubscribeEvents {});
     while let Some(item) = events.next().await {
         match item {

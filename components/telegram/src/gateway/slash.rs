@@ -18,7 +18,7 @@ use teloxide_core::types::BotCommand;
 use super::{Conversation, Gateway};
 
 /// The gateway's own commands, with their menu descriptions.
-pub const OWN: [(&str, &str); 5] = [
+pub(crate) const OWN: [(&str, &str); 5] = [
     ("start", "Start talking to the agent"),
     ("help", "What this bot can do"),
     (
@@ -35,7 +35,7 @@ const MAX_COMMANDS: usize = 100;
 /// A command in a message: its name (lowercase, without `@bot`), whom it
 /// addresses, and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Slash<'a> {
+pub(crate) struct Slash<'a> {
     pub name: String,
     pub bot: Option<&'a str>,
     pub args: &'a str,
@@ -43,7 +43,7 @@ pub struct Slash<'a> {
 
 impl<'a> Slash<'a> {
     /// The command `text` starts with, if it does.
-    pub fn parse(text: &'a str) -> Option<Self> {
+    pub(crate) fn parse(text: &'a str) -> Option<Self> {
         let rest = text.strip_prefix('/')?;
         let (head, args) = match rest.split_once(char::is_whitespace) {
             Some((head, args)) => (head, args.trim()),
@@ -70,7 +70,7 @@ impl<'a> Slash<'a> {
 }
 
 /// The Telegram command for skill `skill`, if it can be one.
-pub fn command_for_skill(skill: &str) -> Option<String> {
+pub(crate) fn command_for_skill(skill: &str) -> Option<String> {
     let command: String = skill
         .chars()
         .map(|c| {
@@ -90,7 +90,7 @@ pub fn command_for_skill(skill: &str) -> Option<String> {
 }
 
 /// Registers the menu: the own commands and the skills of the agent.
-pub async fn register(gateway: &Arc<Gateway>) {
+pub(crate) async fn register(gateway: &Arc<Gateway>) {
     let skills = skills(gateway).await;
     let mut commands: Vec<BotCommand> = OWN
         .iter()
@@ -148,7 +148,7 @@ async fn skills(gateway: &Gateway) -> Vec<String> {
 
 /// What a command did: `None` when it is a skill to run as a turn (the
 /// content to send).
-pub async fn handle(
+pub(crate) async fn handle(
     gateway: &Arc<Gateway>,
     conversation: &Conversation,
     slash: &Slash<'_>,
@@ -225,7 +225,7 @@ async fn new_conversation(gateway: &Gateway, conversation: &Conversation) -> Str
             "🆕 New conversation. The old one was summarised and archived in the agent's memory."
                 .into()
         }
-        Err(crabtalk_proto::client::ClientError::Server(ErrorMsg {
+        Err(crabtalk_proto::ClientError::Server(ErrorMsg {
             code: 404 | 409, ..
         })) => "🆕 New conversation (there was nothing to summarise).".into(),
         Err(err) => {
@@ -298,7 +298,7 @@ async fn agent(gateway: &Gateway, conversation: &Conversation, args: &str) -> St
                 .set_agent(conversation.address.chat, Some(info.name.clone()));
             format!("This chat now talks to **{}**.", info.name)
         }
-        Err(crabtalk_proto::client::ClientError::Server(ErrorMsg { code: 404, .. })) => {
+        Err(crabtalk_proto::ClientError::Server(ErrorMsg { code: 404, .. })) => {
             format!("There is no agent called {name}. /agent lists them.")
         }
         Err(err) => super::error_words(&err.to_string()),

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crabtalk_kit::tool_view::{self, ToolView};
-use crabtalk_proto::client::{ClientError, ReplyStream};
 use crabtalk_proto::msg::{StreamEvent, StreamMsg, stream_event::Event};
+use crabtalk_proto::{ClientError, ReplyStream};
 use futures::StreamExt;
 
 use super::{Conversation, Gateway, TRIGGER, error_words};
@@ -24,10 +24,10 @@ use crate::outbox::LiveReply;
 
 /// How often "typing…" is sent while a turn runs (Telegram shows it 5 s);
 /// a beat is skipped when the global limit has no room (replies first).
-pub const TYPING_EVERY: Duration = Duration::from_secs(4);
+pub(crate) const TYPING_EVERY: Duration = Duration::from_secs(4);
 
 /// Starts a turn with `content` in `conversation`.
-pub async fn start(gateway: &Arc<Gateway>, conversation: Conversation, content: String) {
+pub(crate) async fn start(gateway: &Arc<Gateway>, conversation: Conversation, content: String) {
     let address = conversation.address;
     let client = match tokio::time::timeout(Duration::from_secs(3), gateway.daemon.client()).await {
         Ok(Ok(client)) => client,
@@ -235,7 +235,7 @@ impl<'a> TurnView<'a> {
 
 /// A tool call's status line, as configured. The name is escaped, so
 /// `cron__cron_add` shows as it is, not as Markdown emphasis.
-pub fn status_line(status: ToolStatus, name: &str, arguments: &str) -> Option<String> {
+pub(crate) fn status_line(status: ToolStatus, name: &str, arguments: &str) -> Option<String> {
     let name = escape_markdown(name);
     match status {
         ToolStatus::Off => None,
@@ -261,7 +261,7 @@ const HITS_SHOWN: usize = 3;
 /// `↳ 3 results for "rust" (duckduckgo, wikipedia)` and the first hits as
 /// links with their engines; a page's title as a link and its length.
 /// `None` for other tools, and when tools are not shown.
-pub fn result_summary(status: ToolStatus, name: &str, output: &str) -> Option<String> {
+pub(crate) fn result_summary(status: ToolStatus, name: &str, output: &str) -> Option<String> {
     if status == ToolStatus::Off {
         return None;
     }
@@ -294,7 +294,7 @@ fn link(text: &str, url: &str) -> String {
 
 /// `text` with every ASCII punctuation character backslash-escaped, so
 /// Markdown reads it as plain text.
-pub fn escape_markdown(text: &str) -> String {
+pub(crate) fn escape_markdown(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars().filter(|c| !c.is_control()) {
         if c.is_ascii_punctuation() {

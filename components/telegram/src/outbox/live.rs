@@ -26,7 +26,7 @@ pub(crate) struct Shown {
 
 /// How a reply ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Delivery {
+pub(crate) enum Delivery {
     Pending,
     /// Every part is shown; the message ids in order.
     Delivered(Vec<i32>),
@@ -42,8 +42,20 @@ struct State {
     shown: Vec<Shown>,
 }
 
+/// Why a reply was not delivered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NotDelivered {
+    /// Telegram refused it, or did not answer through every attempt; the
+    /// Bot API's reason.
+    #[error("{0}")]
+    Failed(String),
+    /// The gateway stopped before it was.
+    #[error("the gateway is shutting down")]
+    ShuttingDown,
+}
+
 /// A reply being streamed to a chat.
-pub struct LiveReply {
+pub(crate) struct LiveReply {
     to: parking_lot::Mutex<ChatAddress>,
     keyboard: parking_lot::Mutex<Option<InlineKeyboardMarkup>>,
     state: parking_lot::Mutex<State>,
@@ -62,7 +74,7 @@ impl LiveReply {
         })
     }
 
-    pub fn to(&self) -> ChatAddress {
+    pub(crate) fn to(&self) -> ChatAddress {
         *self.to.lock()
     }
 
@@ -71,7 +83,7 @@ impl LiveReply {
     }
 
     /// Puts a keyboard under the reply's last message.
-    pub fn set_keyboard(&self, keyboard: InlineKeyboardMarkup) {
+    pub(crate) fn set_keyboard(&self, keyboard: InlineKeyboardMarkup) {
         *self.keyboard.lock() = Some(keyboard);
     }
 
@@ -80,7 +92,7 @@ impl LiveReply {
     }
 
     /// Appends streamed text.
-    pub fn push(&self, text: &str) {
+    pub(crate) fn push(&self, text: &str) {
         if text.is_empty() {
             return;
         }
@@ -94,7 +106,7 @@ impl LiveReply {
     }
 
     /// Appends a line of its own (a tool's status, an error).
-    pub fn push_line(&self, line: &str) {
+    pub(crate) fn push_line(&self, line: &str) {
         let mut state = self.state.lock();
         if state.sealed {
             return;
@@ -112,18 +124,9 @@ impl LiveReply {
     }
 
     /// No more text comes: deliver what there is.
-    pub fn seal(&self) {
+    pub(crate) fn seal(&self) {
         self.state.lock().sealed = true;
         self.changed.notify_one();
-    }
-
-    pub fn is_sealed(&self) -> bool {
-        self.state.lock().sealed
-    }
-
-    /// The whole text so far.
-    pub fn markdown(&self) -> String {
-        self.state.lock().markdown.clone()
     }
 
     /// Shows `html` (Telegram's subset, short) instead of Markdown.
@@ -164,7 +167,7 @@ impl LiveReply {
     }
 
     /// Waits until the reply is delivered or failed.
-    pub async fn delivered(&self) -> Result<Vec<i32>, String> {
+    pub(crate) async fn delivered(&self) -> Result<Vec<i32>, NotDelivered> {
         let mut delivery = self.delivery.subscribe();
         let done = delivery
             .wait_for(|d| !matches!(d, Delivery::Pending))
@@ -172,13 +175,13 @@ impl LiveReply {
             .map(|d| d.clone());
         match done {
             Ok(Delivery::Delivered(ids)) => Ok(ids),
-            Ok(Delivery::Failed(err)) => Err(err),
-            _ => Err("the gateway is shutting down".into()),
+            Ok(Delivery::Failed(why)) => Err(NotDelivered::Failed(why)),
+            _ => Err(NotDelivered::ShuttingDown),
         }
     }
 
     /// The ids of the messages shown so far.
-    pub fn message_ids(&self) -> Vec<i32> {
+    pub(crate) fn message_ids(&self) -> Vec<i32> {
         self.state.lock().shown.iter().map(|s| s.id).collect()
     }
 }

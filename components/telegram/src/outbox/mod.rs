@@ -28,7 +28,7 @@
 //! before the next thing sent there; and the agent is told with the next
 //! message from that conversation that the person never saw its reply.
 
-pub mod live;
+pub(crate) mod live;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -36,23 +36,23 @@ use std::time::Duration;
 
 use crabtalk_kit::Problems;
 use teloxide_core::types::InlineKeyboardMarkup;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::address::ChatAddress;
 use crate::api::{Api, ApiFailure, Text};
 use crate::state::chats::ChatBook;
 use live::Shown;
-pub use live::{Delivery, LiveReply};
+pub(crate) use live::{Delivery, LiveReply, NotDelivered};
 
 /// Between two messages or edits in a private chat.
-pub const PRIVATE_GAP: Duration = Duration::from_millis(1000);
+pub(crate) const PRIVATE_GAP: Duration = Duration::from_millis(1000);
 /// Between two messages or edits in a group.
-pub const GROUP_GAP: Duration = Duration::from_millis(3000);
+pub(crate) const GROUP_GAP: Duration = Duration::from_millis(3000);
 /// A flood-control pause at least this long is told to the chat.
-pub const LONG_PAUSE: Duration = Duration::from_secs(10);
+pub(crate) const LONG_PAUSE: Duration = Duration::from_secs(10);
 /// Attempts at a request while the Bot API is unavailable.
-pub const TRANSIENT_ATTEMPTS: u32 = 8;
+pub(crate) const TRANSIENT_ATTEMPTS: u32 = 8;
 /// The longest pause between two of them.
 const TRANSIENT_PAUSE_CAP: Duration = Duration::from_secs(30);
 /// Attempts at continuing a reply in new messages when its messages
@@ -60,7 +60,7 @@ const TRANSIENT_PAUSE_CAP: Duration = Duration::from_secs(30);
 const EDIT_ATTEMPTS: u32 = 5;
 
 /// A change to a message already shown.
-pub struct Edit {
+pub(crate) struct Edit {
     pub message_id: i32,
     /// New text, if it changes.
     pub text: Option<Text>,
@@ -69,7 +69,6 @@ pub struct Edit {
     pub keyboard: Option<InlineKeyboardMarkup>,
     /// Change only the keyboard.
     pub keyboard_only: bool,
-    pub done: Option<oneshot::Sender<Result<(), String>>>,
 }
 
 enum Item {
@@ -97,7 +96,7 @@ struct Lane {
 
 /// The lanes of every chat.
 #[derive(Clone)]
-pub struct Outbox {
+pub(crate) struct Outbox {
     inner: Arc<Inner>,
 }
 
@@ -114,7 +113,7 @@ struct Inner {
 
 /// A reply that could not be delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Undelivered {
+pub(crate) struct Undelivered {
     /// When it was given up, `HH:MM:SS UTC`.
     pub at: String,
     pub why: String,
@@ -125,7 +124,7 @@ pub struct Undelivered {
 }
 
 impl Outbox {
-    pub fn new(api: Api, chats: Arc<ChatBook>, problems: Problems) -> Self {
+    pub(crate) fn new(api: Api, chats: Arc<ChatBook>, problems: Problems) -> Self {
         Self {
             inner: Arc::new(Inner {
                 api,
@@ -141,7 +140,7 @@ impl Outbox {
     /// What to tell the agent with the next message from `conversation`
     /// (its chat's first id and topic): that its last reply never reached
     /// the chat, if so. Told once.
-    pub fn undelivered_note(&self, conversation: ChatAddress) -> Option<String> {
+    pub(crate) fn undelivered_note(&self, conversation: ChatAddress) -> Option<String> {
         let mut undelivered = self.inner.undelivered.lock();
         let entry = undelivered.get_mut(&conversation)?;
         if entry.told_agent {
@@ -158,12 +157,8 @@ impl Outbox {
         Some(note)
     }
 
-    pub fn api(&self) -> &Api {
-        &self.inner.api
-    }
-
     /// A reply that streams into `to`, queued behind what the chat has.
-    pub fn live(&self, to: ChatAddress) -> Arc<LiveReply> {
+    pub(crate) fn live(&self, to: ChatAddress) -> Arc<LiveReply> {
         let to = ChatAddress {
             chat: self.inner.chats.current_chat(to.chat),
             ..to
@@ -175,18 +170,18 @@ impl Outbox {
 
     /// Sends `markdown` (split as needed) to `to`, with `keyboard` under
     /// the last message; the message ids.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         to: ChatAddress,
         markdown: &str,
         keyboard: Option<InlineKeyboardMarkup>,
-    ) -> Result<Vec<i32>, String> {
+    ) -> Result<Vec<i32>, NotDelivered> {
         let reply = self.prepared(to, markdown, keyboard);
         reply.delivered().await
     }
 
     /// [`Outbox::send`] without waiting: the reply to wait on.
-    pub fn prepared(
+    pub(crate) fn prepared(
         &self,
         to: ChatAddress,
         markdown: &str,
@@ -208,7 +203,7 @@ impl Outbox {
 
     /// Sends `html` (already in Telegram's subset, one message) with
     /// `keyboard`.
-    pub fn prepared_html(
+    pub(crate) fn prepared_html(
         &self,
         to: ChatAddress,
         html: String,
@@ -227,13 +222,13 @@ impl Outbox {
     }
 
     /// Changes a message in `chat`, in the chat's order and pace.
-    pub fn edit(&self, chat: i64, edit: Edit) {
+    pub(crate) fn edit(&self, chat: i64, edit: Edit) {
         let chat = self.inner.chats.current_chat(chat);
         self.enqueue(chat, Item::Edit(edit));
     }
 
     /// Whether `chat` is paused by flood control right now.
-    pub fn is_paused(&self, chat: i64) -> bool {
+    pub(crate) fn is_paused(&self, chat: i64) -> bool {
         self.inner.lanes.lock().get(&chat).is_some_and(|lane| {
             lane.state
                 .lock()
@@ -243,7 +238,7 @@ impl Outbox {
     }
 
     /// Waits until every lane is empty, at most `grace`; whether they are.
-    pub async fn drain(&self, grace: Duration) -> bool {
+    pub(crate) async fn drain(&self, grace: Duration) -> bool {
         let deadline = Instant::now() + grace;
         loop {
             let idle = self.inner.idle.notified();
@@ -697,7 +692,7 @@ impl Worker {
 
     async fn edit(&self, mut edit: Edit) {
         let mut attempts = 0;
-        let result = loop {
+        loop {
             self.slot().await;
             let chat = self.chat();
             let result = if edit.keyboard_only {
@@ -732,18 +727,14 @@ impl Worker {
             };
             self.ended();
             match result {
-                Ok(()) | Err(ApiFailure::NotModified) => break Ok(()),
+                Ok(()) | Err(ApiFailure::NotModified) => return,
                 Err(failure) => match self.after_failure(&failure, &mut attempts, None) {
                     Outcome::Again => continue,
                     Outcome::Failed(why) => {
-                        tracing::debug!(chat, "an edit failed: {why}");
-                        break Err(why);
+                        return tracing::debug!(chat, "an edit failed: {why}");
                     }
                 },
             }
-        };
-        if let Some(done) = edit.done.take() {
-            let _ = done.send(result);
         }
     }
 }

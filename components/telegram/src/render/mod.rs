@@ -1,9 +1,9 @@
 //! From an agent's Markdown to Telegram messages.
 //!
-//! [`markdown`] reads the Markdown (pulldown-cmark) into [`Piece`]s:
+//! [`pieces`] reads the Markdown (pulldown-cmark) into [`Piece`]s:
 //! text, and the formatting Telegram's HTML subset has — `b i u s code pre
 //! a blockquote` (code blocks keep their language; headings become bold,
-//! lists bullets, tables and other blocks `pre`). [`split`] cuts the
+//! lists bullets, tables and other blocks `pre`). [`split()`] cuts the
 //! pieces into messages of at most [`LIMIT`] UTF-16 units of visible text
 //! (Telegram's own measure, after entities are parsed), preferring
 //! paragraph, line and word boundaries; a tag open at a cut is closed
@@ -19,8 +19,11 @@
 //! assert_eq!(parts[0].text, "Hi <you> & x");
 //! ```
 
-pub mod markdown;
-pub mod split;
+mod markdown;
+mod split;
+
+pub use markdown::pieces;
+pub use split::split;
 
 /// Telegram's limit on a message's text, in UTF-16 code units.
 pub const LIMIT: usize = 4096;

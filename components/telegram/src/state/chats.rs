@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 /// One chat.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChatEntry {
+pub(crate) struct ChatEntry {
     pub chat_id: i64,
     /// `private`, `group`, `supergroup` or `channel`.
     pub kind: String,
@@ -42,13 +42,13 @@ struct ChatsFile {
 }
 
 /// The chat book of one home.
-pub struct ChatBook {
+pub(crate) struct ChatBook {
     path: PathBuf,
     file: parking_lot::Mutex<ChatsFile>,
 }
 
 impl ChatBook {
-    pub fn open(home: &Home) -> Self {
+    pub(crate) fn open(home: &Home) -> Self {
         let path = crate::data_dir(home).join("chats.json");
         Self {
             file: parking_lot::Mutex::new(super::read_json(&path)),
@@ -57,7 +57,7 @@ impl ChatBook {
     }
 
     /// Records a message seen in `chat`.
-    pub fn seen(&self, chat_id: i64, kind: &str, title: &str, username: Option<&str>) {
+    pub(crate) fn seen(&self, chat_id: i64, kind: &str, title: &str, username: Option<&str>) {
         let mut file = self.file.lock();
         let entry = file.chats.entry(chat_id).or_default();
         let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -77,12 +77,12 @@ impl ChatBook {
     }
 
     /// The agent chosen for `chat`.
-    pub fn agent_of(&self, chat: i64) -> Option<String> {
+    pub(crate) fn agent_of(&self, chat: i64) -> Option<String> {
         self.file.lock().chats.get(&chat)?.agent.clone()
     }
 
     /// Chooses the agent of `chat` (`None`: the configured one).
-    pub fn set_agent(&self, chat: i64, agent: Option<String>) {
+    pub(crate) fn set_agent(&self, chat: i64, agent: Option<String>) {
         let mut file = self.file.lock();
         let entry = file.chats.entry(chat).or_default();
         entry.chat_id = chat;
@@ -91,7 +91,7 @@ impl ChatBook {
     }
 
     /// Records that `old` became `new`.
-    pub fn migrated(&self, old: i64, new: i64) {
+    pub(crate) fn migrated(&self, old: i64, new: i64) {
         let mut file = self.file.lock();
         let origin = file.migrated.get(&old).copied().unwrap_or(old);
         if file.migrated.get(&new) == Some(&origin) {
@@ -111,7 +111,7 @@ impl ChatBook {
 
     /// The chat id a conversation in `chat` is named after (its id before
     /// any migration).
-    pub fn conversation_chat(&self, chat: i64) -> i64 {
+    pub(crate) fn conversation_chat(&self, chat: i64) -> i64 {
         self.file
             .lock()
             .migrated
@@ -121,7 +121,7 @@ impl ChatBook {
     }
 
     /// The chat id messages for the conversation of `chat` go to now.
-    pub fn current_chat(&self, chat: i64) -> i64 {
+    pub(crate) fn current_chat(&self, chat: i64) -> i64 {
         let file = self.file.lock();
         file.migrated
             .iter()
@@ -132,7 +132,7 @@ impl ChatBook {
     }
 
     /// Every chat seen, most recent first.
-    pub fn list(&self) -> Vec<ChatEntry> {
+    pub(crate) fn list(&self) -> Vec<ChatEntry> {
         let mut chats: Vec<ChatEntry> = self.file.lock().chats.values().cloned().collect();
         chats.sort_by(|a, b| b.last_seen.cmp(&a.last_seen));
         chats

@@ -21,11 +21,11 @@ use serde::{Deserialize, Serialize};
 use crate::address::ChatAddress;
 
 /// How many deliveries are remembered (the oldest are forgotten first).
-pub const REMEMBERED: usize = 2000;
+pub(crate) const REMEMBERED: usize = 2000;
 
 /// One recorded delivery.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Delivered {
+pub(crate) struct Delivered {
     pub run_id: u64,
     pub chat: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -39,14 +39,14 @@ pub struct Delivered {
 type Key = (u64, ChatAddress);
 
 /// The ledger of one home.
-pub struct Ledger {
+pub(crate) struct Ledger {
     path: PathBuf,
     entries: parking_lot::Mutex<Vec<Delivered>>,
     locks: parking_lot::Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Ledger {
-    pub fn open(home: &Home) -> Self {
+    pub(crate) fn open(home: &Home) -> Self {
         let path = crate::data_dir(home).join("delivered.json");
         let entries: Vec<Delivered> = super::read_json(&path);
         Self {
@@ -57,7 +57,7 @@ impl Ledger {
     }
 
     /// The message ids run `run_id`'s reply got in `to`, if it was sent.
-    pub fn find(&self, run_id: u64, to: ChatAddress) -> Option<Vec<i32>> {
+    pub(crate) fn find(&self, run_id: u64, to: ChatAddress) -> Option<Vec<i32>> {
         self.entries
             .lock()
             .iter()
@@ -68,15 +68,15 @@ impl Ledger {
 
     /// Sends run `run_id`'s reply to `to` with `send` unless it was sent
     /// already; the message ids either way, and whether this call sent.
-    pub async fn deliver_once<F, Fut>(
+    pub(crate) async fn deliver_once<F, Fut, E>(
         &self,
         run_id: u64,
         to: ChatAddress,
         send: F,
-    ) -> Result<(Vec<i32>, bool), String>
+    ) -> Result<(Vec<i32>, bool), E>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Vec<i32>, String>>,
+        Fut: Future<Output = Result<Vec<i32>, E>>,
     {
         let lock = self.locks.lock().entry((run_id, to)).or_default().clone();
         let _held = lock.lock().await;
@@ -117,6 +117,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
+    use crate::outbox::NotDelivered;
 
     #[tokio::test]
     async fn a_run_is_sent_once_per_chat_even_when_both_paths_race() {
@@ -130,7 +131,7 @@ mod tests {
                 .deliver_once(7, to, || async move {
                     sends.fetch_add(1, Ordering::SeqCst);
                     tokio::task::yield_now().await;
-                    Ok(vec![11, 12])
+                    Ok::<_, NotDelivered>(vec![11, 12])
                 })
                 .await
         };
@@ -144,7 +145,9 @@ mod tests {
         assert!(a.unwrap().1 ^ b.unwrap().1);
         // Another chat is another delivery; a restart remembers.
         let (ids, sent) = ledger
-            .deliver_once(7, ChatAddress::chat(43), || async { Ok(vec![1]) })
+            .deliver_once(7, ChatAddress::chat(43), || async {
+                Ok::<_, NotDelivered>(vec![1])
+            })
             .await
             .unwrap();
         assert!(sent && ids == vec![1]);
@@ -152,7 +155,9 @@ mod tests {
         assert_eq!(again.find(7, to), Some(vec![11, 12]));
         // A failed send records nothing.
         let failed = again
-            .deliver_once(8, to, || async { Err("boom".to_string()) })
+            .deliver_once(8, to, || async {
+                Err::<Vec<i32>, _>(NotDelivered::Failed("boom".into()))
+            })
             .await;
         assert!(failed.is_err() && again.find(8, to).is_none());
     }

@@ -9,9 +9,9 @@
 //! - [`ledger`]: replies already delivered per run, so the relay and
 //!   `telegram_send` never send one twice.
 
-pub mod chats;
-pub mod ledger;
-pub mod offset;
+pub(crate) mod chats;
+pub(crate) mod ledger;
+pub(crate) mod offset;
 
 use std::path::Path;
 
@@ -39,7 +39,7 @@ pub(crate) fn read_json<T: DeserializeOwned + Default>(path: &Path) -> T {
 /// Writes a JSON file atomically, private to the user.
 pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
-        crate::create_private_dir(dir)?;
+        crabtalk_home::create_private_dir(dir)?;
     }
     let bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
     crabtalk_home::write_atomic_private(path, &bytes)

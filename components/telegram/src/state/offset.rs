@@ -12,14 +12,14 @@ use crabtalk_home::Home;
 
 /// The offset file of one bot.
 #[derive(Debug, Clone)]
-pub struct OffsetStore {
+pub(crate) struct OffsetStore {
     path: PathBuf,
     next: i64,
 }
 
 impl OffsetStore {
     /// The store of bot `bot_id` in `home`, with what it holds.
-    pub fn open(home: &Home, bot_id: u64) -> Self {
+    pub(crate) fn open(home: &Home, bot_id: u64) -> Self {
         let path = crate::data_dir(home).join(format!("offset-{bot_id}"));
         let next = std::fs::read_to_string(&path)
             .ok()
@@ -29,23 +29,23 @@ impl OffsetStore {
     }
 
     /// The next update id to ask for (0: whatever Telegram has).
-    pub fn next(&self) -> i64 {
+    pub(crate) fn next(&self) -> i64 {
         self.next
     }
 
     /// Whether update `id` was handled already.
-    pub fn is_handled(&self, id: i64) -> bool {
+    pub(crate) fn is_handled(&self, id: i64) -> bool {
         id < self.next
     }
 
     /// Records that update `id` is handled.
-    pub fn handled(&mut self, id: i64) -> std::io::Result<()> {
+    pub(crate) fn handled(&mut self, id: i64) -> std::io::Result<()> {
         if id < self.next {
             return Ok(());
         }
         self.next = id + 1;
         if let Some(dir) = self.path.parent() {
-            crate::create_private_dir(dir)?;
+            crabtalk_home::create_private_dir(dir)?;
         }
         crabtalk_home::write_atomic_private(&self.path, format!("{}\n", self.next).as_bytes())
     }

@@ -3,7 +3,7 @@
 //! finally cannot be delivered is told.
 
 use crabtalk_fake_bot_api::{FakeBotApi, Fault, TOKEN};
-use crabtalk_telegram::wire::{BotClient, CallError};
+use crabtalk_telegram::{BotClient, CallError};
 use crabtalk_testkit::{Reply, ToolCall};
 use serde_json::json;
 

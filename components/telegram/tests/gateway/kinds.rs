@@ -113,10 +113,7 @@ async fn an_edited_message_reaches_the_agent_as_a_correction() {
     setup.api.wait_for_text(chat, "6 then").await;
     assert_eq!(
         setup.model_saw(1),
-        format!(
-            "{}\nmeet at 6?",
-            crabtalk_telegram::gateway::inbound::CORRECTION
-        )
+        format!("{}\nmeet at 6?", crabtalk_telegram::CORRECTION)
     );
     // A live location moving is an edit without text: nothing to say.
     setup.api.push_update(json!({"edited_message": {

@@ -156,7 +156,7 @@ impl Setup {
     pub(crate) async fn mcp_client(&self) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
         use rmcp::ServiceExt;
         let port = self.mcp_port().await;
-        crabtalk_kit::tls::install_ring();
+        crabtalk_kit::install_ring();
         let config = crabtalk_kit::mcp::owner_client_config(&self.home(), port).unwrap();
         ().serve(rmcp::transport::StreamableHttpClientTransport::from_config(
             config,

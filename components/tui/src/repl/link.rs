@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crabtalk_proto::client::ClientError;
+use crabtalk_proto::ClientError;
 use crabtalk_proto::msg::*;
 
 use super::{Link, MAX_BACKOFF, Repl, TAIL_TURNS};

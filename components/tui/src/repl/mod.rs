@@ -33,8 +33,8 @@ mod watch;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crabtalk_proto::client::{ClientError, ReplyStream, StreamItem};
 use crabtalk_proto::msg::*;
+use crabtalk_proto::{ClientError, ReplyStream, StreamItem};
 use crossterm::event::{Event as TermEvent, EventStream, KeyCode, KeyEvent, KeyModifiers};
 use futures::StreamExt;
 use tokio::sync::mpsc;

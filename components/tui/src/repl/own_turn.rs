@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 
-use crabtalk_proto::client::ReplyStream;
+use crabtalk_proto::ReplyStream;
 use crabtalk_proto::msg::StreamEvent;
 
 use crate::ask::AskForm;

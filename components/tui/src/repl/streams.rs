@@ -1,7 +1,7 @@
 //! The turn this chat runs, streamed as it comes, and the turns other
 //! clients run in the same conversation (`follow`).
 
-use crabtalk_proto::client::ClientError;
+use crabtalk_proto::ClientError;
 use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_proto::msg::*;
 

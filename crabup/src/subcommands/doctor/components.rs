@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crabtalk_telegram::config::TelegramConfig;
+use crabtalk_telegram::TelegramConfig;
 
 use super::{Report, Verdict};
 use crate::context::Context;
@@ -220,7 +220,7 @@ fn telegram_check(ctx: &Context, installed: bool, report: &mut Report) {
         Ok(config) => {
             let token = match config.token() {
                 Ok(_) => "token set".to_owned(),
-                Err(why) => why,
+                Err(why) => why.to_string(),
             };
             let access = match (config.allow.len(), config.pairing) {
                 (0, false) => "nobody may talk to the bot (empty allow, no pairing)".to_owned(),
