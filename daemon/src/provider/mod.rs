@@ -93,7 +93,7 @@ enum Unready {
     /// None of these variables is set.
     NoKey(Vec<String>),
     /// Its entry is refused (a kind the provider library refuses).
-    Refused(String),
+    Refused(RefusedProvider),
 }
 
 impl std::fmt::Display for Unready {
@@ -200,7 +200,7 @@ impl ModelRegistry {
                     }
                     providers.push((slot, entry.models.is_none()));
                 }
-                Err(problem) => problems.push(problem),
+                Err(refused) => problems.push(refused.to_string()),
             }
         }
         for problem in &problems {
@@ -507,15 +507,45 @@ impl ModelRegistry {
     }
 }
 
+/// Why a provider entry (`[[providers]]` or a preset's) cannot be used;
+/// the text names the provider and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RefusedProvider {
+    #[error(
+        "provider {label}: kind \"openai-compatible\" needs base_url = \"http://host:port/v1\""
+    )]
+    NoBaseUrl { label: String },
+    #[error(
+        "provider {label}: kind \"google\" always talks to Google's own host \
+         (generativelanguage.googleapis.com: the provider library fixes it), so \
+         base_url = {url:?} would be ignored; remove base_url, or reach Gemini at that \
+         address through its OpenAI-compatible API: kind = \"openai-compatible\", \
+         base_url = \"<that address>/v1beta/openai\""
+    )]
+    GoogleBaseUrl { label: String, url: String },
+    #[error(
+        "provider {label}: kind \"bedrock\" is not supported by this build's provider library; use an OpenAI-compatible gateway in front of Bedrock (kind = \"openai-compatible\")"
+    )]
+    Bedrock { label: String },
+    #[error("provider {label}: api_key_env = {var:?}, but ${var} is not set")]
+    KeyNotSet { label: String, var: String },
+    /// What the provider library's own check says.
+    #[error("provider {label}: {message}")]
+    Invalid { label: String, message: String },
+}
+
 /// Turns a config entry into a crabllm provider, or says what is wrong.
-fn build_provider(entry: &ProviderEntry, client: &HttpClient) -> Result<RemoteProvider, String> {
+fn build_provider(
+    entry: &ProviderEntry,
+    client: &HttpClient,
+) -> Result<RemoteProvider, RefusedProvider> {
     let label = entry.label();
     let kind = match entry.kind.as_str() {
         "openai-compatible" | "openai_compatible" => {
             if entry.base_url.as_deref().is_none_or(str::is_empty) {
-                return Err(format!(
-                    "provider {label}: kind \"openai-compatible\" needs base_url = \"http://host:port/v1\""
-                ));
+                return Err(RefusedProvider::NoBaseUrl {
+                    label: label.to_owned(),
+                });
             }
             ProviderKind::Openai
         }
@@ -525,19 +555,15 @@ fn build_provider(entry: &ProviderEntry, client: &HttpClient) -> Result<RemotePr
                 .as_deref()
                 .is_some_and(|url| !url.trim().is_empty()) =>
         {
-            let url = entry.base_url.as_deref().unwrap_or_default();
-            return Err(format!(
-                "provider {label}: kind \"google\" always talks to Google's own host \
-                 (generativelanguage.googleapis.com: the provider library fixes it), so \
-                 base_url = {url:?} would be ignored; remove base_url, or reach Gemini at that \
-                 address through its OpenAI-compatible API: kind = \"openai-compatible\", \
-                 base_url = \"<that address>/v1beta/openai\""
-            ));
+            return Err(RefusedProvider::GoogleBaseUrl {
+                label: label.to_owned(),
+                url: entry.base_url.clone().unwrap_or_default(),
+            });
         }
         "bedrock" => {
-            return Err(format!(
-                "provider {label}: kind \"bedrock\" is not supported by this build's provider library; use an OpenAI-compatible gateway in front of Bedrock (kind = \"openai-compatible\")"
-            ));
+            return Err(RefusedProvider::Bedrock {
+                label: label.to_owned(),
+            });
         }
         other => ProviderKind::from(other.to_owned()),
     };
@@ -546,9 +572,10 @@ fn build_provider(entry: &ProviderEntry, client: &HttpClient) -> Result<RemotePr
         (None, Some(var)) => match std::env::var(var) {
             Ok(key) if !key.is_empty() => Some(key),
             _ => {
-                return Err(format!(
-                    "provider {label}: api_key_env = {var:?}, but ${var} is not set"
-                ));
+                return Err(RefusedProvider::KeyNotSet {
+                    label: label.to_owned(),
+                    var: var.clone(),
+                });
             }
         },
         (None, None) => None,
@@ -566,8 +593,12 @@ fn build_provider(entry: &ProviderEntry, client: &HttpClient) -> Result<RemotePr
         api_version: entry.api_version.clone(),
         ..Default::default()
     };
-    crabllm_provider::validate_provider(label, &config)
-        .map_err(|err| format!("provider {label}: {}", err.message()))?;
+    crabllm_provider::validate_provider(label, &config).map_err(|err| {
+        RefusedProvider::Invalid {
+            label: label.to_owned(),
+            message: err.message(),
+        }
+    })?;
     Ok(RemoteProvider::new(label, &config, client.clone()))
 }
 
