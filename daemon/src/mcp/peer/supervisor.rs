@@ -439,3 +439,38 @@ async fn list_tools(
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_failed_connect_says_with_what_and_how_the_process_ended() {
+        use std::os::unix::process::ExitStatusExt;
+        let handshake = ConnectError::Handshake {
+            endpoint: Endpoint::Command("calc-server".into()),
+            failure: "the server closed the connection during the handshake (initialize)".into(),
+            exited: Some(ExitStatus::from_raw(3 << 8)),
+        };
+        assert_eq!(
+            handshake.to_string(),
+            "the MCP handshake with calc-server failed: the server closed the connection \
+             during the handshake (initialize); the process exited (exit status: 3)"
+        );
+        let port = ConnectError::Handshake {
+            endpoint: Endpoint::Port(4001),
+            failure: "the server refused the handshake: no".into(),
+            exited: None,
+        };
+        assert_eq!(
+            port.to_string(),
+            "the MCP handshake on port 4001 failed: the server refused the handshake: no"
+        );
+        let listing = ConnectError::ListTools {
+            source: ListToolsError::NoAnswer,
+            exited: None,
+        };
+        assert_eq!(listing.to_string(), "tools/list did not answer");
+    }
+}
