@@ -84,25 +84,18 @@ struct ProviderSlot {
 struct PresetSlot {
     preset: Preset,
     /// The provider, or why there is none.
-    provider: Result<ProviderSlot, Unready>,
+    provider: Result<ProviderSlot, PresetUnready>,
 }
 
 /// Why a preset has no provider.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Unready {
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PresetUnready {
     /// None of these variables is set.
+    #[error("{} is not set", .0.join(" or "))]
     NoKey(Vec<String>),
     /// Its entry is refused (a kind the provider library refuses).
+    #[error("its entry is refused: {0}")]
     Refused(RefusedProvider),
-}
-
-impl std::fmt::Display for Unready {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::NoKey(vars) => write!(f, "{} is not set", vars.join(" or ")),
-            Self::Refused(problem) => write!(f, "its entry is refused: {problem}"),
-        }
-    }
 }
 
 /// Where a model name leads.
@@ -132,9 +125,9 @@ impl std::fmt::Debug for Resolved {
 pub struct PresetStatus {
     pub name: String,
     pub base_url: String,
-    /// Where its key is (`GROQ_API_KEY`), "no key needed", or what is
-    /// missing.
-    pub key: Result<String, String>,
+    /// Where its key is (`GROQ_API_KEY`), "no key needed", or why it has
+    /// no provider.
+    pub key: Result<String, PresetUnready>,
     pub configured: bool,
 }
 
@@ -415,12 +408,12 @@ impl ModelRegistry {
             }),
             Err(why) => {
                 let fix = match why {
-                    Unready::NoKey(vars) => format!(
+                    PresetUnready::NoKey(vars) => format!(
                         "; add {}=… to the env file in your crabtalk home (or export it) and \
                          restart the daemon",
                         vars[0]
                     ),
-                    Unready::Refused(_) => {
+                    PresetUnready::Refused(_) => {
                         format!("; fix [presets.{}] in config.toml", slot.preset.name)
                     }
                 };
@@ -443,7 +436,7 @@ impl ModelRegistry {
                     .provider
                     .as_ref()
                     .map(|_| key_source(&slot.preset))
-                    .map_err(ToString::to_string),
+                    .map_err(Clone::clone),
                 configured: slot.preset.configured,
             })
             .collect()
@@ -510,7 +503,7 @@ impl ModelRegistry {
 /// Why a provider entry (`[[providers]]` or a preset's) cannot be used;
 /// the text names the provider and the fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum RefusedProvider {
+pub enum RefusedProvider {
     #[error(
         "provider {label}: kind \"openai-compatible\" needs base_url = \"http://host:port/v1\""
     )]
@@ -604,11 +597,11 @@ fn build_provider(
 
 /// A preset's provider, or why it has none: its key is read from the
 /// daemon's environment (which holds the home's `env` file) now.
-fn preset_provider(preset: &Preset, client: &HttpClient) -> Result<ProviderSlot, Unready> {
+fn preset_provider(preset: &Preset, client: &HttpClient) -> Result<ProviderSlot, PresetUnready> {
     let api_key = match preset.lookup_key(|name| std::env::var(name).ok()) {
         KeyLookup::Found { key, .. } => Some(key),
         KeyLookup::NotNeeded => None,
-        KeyLookup::Missing(vars) => return Err(Unready::NoKey(vars)),
+        KeyLookup::Missing(vars) => return Err(PresetUnready::NoKey(vars)),
     };
     let entry = ProviderEntry {
         name: Some(preset.name.clone()),
@@ -617,7 +610,7 @@ fn preset_provider(preset: &Preset, client: &HttpClient) -> Result<ProviderSlot,
         api_key,
         ..Default::default()
     };
-    let provider = build_provider(&entry, client).map_err(Unready::Refused)?;
+    let provider = build_provider(&entry, client).map_err(PresetUnready::Refused)?;
     Ok(ProviderSlot {
         label: preset.name.clone(),
         provider: Arc::new(provider),
@@ -643,9 +636,7 @@ pub fn preset_report(config: &DaemonConfig) -> Vec<PresetStatus> {
         .map(|preset| PresetStatus {
             name: preset.name.clone(),
             base_url: preset.base_url.clone(),
-            key: preset_provider(preset, &client)
-                .map(|_| key_source(preset))
-                .map_err(|why| why.to_string()),
+            key: preset_provider(preset, &client).map(|_| key_source(preset)),
             configured: preset.configured,
         })
         .collect()
