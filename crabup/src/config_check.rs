@@ -9,7 +9,7 @@
 //! problems, with their file, line and column, in front of the person.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -41,7 +41,7 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(20);
 pub(crate) fn check(service: &Service, binary: &Path, home: &Home) -> ConfigVerdict {
     let output = match run_bounded(service, binary, home) {
         Ok(output) => output,
-        Err(why) => return ConfigVerdict::Unavailable(why),
+        Err(why) => return ConfigVerdict::Unavailable(why.to_string()),
     };
     let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
@@ -76,12 +76,29 @@ pub(crate) fn check(service: &Service, binary: &Path, home: &Home) -> ConfigVerd
     }
 }
 
+/// Why `<binary> check` gave no answer.
+#[derive(Debug, thiserror::Error)]
+enum CheckNotRun {
+    #[error("cannot run {}: {source}", binary.display())]
+    Start {
+        binary: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("`{} check` did not finish within {} s", binary.display(), CHECK_TIMEOUT.as_secs())]
+    TimedOut { binary: PathBuf },
+    #[error("waiting for `{} check`: {source}", binary.display())]
+    Wait {
+        binary: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// Runs `binary [--home HOME] check`, stopping it after [`CHECK_TIMEOUT`].
 fn run_bounded(
     service: &Service,
     binary: &Path,
     home: &Home,
-) -> Result<std::process::Output, String> {
+) -> Result<std::process::Output, CheckNotRun> {
     let mut command = Command::new(binary);
     if service.is_daemon() {
         command.arg("--home").arg(home.root());
@@ -94,7 +111,10 @@ fn run_bounded(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|err| format!("cannot run {}: {err}", binary.display()))?;
+        .map_err(|source| CheckNotRun::Start {
+            binary: binary.to_owned(),
+            source,
+        })?;
     // Both pipes are read on their own threads, so a chatty binary cannot
     // block on a full pipe while it is waited for.
     let stdout = drain(child.stdout.take());
@@ -109,14 +129,15 @@ fn run_bounded(
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "`{} check` did not finish within {} s",
-                    binary.display(),
-                    CHECK_TIMEOUT.as_secs()
-                ));
+                return Err(CheckNotRun::TimedOut {
+                    binary: binary.to_owned(),
+                });
             }
-            Err(err) => {
-                return Err(format!("waiting for `{} check`: {err}", binary.display()));
+            Err(source) => {
+                return Err(CheckNotRun::Wait {
+                    binary: binary.to_owned(),
+                    source,
+                });
             }
         }
     };

@@ -2,29 +2,71 @@
 //! of its URL, bounded by a timeout. What `crabup doctor` asks of each
 //! provider's `base_url`.
 
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 /// How long one connection attempt may take.
 pub(crate) const REACH_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// Why a URL names no host and port to connect to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum UrlError {
+    #[error("{url:?} is not a URL (no scheme such as http://)")]
+    NoScheme { url: String },
+    #[error("{url:?} uses {scheme}://, not http:// or https://")]
+    Scheme { url: String, scheme: String },
+    #[error("{url:?} has an unclosed [ in its host")]
+    UnclosedBracket { url: String },
+    #[error("{url:?} has no host")]
+    NoHost { url: String },
+    #[error("{url:?} has a bad port {port:?}")]
+    BadPort { url: String, port: String },
+}
+
+/// Why an endpoint does not answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unreachable {
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    #[error("cannot resolve {host}: {source}")]
+    Unresolved {
+        host: String,
+        source: std::io::Error,
+    },
+    #[error("{host} has no address")]
+    NoAddress { host: String },
+    /// The last address tried, and why it refused.
+    #[error("{addr}: {source}")]
+    Refused {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
 /// The `host:port` of an `http://` or `https://` URL (default ports 80 and
 /// 443), or why it has none.
-pub(crate) fn authority(url: &str) -> Result<(String, u16), String> {
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| format!("{url:?} is not a URL (no scheme such as http://)"))?;
+pub(crate) fn authority(url: &str) -> Result<(String, u16), UrlError> {
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| UrlError::NoScheme {
+        url: url.to_owned(),
+    })?;
     let default_port = match scheme.to_ascii_lowercase().as_str() {
         "http" => 80,
         "https" => 443,
-        other => return Err(format!("{url:?} uses {other}://, not http:// or https://")),
+        other => {
+            return Err(UrlError::Scheme {
+                url: url.to_owned(),
+                scheme: other.to_owned(),
+            });
+        }
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let authority = authority.rsplit('@').next().unwrap_or_default();
     let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
         let (host, after) = bracketed
             .split_once(']')
-            .ok_or_else(|| format!("{url:?} has an unclosed [ in its host"))?;
+            .ok_or_else(|| UrlError::UnclosedBracket {
+                url: url.to_owned(),
+            })?;
         (host, after.strip_prefix(':'))
     } else {
         match authority.rsplit_once(':') {
@@ -33,29 +75,32 @@ pub(crate) fn authority(url: &str) -> Result<(String, u16), String> {
         }
     };
     if host.is_empty() {
-        return Err(format!("{url:?} has no host"));
+        return Err(UrlError::NoHost {
+            url: url.to_owned(),
+        });
     }
     let port = match port {
-        Some(port) => port
-            .parse()
-            .map_err(|_| format!("{url:?} has a bad port {port:?}"))?,
+        Some(port) => port.parse().map_err(|_| UrlError::BadPort {
+            url: url.to_owned(),
+            port: port.to_owned(),
+        })?,
         None => default_port,
     };
     Ok((host.to_owned(), port))
 }
 
 /// Connects to `url`'s host and port; `Err` says why it does not answer.
-pub(crate) fn answers(url: &str) -> Result<(), String> {
+pub(crate) fn answers(url: &str) -> Result<(), Unreachable> {
     let (host, port) = authority(url)?;
-    let addrs: Vec<_> = (host.as_str(), port)
-        .to_socket_addrs()
-        .map_err(|err| format!("cannot resolve {host}: {err}"))?
-        .collect();
-    let mut last = format!("{host} has no address");
+    let addrs: Vec<_> = match (host.as_str(), port).to_socket_addrs() {
+        Ok(addrs) => addrs.collect(),
+        Err(source) => return Err(Unreachable::Unresolved { host, source }),
+    };
+    let mut last = Unreachable::NoAddress { host };
     for addr in addrs {
         match TcpStream::connect_timeout(&addr, REACH_TIMEOUT) {
             Ok(_) => return Ok(()),
-            Err(err) => last = format!("{addr}: {err}"),
+            Err(source) => last = Unreachable::Refused { addr, source },
         }
     }
     Err(last)
@@ -79,9 +124,28 @@ mod tests {
             authority("http://user:pw@[::1]:9/").unwrap(),
             ("::1".into(), 9)
         );
-        assert!(authority("localhost:11434").is_err());
-        assert!(authority("ftp://x/").is_err());
-        assert!(authority("http://:80/").is_err());
+        assert_eq!(
+            authority("localhost:11434"),
+            Err(UrlError::NoScheme {
+                url: "localhost:11434".into()
+            })
+        );
+        assert_eq!(
+            authority("ftp://x/").unwrap_err().to_string(),
+            "\"ftp://x/\" uses ftp://, not http:// or https://"
+        );
+        assert!(matches!(
+            authority("http://:80/"),
+            Err(UrlError::NoHost { .. })
+        ));
+        assert!(matches!(
+            authority("http://[::1/"),
+            Err(UrlError::UnclosedBracket { .. })
+        ));
+        assert!(matches!(
+            authority("http://h:port/"),
+            Err(UrlError::BadPort { .. })
+        ));
     }
 
     #[test]
@@ -91,6 +155,10 @@ mod tests {
         assert!(answers(&format!("http://127.0.0.1:{port}/v1")).is_ok());
         drop(listener);
         let err = answers(&format!("http://127.0.0.1:{port}/v1")).unwrap_err();
-        assert!(err.contains(&port.to_string()), "{err}");
+        assert!(
+            matches!(&err, Unreachable::Refused { addr, .. } if addr.port() == port),
+            "{err}"
+        );
+        assert!(err.to_string().contains(&port.to_string()), "{err}");
     }
 }

@@ -180,7 +180,7 @@ fn presets_report(config: &crate::config::DaemonConfig) -> String {
     for preset in presets {
         let (mark, state) = match &preset.key {
             Ok(source) => ("ready", source.clone()),
-            Err(why) => ("no key", why.clone()),
+            Err(why) => ("no key", why.to_string()),
         };
         let configured = if preset.configured {
             " (set in config.toml)"

@@ -114,7 +114,7 @@ impl PortProbe {
         let file = match PortFile::read(path) {
             Ok(file) => file,
             Err(err) if err.is_missing() => return Self::Missing,
-            Err(PortFileError::Invalid { reason, .. }) => return Self::Invalid(reason),
+            Err(PortFileError::Invalid { reason, .. }) => return Self::Invalid(reason.to_string()),
             Err(err) => return Self::Invalid(err.to_string()),
         };
         if let Some(pid) = file.pid.filter(|&pid| !pid_alive(pid)) {

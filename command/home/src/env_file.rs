@@ -42,7 +42,21 @@ pub struct EnvFile {
 pub struct EnvLineError {
     /// 1-based.
     pub line: usize,
-    pub reason: String,
+    pub reason: BadEnvLine,
+}
+
+/// What is wrong with a line of an env file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadEnvLine {
+    /// The line (after `export `), which has no `=`.
+    #[error("{0:?} has no '='")]
+    NoEquals(String),
+    /// The key, which is no variable name.
+    #[error("{0:?} is not a variable name (letters, digits and _, not starting with a digit)")]
+    NotAName(String),
+    /// A value that opens a quote and does not close it.
+    #[error("the value {value} has no closing {quote}")]
+    Unclosed { value: String, quote: char },
 }
 
 /// Why an env file could not be used.
@@ -57,7 +71,7 @@ pub enum EnvFileError {
     BadLine {
         path: PathBuf,
         line: usize,
-        reason: String,
+        reason: BadEnvLine,
     },
 }
 
@@ -66,7 +80,7 @@ impl EnvFile {
     pub fn parse(text: &str) -> Result<Self, EnvLineError> {
         let mut vars = Vec::new();
         for (index, line) in text.lines().enumerate() {
-            let at = |reason: String| EnvLineError {
+            let at = |reason: BadEnvLine| EnvLineError {
                 line: index + 1,
                 reason,
             };
@@ -76,13 +90,11 @@ impl EnvFile {
             }
             let line = line.strip_prefix("export ").unwrap_or(line);
             let Some((key, value)) = line.split_once('=') else {
-                return Err(at(format!("{line:?} has no '='")));
+                return Err(at(BadEnvLine::NoEquals(line.to_owned())));
             };
             let key = key.trim();
             if !valid_key(key) {
-                return Err(at(format!(
-                    "{key:?} is not a variable name (letters, digits and _, not starting with a digit)"
-                )));
+                return Err(at(BadEnvLine::NotAName(key.to_owned())));
             }
             let value = unquote(value.trim()).map_err(at)?;
             vars.push(EnvVar {
@@ -151,13 +163,16 @@ fn valid_key(key: &str) -> bool {
         && !key.as_bytes()[0].is_ascii_digit()
 }
 
-fn unquote(value: &str) -> Result<&str, String> {
+fn unquote(value: &str) -> Result<&str, BadEnvLine> {
     let Some(quote) = value.chars().next().filter(|c| *c == '"' || *c == '\'') else {
         return Ok(value);
     };
     value[1..]
         .strip_suffix(quote)
-        .ok_or_else(|| format!("the value {value} has no closing {quote}"))
+        .ok_or_else(|| BadEnvLine::Unclosed {
+            value: value.to_owned(),
+            quote,
+        })
 }
 
 #[cfg(test)]
@@ -213,8 +228,15 @@ mod tests {
         ] {
             let err = EnvFile::parse(text).unwrap_err();
             assert_eq!(err.line, line, "{text:?}: {err}");
-            assert!(err.reason.contains(says), "{text:?}: {err}");
+            assert!(err.reason.to_string().contains(says), "{text:?}: {err}");
         }
+        assert_eq!(
+            EnvFile::parse("A='open\n").unwrap_err().reason,
+            BadEnvLine::Unclosed {
+                value: "'open".into(),
+                quote: '\''
+            }
+        );
     }
 
     #[test]

@@ -65,10 +65,10 @@ pub use atomic::{
     Staged, create_atomic_private, remove_stale_temp_files, write_atomic, write_atomic_mode,
     write_atomic_private,
 };
-pub use env_file::{EnvFile, EnvFileError, EnvLineError, EnvVar};
+pub use env_file::{BadEnvLine, EnvFile, EnvFileError, EnvLineError, EnvVar};
 pub use health::{HEALTH_PATH, Health};
 pub use paths::{DAEMON_RUN_NAME, HOME_ENV, Home, HomeError, validate_service_name};
-pub use port_file::{PortFile, PortFileError};
+pub use port_file::{InvalidPortFile, PortFile, PortFileError};
 pub use private_dir::create_private_dir;
 pub use service::{RUN_ARGS, Service};
 pub use text::{NotUtf8, utf8_text};

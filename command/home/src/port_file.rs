@@ -32,7 +32,26 @@ pub enum PortFileError {
     #[error("cannot read port file {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
     #[error("invalid port file {path}: {reason}")]
-    Invalid { path: PathBuf, reason: String },
+    Invalid {
+        path: PathBuf,
+        reason: InvalidPortFile,
+    },
+}
+
+/// What in a port file's text is not a port file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidPortFile {
+    #[error("the file is empty")]
+    Empty,
+    /// The first line, which is no port.
+    #[error("the first line must be a port (1-65535), found {0:?}")]
+    NotAPort(String),
+    /// A later line without `=`.
+    #[error("expected key=value, found {0:?}")]
+    NotKeyValue(String),
+    /// The value of `pid=`, as written.
+    #[error("pid must be a number, found {0:?}")]
+    NotAPid(String),
 }
 
 impl PortFileError {
@@ -53,15 +72,11 @@ impl PortFile {
     }
 
     /// Parses the text of a port file.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, InvalidPortFile> {
         let mut lines = text.lines().map(str::trim).filter(|line| !line.is_empty());
-        let first = lines.next().ok_or("the file is empty")?;
+        let first = lines.next().ok_or(InvalidPortFile::Empty)?;
         let port = match first.parse::<u16>() {
-            Ok(0) | Err(_) => {
-                return Err(format!(
-                    "the first line must be a port (1-65535), found {first:?}"
-                ));
-            }
+            Ok(0) | Err(_) => return Err(InvalidPortFile::NotAPort(first.to_owned())),
             Ok(port) => port,
         };
         let mut file = Self {
@@ -71,14 +86,14 @@ impl PortFile {
         };
         for line in lines {
             let Some((key, value)) = line.split_once('=') else {
-                return Err(format!("expected key=value, found {line:?}"));
+                return Err(InvalidPortFile::NotKeyValue(line.to_owned()));
             };
             match key.trim() {
                 "pid" => {
                     let pid = value
                         .trim()
                         .parse()
-                        .map_err(|_| format!("pid must be a number, found {value:?}"))?;
+                        .map_err(|_| InvalidPortFile::NotAPid(value.to_owned()))?;
                     file.pid = Some(pid);
                 }
                 "started_at" => file.started_at = Some(value.trim().to_owned()),
@@ -156,9 +171,20 @@ mod tests {
 
     #[test]
     fn bad_files_are_refused_with_a_reason() {
-        for bad in ["", "0", "70000", "port", "80\npid=abc", "80\njunk"] {
-            assert!(PortFile::parse(bad).is_err(), "{bad:?} accepted");
+        for (bad, reason) in [
+            ("", InvalidPortFile::Empty),
+            ("0", InvalidPortFile::NotAPort("0".into())),
+            ("70000", InvalidPortFile::NotAPort("70000".into())),
+            ("port", InvalidPortFile::NotAPort("port".into())),
+            ("80\npid=abc", InvalidPortFile::NotAPid("abc".into())),
+            ("80\njunk", InvalidPortFile::NotKeyValue("junk".into())),
+        ] {
+            assert_eq!(PortFile::parse(bad), Err(reason), "{bad:?}");
         }
+        assert_eq!(
+            InvalidPortFile::NotAPort("port".into()).to_string(),
+            "the first line must be a port (1-65535), found \"port\""
+        );
     }
 
     #[test]

@@ -117,8 +117,26 @@ pub(crate) enum Input {
     Command(Command),
 }
 
-/// Parses an input; `Err` is a usage message for the person.
-pub(crate) fn parse(input: &str) -> Result<Input, String> {
+/// A command used the wrong way; the text is the usage the person sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum UsageError {
+    /// `/name` given arguments it does not take.
+    #[error("/{0} takes no arguments")]
+    NoArguments(String),
+    #[error("/guest needs an agent and a message: /guest <name> <message>")]
+    Guest,
+    /// `/sessions` with something other than a listed number.
+    #[error("/sessions takes the number of a listed conversation, not {0:?}")]
+    Sessions(String),
+    #[error("/search needs a query: /search <words>")]
+    Search,
+    /// `/expand` with something other than a number.
+    #[error("/expand takes a tool call number, not {0:?}")]
+    Expand(String),
+}
+
+/// Parses an input; `Err` says how the command is used.
+pub(crate) fn parse(input: &str) -> Result<Input, UsageError> {
     if input.trim().is_empty() {
         return Ok(Input::Empty);
     }
@@ -137,7 +155,7 @@ pub(crate) fn parse(input: &str) -> Result<Input, String> {
         if rest.is_empty() {
             Ok(Input::Command(command))
         } else {
-            Err(format!("/{name} takes no arguments"))
+            Err(UsageError::NoArguments(name.to_owned()))
         }
     };
     match name {
@@ -149,7 +167,7 @@ pub(crate) fn parse(input: &str) -> Result<Input, String> {
                 .map(|(agent, message)| (agent, message.trim()))
                 .unwrap_or((rest, ""));
             if agent.is_empty() || message.is_empty() {
-                return Err("/guest needs an agent and a message: /guest <name> <message>".into());
+                return Err(UsageError::Guest);
             }
             Ok(Input::Command(Command::Guest {
                 agent: agent.to_owned(),
@@ -168,13 +186,11 @@ pub(crate) fn parse(input: &str) -> Result<Input, String> {
                 .ok()
                 .filter(|n| *n > 0)
                 .map(|n| Input::Command(Command::Sessions(Some(n))))
-                .ok_or_else(|| {
-                    format!("/sessions takes the number of a listed conversation, not {n:?}")
-                }),
+                .ok_or(UsageError::Sessions(n)),
         },
         "search" => match argument() {
             Some(query) => Ok(Input::Command(Command::Search(query))),
-            None => Err("/search needs a query: /search <words>".into()),
+            None => Err(UsageError::Search),
         },
         "events" => no_arguments(Command::Events),
         "expand" => match argument() {
@@ -183,7 +199,7 @@ pub(crate) fn parse(input: &str) -> Result<Input, String> {
                 .trim_start_matches('#')
                 .parse()
                 .map(|n| Input::Command(Command::Expand(Some(n))))
-                .map_err(|_| format!("/expand takes a tool call number, not {n:?}")),
+                .map_err(|_| UsageError::Expand(n)),
         },
         "clear" => no_arguments(Command::Clear),
         "quit" | "exit" | "q" => no_arguments(Command::Quit),
@@ -275,14 +291,11 @@ mod tests {
             Ok(Input::Message("/etc/hosts?".into()))
         );
         assert_eq!(parse("  \n"), Ok(Input::Empty));
-        assert!(
-            parse("/guest ranger")
-                .unwrap_err()
-                .contains("/guest <name> <message>")
-        );
-        assert!(parse("/search").unwrap_err().contains("query"));
-        assert!(parse("/clear now").unwrap_err().contains("no arguments"));
-        assert!(parse("/expand x").is_err());
+        let usage = |input: &str| parse(input).unwrap_err().to_string();
+        assert!(usage("/guest ranger").contains("/guest <name> <message>"));
+        assert!(usage("/search").contains("query"));
+        assert_eq!(usage("/clear now"), "/clear takes no arguments");
+        assert_eq!(parse("/expand x"), Err(UsageError::Expand("x".into())));
     }
 
     #[test]
@@ -290,9 +303,17 @@ mod tests {
         assert_eq!(command("/sessions"), Command::Sessions(None));
         assert_eq!(command("/sessions 3"), Command::Sessions(Some(3)));
         assert_eq!(command("/new"), Command::New);
-        assert!(parse("/sessions 0").is_err());
-        assert!(parse("/sessions x").is_err());
-        assert!(parse("/new now").is_err());
+        assert_eq!(parse("/sessions 0"), Err(UsageError::Sessions("0".into())));
+        assert!(
+            parse("/sessions x")
+                .unwrap_err()
+                .to_string()
+                .contains("number of a listed conversation")
+        );
+        assert_eq!(
+            parse("/new now"),
+            Err(UsageError::NoArguments("new".into()))
+        );
     }
 
     #[test]

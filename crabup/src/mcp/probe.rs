@@ -4,7 +4,7 @@
 //! doctor` reports.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -25,9 +25,69 @@ pub(crate) struct Answered {
     pub tools: Vec<String>,
 }
 
+/// Why the bridge did not answer; each says which binary, and what the
+/// bridge last wrote on stderr where that helps.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ProbeError {
+    #[error("cannot run {} mcp: {source}", binary.display())]
+    CannotRun {
+        binary: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("`{} mcp` did not start: {why}{}", binary.display(), last_words_after(.last_words))]
+    NotStarted {
+        binary: PathBuf,
+        why: StartFailure,
+        last_words: Option<String>,
+    },
+    /// `initialize` answered with this JSON-RPC error.
+    #[error("`{} mcp` refused initialize: {error}", binary.display())]
+    Refused { binary: PathBuf, error: Value },
+    #[error(
+        "`{} mcp` answered initialize but not tools/list{}",
+        binary.display(),
+        last_words_after(.last_words)
+    )]
+    NoToolList {
+        binary: PathBuf,
+        last_words: Option<String>,
+    },
+}
+
+impl ProbeError {
+    /// Whether the binary has no `mcp` command at all (a crabtalkd from
+    /// before the bridge), as clap says on stderr.
+    pub(crate) fn is_no_mcp_command(&self) -> bool {
+        match self {
+            Self::NotStarted { last_words, .. } | Self::NoToolList { last_words, .. } => last_words
+                .as_deref()
+                .is_some_and(|line| line.contains("unrecognized subcommand")),
+            Self::CannotRun { .. } | Self::Refused { .. } => false,
+        }
+    }
+}
+
+/// Why the bridge never answered `initialize`.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StartFailure {
+    #[error("it closed its input ({0})")]
+    InputClosed(std::io::Error),
+    #[error("it exited ({0})")]
+    Exited(std::process::ExitStatus),
+    #[error("no answer to initialize within {} s", PROBE_TIMEOUT.as_secs())]
+    NoAnswer,
+}
+
+/// `; its last words: <line>`, or nothing.
+fn last_words_after(line: &Option<String>) -> String {
+    line.as_ref()
+        .map(|line| format!("; its last words: {line}"))
+        .unwrap_or_default()
+}
+
 /// Runs `binary mcp` for `home` and asks it who it is and what tools it
-/// has; why not, in words, when it does not answer.
-pub(crate) fn probe(binary: &Path, home: &Path) -> Result<Answered, String> {
+/// has; why not, when it does not answer.
+pub(crate) fn probe(binary: &Path, home: &Path) -> Result<Answered, ProbeError> {
     let mut child = Command::new(binary)
         .arg("mcp")
         .env("CRABTALK_HOME", home)
@@ -36,7 +96,10 @@ pub(crate) fn probe(binary: &Path, home: &Path) -> Result<Answered, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|err| format!("cannot run {} mcp: {err}", binary.display()))?;
+        .map_err(|source| ProbeError::CannotRun {
+            binary: binary.to_owned(),
+            source,
+        })?;
     let requests = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18",
@@ -91,7 +154,7 @@ pub(crate) fn probe(binary: &Path, home: &Path) -> Result<Answered, String> {
     // Closing stdin is how a host ends the bridge.
     drop(stdin);
     let ended = wait_or_kill(&mut child, Duration::from_secs(5));
-    let last_stderr = || {
+    let last_words = || {
         stderr_lines
             .recv_timeout(Duration::from_secs(1))
             .ok()
@@ -101,29 +164,24 @@ pub(crate) fn probe(binary: &Path, home: &Path) -> Result<Answered, String> {
                     .find(|l| !l.trim().is_empty())
                     .map(str::to_owned)
             })
-            .map(|line| format!("; its last words: {line}"))
-            .unwrap_or_default()
     };
     let Some(init) = init else {
-        let why = match (&written, ended) {
-            (Err(err), _) => format!("it closed its input ({err})"),
-            (_, Some(status)) if !status.success() => format!("it exited ({status})"),
-            _ => format!(
-                "no answer to initialize within {} s",
-                PROBE_TIMEOUT.as_secs()
-            ),
+        let why = match (written, ended) {
+            (Err(err), _) => StartFailure::InputClosed(err),
+            (_, Some(status)) if !status.success() => StartFailure::Exited(status),
+            _ => StartFailure::NoAnswer,
         };
-        return Err(format!(
-            "`{} mcp` did not start: {why}{}",
-            binary.display(),
-            last_stderr()
-        ));
+        return Err(ProbeError::NotStarted {
+            binary: binary.to_owned(),
+            why,
+            last_words: last_words(),
+        });
     };
     if let Some(error) = init.get("error") {
-        return Err(format!(
-            "`{} mcp` refused initialize: {error}",
-            binary.display()
-        ));
+        return Err(ProbeError::Refused {
+            binary: binary.to_owned(),
+            error: error.clone(),
+        });
     }
     let result = &init["result"];
     let tools = listed
@@ -135,12 +193,9 @@ pub(crate) fn probe(binary: &Path, home: &Path) -> Result<Answered, String> {
                 .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
                 .collect()
         })
-        .ok_or_else(|| {
-            format!(
-                "`{} mcp` answered initialize but not tools/list{}",
-                binary.display(),
-                last_stderr()
-            )
+        .ok_or_else(|| ProbeError::NoToolList {
+            binary: binary.to_owned(),
+            last_words: last_words(),
         })?;
     Ok(Answered {
         server: result["serverInfo"]["name"]
@@ -174,5 +229,43 @@ fn wait_or_kill(
                 return child.wait().ok();
             }
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    /// A program that, like a crabtalkd from before the bridge, refuses
+    /// `mcp` as clap does.
+    fn without_mcp(dir: &Path) -> PathBuf {
+        let binary = dir.join("crabtalkd");
+        std::fs::write(
+            &binary,
+            "#!/bin/sh\necho \"error: unrecognized subcommand '$1'\" >&2\nexit 2\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+        binary
+    }
+
+    #[test]
+    fn a_binary_without_the_bridge_is_told_apart_and_its_words_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let binary = without_mcp(dir.path());
+        // It exits at once, before or after the requests are written.
+        let err = probe(&binary, dir.path()).unwrap_err();
+        assert!(err.is_no_mcp_command(), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains("mcp` did not start: it ")
+                && text.ends_with("; its last words: error: unrecognized subcommand 'mcp'"),
+            "{text}"
+        );
+        let missing = probe(&dir.path().join("nothing"), dir.path()).unwrap_err();
+        assert!(!missing.is_no_mcp_command());
+        assert!(missing.to_string().starts_with("cannot run "), "{missing}");
     }
 }

@@ -205,49 +205,67 @@ fn incomplete(err: PullError) -> PullError {
     }
 }
 
+/// Why `<binary> --version` told no version; the text follows "does not
+/// run on this machine".
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum VersionError {
+    /// It could not be started, or waited for.
+    #[error("{0}")]
+    Run(#[from] std::io::Error),
+    #[error("`--version` gave no answer within {}s", VERSION_TIMEOUT.as_secs())]
+    NoAnswer,
+    /// It failed; with the start of what it said on stderr, if anything.
+    #[error("`--version` failed ({status}){}", said_after(.said))]
+    Failed {
+        status: std::process::ExitStatus,
+        said: String,
+    },
+    #[error("`--version` printed nothing")]
+    Silent,
+}
+
+/// `: <said>`, or nothing when nothing was said.
+fn said_after(said: &str) -> String {
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!(": {said}")
+    }
+}
+
 /// What `<binary> --version` says: its last word (`crabtalkd 0.1.0` →
 /// `0.1.0`), or why it did not run.
-pub(crate) fn version_of(binary: &Path) -> Result<String, String> {
+pub(crate) fn version_of(binary: &Path) -> Result<String, VersionError> {
     let mut child = Command::new(binary)
         .arg("--version")
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|err| err.to_string())?;
+        .spawn()?;
     let deadline = Instant::now() + VERSION_TIMEOUT;
     let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            Ok(None) => {
+        match child.try_wait()? {
+            Some(status) => break status,
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            None => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "`--version` gave no answer within {}s",
-                    VERSION_TIMEOUT.as_secs()
-                ));
+                return Err(VersionError::NoAnswer);
             }
-            Err(err) => return Err(err.to_string()),
         }
     };
-    let output = child.wait_with_output().map_err(|err| err.to_string())?;
+    let output = child.wait_with_output()?;
     if !status.success() {
         let said = String::from_utf8_lossy(&output.stderr);
-        let said = said.trim();
-        let said: String = said.chars().take(300).collect();
-        return Err(if said.is_empty() {
-            format!("`--version` failed ({status})")
-        } else {
-            format!("`--version` failed ({status}): {said}")
-        });
+        let said = said.trim().chars().take(300).collect();
+        return Err(VersionError::Failed { status, said });
     }
     String::from_utf8_lossy(&output.stdout)
         .split_whitespace()
         .last()
         .map(str::to_owned)
-        .ok_or_else(|| "`--version` printed nothing".to_owned())
+        .ok_or(VersionError::Silent)
 }
 
 /// Puts `staged` in place of `exe`, a program that may be running. Unix

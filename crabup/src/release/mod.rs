@@ -94,7 +94,7 @@ pub(crate) enum PullError {
     DoesNotRun {
         binary: String,
         file: String,
-        detail: String,
+        detail: install::VersionError,
     },
     #[error(
         "the {binary} in {file} says it is version {said}, but the release is v{version}; \

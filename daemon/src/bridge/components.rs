@@ -26,7 +26,7 @@ use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use super::DEFAULT_CONVERSATION;
 use crate::mcp::caller::Caller;
 use crate::mcp::names::qualify_all;
-use crate::mcp::{McpHub, RemoteTool};
+use crate::mcp::{CallError, McpHub, RemoteTool};
 
 /// One component tool as the host sees it.
 #[derive(Debug, Clone)]
@@ -101,7 +101,7 @@ pub(super) async fn call(
     name: &str,
     arguments: Option<JsonObject>,
     agent: Option<String>,
-) -> Option<Result<CallToolResult, String>> {
+) -> Option<Result<CallToolResult, CallError>> {
     let offered = current(hub)
         .into_iter()
         .find(|offered| offered.name == name)?;

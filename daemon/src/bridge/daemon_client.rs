@@ -7,6 +7,7 @@
 //! waiting for a daemon nobody is starting.
 
 use crabtalk_home::Home;
+use crabtalk_kit::daemon::ConnectError;
 use crabtalk_proto::Client;
 use crabtalk_proto::msg::GetStats;
 use tokio::sync::Mutex;
@@ -25,17 +26,15 @@ impl DaemonConnection {
         }
     }
 
-    /// A client of the running daemon, or why there is none (in words a
-    /// host can show its user).
-    pub(crate) async fn client(&self) -> Result<Client, String> {
+    /// A client of the running daemon, or why there is none (its text is
+    /// in words a host can show its user).
+    pub(crate) async fn client(&self) -> Result<Client, ConnectError> {
         let mut current = self.current.lock().await;
         if let Some(client) = current.as_ref().filter(|client| !client.is_closed()) {
             return Ok(client.clone());
         }
         *current = None;
-        let client = crabtalk_kit::daemon::connect(&self.home)
-            .await
-            .map_err(|err| err.to_string())?;
+        let client = crabtalk_kit::daemon::connect(&self.home).await?;
         *current = Some(client.clone());
         Ok(client)
     }

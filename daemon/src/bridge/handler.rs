@@ -177,7 +177,7 @@ impl ServerHandler for Bridge {
         };
         match called {
             Some(Ok(result)) => Ok(result.into()),
-            Some(Err(why)) => Ok(failure(why).into()),
+            Some(Err(why)) => Ok(failure(why.to_string()).into()),
             None => Err(McpError::invalid_params(
                 format!(
                     "no tool {name:?}: the bridge's own tools are {}, and no running crabtalk \

@@ -15,6 +15,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use crabtalk_kit::daemon::ConnectError;
 use crabtalk_proto::Client;
 use crabtalk_proto::msg::{
     ListAgentsMsg, ListConversationsMsg, RecallMsg, RememberMsg, SearchSessionsMsg,
@@ -226,7 +227,7 @@ fn answer(value: Value) -> CallToolResult {
 pub(super) async fn call(
     name: &str,
     args: Option<JsonObject>,
-    client: Result<Client, String>,
+    client: Result<Client, ConnectError>,
     context: &rmcp::service::RequestContext<rmcp::RoleServer>,
     host_gone: &AtomicBool,
 ) -> Option<CallToolResult> {
@@ -235,7 +236,7 @@ pub(super) async fn call(
     }
     let client = match client {
         Ok(client) => client,
-        Err(why) => return Some(failure(why)),
+        Err(why) => return Some(failure(why.to_string())),
     };
     let result = match name {
         "ask_agent" => match arguments::<AskArgs>(name, args) {

@@ -40,8 +40,17 @@ fn label(question: &AskQuestion) -> &str {
     }
 }
 
+/// Questions that make no elicitation form (the schema built for them is
+/// not one rmcp takes).
+#[derive(Debug, thiserror::Error)]
+#[error("the questions do not make a form: {0}")]
+pub(super) struct NotAForm(serde_json::Error);
+
 /// The elicitation for `ask`: the message and the form.
-pub(super) fn elicitation(agent: &str, ask: &AskUserEvent) -> Result<ElicitRequestParams, String> {
+pub(super) fn elicitation(
+    agent: &str,
+    ask: &AskUserEvent,
+) -> Result<ElicitRequestParams, NotAForm> {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for (index, question) in ask.questions.iter().enumerate() {
@@ -79,7 +88,7 @@ pub(super) fn elicitation(agent: &str, ask: &AskUserEvent) -> Result<ElicitReque
         "properties": properties,
         "required": required,
     }))
-    .map_err(|err| format!("the questions do not make a form: {err}"))?;
+    .map_err(NotAForm)?;
     let message = match ask.questions.as_slice() {
         [only] => format!("{agent} asks: {}", only.question.trim()),
         _ => format!("{agent} asks {} questions", ask.questions.len()),

@@ -23,7 +23,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crabtalk_home::{DAEMON_RUN_NAME, PortFile, validate_service_name};
+use crabtalk_home::{
+    DAEMON_RUN_NAME, InvalidPortFile, PortFile, PortFileError, validate_service_name,
+};
 use notify::Watcher;
 use notify::event::{EventKind, ModifyKind};
 use tokio::sync::mpsc;
@@ -31,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::McpHub;
 use super::exits::ExitWatches;
+use crate::config::agent::InvalidServerName;
 
 /// How often `run/` is rescanned while watching works.
 const RESCAN: Duration = Duration::from_secs(30);
@@ -183,31 +186,42 @@ fn port_file_name(path: &Path) -> Option<&str> {
     file_name.strip_suffix(".port")
 }
 
+/// Why a file in `run/` announces no component; the text follows the
+/// file's path in the log.
+#[derive(Debug, thiserror::Error)]
+enum NoComponent {
+    #[error(
+        "{name:?} is not a component name (1-64 characters of a-z, 0-9, _ and -, \
+         starting with a letter or digit)"
+    )]
+    BadName { name: String },
+    #[error("its tools could not be named after it: {0}")]
+    Unnamable(InvalidServerName),
+    #[error("not a port file ({0})")]
+    NotAPortFile(InvalidPortFile),
+    #[error("cannot read it ({0})")]
+    Unreadable(std::io::Error),
+    #[error("its process {pid} is not running (a component that stopped without removing it)")]
+    Gone { pid: u32 },
+}
+
 /// The component a port file announces (and the pid it names), or why it
 /// announces none.
-fn inspect(name: &str, path: &Path) -> Result<(Component, Option<u32>), String> {
+fn inspect(name: &str, path: &Path) -> Result<(Component, Option<u32>), NoComponent> {
     if validate_service_name(name).is_err() {
-        return Err(format!(
-            "{name:?} is not a component name (1-64 characters of a-z, 0-9, _ and -, \
-             starting with a letter or digit)"
-        ));
+        return Err(NoComponent::BadName {
+            name: name.to_owned(),
+        });
     }
-    super::names::validate_server_name(name)
-        .map_err(|rule| format!("its tools could not be named after it: {rule}"))?;
+    super::names::validate_server_name(name).map_err(NoComponent::Unnamable)?;
     let file = PortFile::read(path).map_err(|err| match err {
-        crabtalk_home::PortFileError::Invalid { reason, .. } => {
-            format!("not a port file ({reason})")
-        }
-        crabtalk_home::PortFileError::Io { source, .. } => {
-            format!("cannot read it ({source})")
-        }
+        PortFileError::Invalid { reason, .. } => NoComponent::NotAPortFile(reason),
+        PortFileError::Io { source, .. } => NoComponent::Unreadable(source),
     })?;
     if let Some(pid) = file.pid
         && !process_exists(pid)
     {
-        return Err(format!(
-            "its process {pid} is not running (a component that stopped without removing it)"
-        ));
+        return Err(NoComponent::Gone { pid });
     }
     Ok((
         Component {

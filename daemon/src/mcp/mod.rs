@@ -54,8 +54,8 @@ use tokio::sync::broadcast;
 
 pub(crate) use self::backoff::RestartPolicy;
 use self::caller::Caller;
+pub(crate) use self::peer::{CallError, RemoteTool, Status};
 use self::peer::{Peer, PeerSettings};
-pub(crate) use self::peer::{RemoteTool, Status};
 use crate::config::REDACTED;
 use crate::config::agent::{AgentDef, McpServerConfig};
 use crate::hook::{ToolOutput, ToolSpec};
@@ -401,15 +401,14 @@ impl McpHub {
 
     /// Calls the tool `tool` (the component's own name for it) of the
     /// component `component` for `caller`: the component's own result, or
-    /// what went wrong in words; `None` if the component has no such tool
-    /// now.
+    /// what went wrong; `None` if the component has no such tool now.
     pub(crate) fn call_component(
         &self,
         component: &str,
         tool: &str,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
         caller: Caller,
-    ) -> Option<impl Future<Output = Result<rmcp::model::CallToolResult, String>> + Send + 'static>
+    ) -> Option<impl Future<Output = Result<rmcp::model::CallToolResult, CallError>> + Send + 'static>
     {
         let timeout = self.settings.lock().call_timeout;
         let (peer, tool) = self.entries.lock().values().find_map(|entry| {

@@ -45,6 +45,18 @@ pub(super) struct Spawned {
     pub stdin: ChildStdin,
 }
 
+/// Why a stdio server did not start.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SpawnError {
+    #[error("cannot start {command}: {source}")]
+    Start {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("cannot connect to the pipes of {command}")]
+    Pipes { command: String },
+}
+
 /// What to start.
 pub(super) struct Launch<'a> {
     pub command: &'a str,
@@ -59,7 +71,7 @@ impl StdioProcess {
         launch: &Launch<'_>,
         name: &str,
         tail: Arc<StderrTail>,
-    ) -> Result<Spawned, String> {
+    ) -> Result<Spawned, SpawnError> {
         let mut command = tokio::process::Command::new(launch.command);
         command
             .args(launch.args)
@@ -82,13 +94,16 @@ impl StdioProcess {
                 });
             }
         }
-        let mut child = command
-            .spawn()
-            .map_err(|err| format!("cannot start {}: {err}", launch.command))?;
+        let mut child = command.spawn().map_err(|source| SpawnError::Start {
+            command: launch.command.to_owned(),
+            source,
+        })?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            return Err(format!("cannot connect to the pipes of {}", launch.command));
+            return Err(SpawnError::Pipes {
+                command: launch.command.to_owned(),
+            });
         };
         #[cfg(unix)]
         let group = child.id().and_then(|pid| libc::pid_t::try_from(pid).ok());

@@ -84,25 +84,18 @@ struct ProviderSlot {
 struct PresetSlot {
     preset: Preset,
     /// The provider, or why there is none.
-    provider: Result<ProviderSlot, Unready>,
+    provider: Result<ProviderSlot, PresetUnready>,
 }
 
 /// Why a preset has no provider.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Unready {
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PresetUnready {
     /// None of these variables is set.
+    #[error("{} is not set", .0.join(" or "))]
     NoKey(Vec<String>),
     /// Its entry is refused (a kind the provider library refuses).
-    Refused(String),
-}
-
-impl std::fmt::Display for Unready {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::NoKey(vars) => write!(f, "{} is not set", vars.join(" or ")),
-            Self::Refused(problem) => write!(f, "its entry is refused: {problem}"),
-        }
-    }
+    #[error("its entry is refused: {0}")]
+    Refused(RefusedProvider),
 }
 
 /// Where a model name leads.
@@ -132,9 +125,9 @@ impl std::fmt::Debug for Resolved {
 pub struct PresetStatus {
     pub name: String,
     pub base_url: String,
-    /// Where its key is (`GROQ_API_KEY`), "no key needed", or what is
-    /// missing.
-    pub key: Result<String, String>,
+    /// Where its key is (`GROQ_API_KEY`), "no key needed", or why it has
+    /// no provider.
+    pub key: Result<String, PresetUnready>,
     pub configured: bool,
 }
 
@@ -200,7 +193,7 @@ impl ModelRegistry {
                     }
                     providers.push((slot, entry.models.is_none()));
                 }
-                Err(problem) => problems.push(problem),
+                Err(refused) => problems.push(refused.to_string()),
             }
         }
         for problem in &problems {
@@ -415,12 +408,12 @@ impl ModelRegistry {
             }),
             Err(why) => {
                 let fix = match why {
-                    Unready::NoKey(vars) => format!(
+                    PresetUnready::NoKey(vars) => format!(
                         "; add {}=… to the env file in your crabtalk home (or export it) and \
                          restart the daemon",
                         vars[0]
                     ),
-                    Unready::Refused(_) => {
+                    PresetUnready::Refused(_) => {
                         format!("; fix [presets.{}] in config.toml", slot.preset.name)
                     }
                 };
@@ -443,7 +436,7 @@ impl ModelRegistry {
                     .provider
                     .as_ref()
                     .map(|_| key_source(&slot.preset))
-                    .map_err(ToString::to_string),
+                    .map_err(Clone::clone),
                 configured: slot.preset.configured,
             })
             .collect()
@@ -507,15 +500,45 @@ impl ModelRegistry {
     }
 }
 
+/// Why a provider entry (`[[providers]]` or a preset's) cannot be used;
+/// the text names the provider and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RefusedProvider {
+    #[error(
+        "provider {label}: kind \"openai-compatible\" needs base_url = \"http://host:port/v1\""
+    )]
+    NoBaseUrl { label: String },
+    #[error(
+        "provider {label}: kind \"google\" always talks to Google's own host \
+         (generativelanguage.googleapis.com: the provider library fixes it), so \
+         base_url = {url:?} would be ignored; remove base_url, or reach Gemini at that \
+         address through its OpenAI-compatible API: kind = \"openai-compatible\", \
+         base_url = \"<that address>/v1beta/openai\""
+    )]
+    GoogleBaseUrl { label: String, url: String },
+    #[error(
+        "provider {label}: kind \"bedrock\" is not supported by this build's provider library; use an OpenAI-compatible gateway in front of Bedrock (kind = \"openai-compatible\")"
+    )]
+    Bedrock { label: String },
+    #[error("provider {label}: api_key_env = {var:?}, but ${var} is not set")]
+    KeyNotSet { label: String, var: String },
+    /// What the provider library's own check says.
+    #[error("provider {label}: {message}")]
+    Invalid { label: String, message: String },
+}
+
 /// Turns a config entry into a crabllm provider, or says what is wrong.
-fn build_provider(entry: &ProviderEntry, client: &HttpClient) -> Result<RemoteProvider, String> {
+fn build_provider(
+    entry: &ProviderEntry,
+    client: &HttpClient,
+) -> Result<RemoteProvider, RefusedProvider> {
     let label = entry.label();
     let kind = match entry.kind.as_str() {
         "openai-compatible" | "openai_compatible" => {
             if entry.base_url.as_deref().is_none_or(str::is_empty) {
-                return Err(format!(
-                    "provider {label}: kind \"openai-compatible\" needs base_url = \"http://host:port/v1\""
-                ));
+                return Err(RefusedProvider::NoBaseUrl {
+                    label: label.to_owned(),
+                });
             }
             ProviderKind::Openai
         }
@@ -525,19 +548,15 @@ fn build_provider(entry: &ProviderEntry, client: &HttpClient) -> Result<RemotePr
                 .as_deref()
                 .is_some_and(|url| !url.trim().is_empty()) =>
         {
-            let url = entry.base_url.as_deref().unwrap_or_default();
-            return Err(format!(
-                "provider {label}: kind \"google\" always talks to Google's own host \
-                 (generativelanguage.googleapis.com: the provider library fixes it), so \
-                 base_url = {url:?} would be ignored; remove base_url, or reach Gemini at that \
-                 address through its OpenAI-compatible API: kind = \"openai-compatible\", \
-                 base_url = \"<that address>/v1beta/openai\""
-            ));
+            return Err(RefusedProvider::GoogleBaseUrl {
+                label: label.to_owned(),
+                url: entry.base_url.clone().unwrap_or_default(),
+            });
         }
         "bedrock" => {
-            return Err(format!(
-                "provider {label}: kind \"bedrock\" is not supported by this build's provider library; use an OpenAI-compatible gateway in front of Bedrock (kind = \"openai-compatible\")"
-            ));
+            return Err(RefusedProvider::Bedrock {
+                label: label.to_owned(),
+            });
         }
         other => ProviderKind::from(other.to_owned()),
     };
@@ -546,9 +565,10 @@ fn build_provider(entry: &ProviderEntry, client: &HttpClient) -> Result<RemotePr
         (None, Some(var)) => match std::env::var(var) {
             Ok(key) if !key.is_empty() => Some(key),
             _ => {
-                return Err(format!(
-                    "provider {label}: api_key_env = {var:?}, but ${var} is not set"
-                ));
+                return Err(RefusedProvider::KeyNotSet {
+                    label: label.to_owned(),
+                    var: var.clone(),
+                });
             }
         },
         (None, None) => None,
@@ -566,18 +586,22 @@ fn build_provider(entry: &ProviderEntry, client: &HttpClient) -> Result<RemotePr
         api_version: entry.api_version.clone(),
         ..Default::default()
     };
-    crabllm_provider::validate_provider(label, &config)
-        .map_err(|err| format!("provider {label}: {}", err.message()))?;
+    crabllm_provider::validate_provider(label, &config).map_err(|err| {
+        RefusedProvider::Invalid {
+            label: label.to_owned(),
+            message: err.message(),
+        }
+    })?;
     Ok(RemoteProvider::new(label, &config, client.clone()))
 }
 
 /// A preset's provider, or why it has none: its key is read from the
 /// daemon's environment (which holds the home's `env` file) now.
-fn preset_provider(preset: &Preset, client: &HttpClient) -> Result<ProviderSlot, Unready> {
+fn preset_provider(preset: &Preset, client: &HttpClient) -> Result<ProviderSlot, PresetUnready> {
     let api_key = match preset.lookup_key(|name| std::env::var(name).ok()) {
         KeyLookup::Found { key, .. } => Some(key),
         KeyLookup::NotNeeded => None,
-        KeyLookup::Missing(vars) => return Err(Unready::NoKey(vars)),
+        KeyLookup::Missing(vars) => return Err(PresetUnready::NoKey(vars)),
     };
     let entry = ProviderEntry {
         name: Some(preset.name.clone()),
@@ -586,7 +610,7 @@ fn preset_provider(preset: &Preset, client: &HttpClient) -> Result<ProviderSlot,
         api_key,
         ..Default::default()
     };
-    let provider = build_provider(&entry, client).map_err(Unready::Refused)?;
+    let provider = build_provider(&entry, client).map_err(PresetUnready::Refused)?;
     Ok(ProviderSlot {
         label: preset.name.clone(),
         provider: Arc::new(provider),
@@ -612,9 +636,7 @@ pub fn preset_report(config: &DaemonConfig) -> Vec<PresetStatus> {
         .map(|preset| PresetStatus {
             name: preset.name.clone(),
             base_url: preset.base_url.clone(),
-            key: preset_provider(preset, &client)
-                .map(|_| key_source(preset))
-                .map_err(|why| why.to_string()),
+            key: preset_provider(preset, &client).map(|_| key_source(preset)),
             configured: preset.configured,
         })
         .collect()

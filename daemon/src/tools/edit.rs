@@ -8,10 +8,11 @@
 //! own files are never edited (see [`HomeGuard`]).
 
 use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::files::{HomeGuard, resolve};
+use super::files::{HomeGuard, OpenError, resolve};
 use crate::hook::FileStamp;
 use crate::hook::{Hook, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
 use crate::storage::ToolCallRecord;
@@ -78,70 +79,105 @@ impl Hook for EditHook {
                     &arguments.new_string,
                 )?;
                 conversation.record_read(path.clone(), new_stamp);
-                Ok::<_, String>(format!("edited {}", path.display()))
+                Ok::<_, EditError>(format!("edited {}", path.display()))
             })
             .await;
             match result {
                 Ok(Ok(message)) => ToolOutput::ok(message),
-                Ok(Err(message)) => ToolOutput::error(message),
+                Ok(Err(error)) => ToolOutput::error(error.to_string()),
                 Err(err) => ToolOutput::error(format!("the edit failed: {err}")),
             }
         }))
     }
 }
 
+/// Why `edit` changed nothing; the text is what the model reads.
+#[derive(Debug, thiserror::Error)]
+enum EditError {
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    #[error(
+        "{} changed since you read it (someone else edited it); read it again and redo the edit",
+        path.display()
+    )]
+    Changed { path: PathBuf },
+    #[error(
+        "{} is not valid UTF-8, so edit cannot change it; use bash (sed, or iconv to convert it) instead",
+        path.display()
+    )]
+    NotUtf8 { path: PathBuf },
+    #[error("old_string is empty; give the exact text to replace")]
+    EmptyOld,
+    #[error(
+        "old_string was not found in {}; check it against the file (without read's line numbers)",
+        path.display()
+    )]
+    NotFound { path: PathBuf },
+    #[error(
+        "old_string occurs {count} times in {}; include more surrounding text so it occurs once",
+        path.display()
+    )]
+    Ambiguous { path: PathBuf, count: usize },
+    #[error("cannot write {}: {source}", path.display())]
+    Unwritable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// Applies the edit; returns the new file's stamp.
 fn edit(
     guard: &HomeGuard,
-    path: &std::path::Path,
+    path: &Path,
     read: FileStamp,
     old: &str,
     new: &str,
-) -> Result<FileStamp, String> {
+) -> Result<FileStamp, EditError> {
     let (mut file, real) = guard.open(path)?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)
-        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+        .map_err(|source| OpenError::Unreadable {
+            path: path.to_owned(),
+            source,
+        })?;
     if FileStamp::of(&bytes) != read {
-        return Err(format!(
-            "{} changed since you read it (someone else edited it); read it again and redo the edit",
-            path.display()
-        ));
+        return Err(EditError::Changed {
+            path: path.to_owned(),
+        });
     }
-    let text = String::from_utf8(bytes).map_err(|_| {
-        format!(
-            "{} is not valid UTF-8, so edit cannot change it; use bash (sed, or iconv to convert it) instead",
-            path.display()
-        )
+    let text = String::from_utf8(bytes).map_err(|_| EditError::NotUtf8 {
+        path: path.to_owned(),
     })?;
     if old.is_empty() {
-        return Err("old_string is empty; give the exact text to replace".into());
+        return Err(EditError::EmptyOld);
     }
-    let matches = text.matches(old).count();
-    match matches {
+    match text.matches(old).count() {
         0 => {
-            return Err(format!(
-                "old_string was not found in {}; check it against the file (without read's line numbers)",
-                path.display()
-            ));
+            return Err(EditError::NotFound {
+                path: path.to_owned(),
+            });
         }
         1 => {}
-        n => {
-            return Err(format!(
-                "old_string occurs {n} times in {}; include more surrounding text so it occurs once",
-                path.display()
-            ));
+        count => {
+            return Err(EditError::Ambiguous {
+                path: path.to_owned(),
+                count,
+            });
         }
     }
     let updated = text.replacen(old, new, 1);
     let mode = permissions(&real);
-    crabtalk_home::write_atomic_mode(&real, updated.as_bytes(), mode)
-        .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+    crabtalk_home::write_atomic_mode(&real, updated.as_bytes(), mode).map_err(|source| {
+        EditError::Unwritable {
+            path: path.to_owned(),
+            source,
+        }
+    })?;
     Ok(FileStamp::of(updated.as_bytes()))
 }
 
 #[cfg(unix)]
-fn permissions(path: &std::path::Path) -> u32 {
+fn permissions(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path)
         .map(|meta| meta.permissions().mode() & 0o7777)
@@ -149,7 +185,7 @@ fn permissions(path: &std::path::Path) -> u32 {
 }
 
 #[cfg(not(unix))]
-fn permissions(_: &std::path::Path) -> u32 {
+fn permissions(_: &Path) -> u32 {
     0o644
 }
 
@@ -168,27 +204,22 @@ mod tests {
         let path = dir.path().join("f.txt");
         std::fs::write(&path, "alpha beta\nbeta gamma\n").unwrap();
         let stamp = FileStamp::of(&std::fs::read(&path).unwrap());
-        assert!(
-            edit(&guard(), &path, stamp, "beta", "x")
+        let refused = |old: &str| {
+            edit(&guard(), &path, stamp, old, "x")
                 .unwrap_err()
-                .contains("2 times")
-        );
-        assert!(
-            edit(&guard(), &path, stamp, "delta", "x")
-                .unwrap_err()
-                .contains("not found")
-        );
+                .to_string()
+        };
+        assert!(refused("beta").contains("2 times"));
+        assert!(refused("delta").contains("not found"));
         let new_stamp = edit(&guard(), &path, stamp, "alpha beta", "ALPHA").unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "ALPHA\nbeta gamma\n"
         );
         // The old stamp no longer matches: a second edit from it is refused.
-        assert!(
-            edit(&guard(), &path, stamp, "gamma", "G")
-                .unwrap_err()
-                .contains("changed since you read it")
-        );
+        let changed = edit(&guard(), &path, stamp, "gamma", "G").unwrap_err();
+        assert!(matches!(changed, EditError::Changed { .. }), "{changed:?}");
+        assert!(changed.to_string().contains("changed since you read it"));
         edit(&guard(), &path, new_stamp, "gamma", "G").unwrap();
     }
 
@@ -214,7 +245,9 @@ mod tests {
         let path = dir.path().join("f.txt");
         std::fs::write(&path, "keep me\n").unwrap();
         let stamp = FileStamp::of(&std::fs::read(&path).unwrap());
-        let message = edit(&guard(), &path, stamp, "", "inserted").unwrap_err();
+        let message = edit(&guard(), &path, stamp, "", "inserted")
+            .unwrap_err()
+            .to_string();
         assert!(
             message.contains("old_string is empty") && message.contains("exact text"),
             "{message}"
@@ -229,7 +262,9 @@ mod tests {
         let bytes = b"caf\xe9 au lait\n";
         std::fs::write(&path, bytes).unwrap();
         let stamp = FileStamp::of(bytes);
-        let message = edit(&guard(), &path, stamp, "au", "with").unwrap_err();
+        let message = edit(&guard(), &path, stamp, "au", "with")
+            .unwrap_err()
+            .to_string();
         assert!(
             message.contains("latin1.txt")
                 && message.contains("not valid UTF-8")

@@ -40,6 +40,50 @@ pub(crate) fn resolve(cwd: &Path, path: &str) -> PathBuf {
     out
 }
 
+/// Why `read` or `edit` cannot open a file; the text is what the model
+/// reads.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpenError {
+    #[error("{} does not exist", path.display())]
+    Missing { path: PathBuf },
+    #[error("cannot read {}: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot resolve {}: {source}", path.display())]
+    Unresolvable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{} is {own}; read and edit never open the daemon's own files (its config, keys, token, agents, conversations and memory): those are changed through the daemon (crabtalkd reload, UpdateAgent) or by its user directly",
+        path.display()
+    )]
+    DaemonsOwn { path: PathBuf, own: OwnFile },
+}
+
+/// How a path asked for turned out to be one of the daemon's own files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum OwnFile {
+    /// Under the home, outside what agents may touch (the real path).
+    InHome(PathBuf),
+    /// Under this process's `/proc/<pid>`.
+    ProcessEntry,
+    /// Another name (a hard link) of this secret file.
+    LinkTo(PathBuf),
+}
+
+impl std::fmt::Display for OwnFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::InHome(real) => write!(f, "in the daemon's home ({})", real.display()),
+            Self::ProcessEntry => f.write_str("the daemon's own process entry"),
+            Self::LinkTo(secret) => write!(f, "a link to {}", secret.display()),
+        }
+    }
+}
+
 /// Keeps `read` and `edit` out of the daemon's own files.
 #[derive(Debug, Clone)]
 pub(crate) struct HomeGuard {
@@ -75,36 +119,41 @@ impl HomeGuard {
     /// Opens `path` for reading if it is not one of the daemon's files;
     /// returns the file and its real path (links resolved), which is where
     /// an edit must write.
-    pub(crate) fn open(&self, path: &Path) -> Result<(File, PathBuf), String> {
-        let file = File::open(path).map_err(|err| match err.kind() {
-            std::io::ErrorKind::NotFound => format!("{} does not exist", path.display()),
-            _ => format!("cannot read {}: {err}", path.display()),
+    pub(crate) fn open(&self, path: &Path) -> Result<(File, PathBuf), OpenError> {
+        let file = File::open(path).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => OpenError::Missing {
+                path: path.to_owned(),
+            },
+            _ => OpenError::Unreadable {
+                path: path.to_owned(),
+                source,
+            },
         })?;
-        let real = real_path(&file, path)
-            .map_err(|err| format!("cannot resolve {}: {err}", path.display()))?;
-        self.check(path, &real, &file)?;
+        let real = real_path(&file, path).map_err(|source| OpenError::Unresolvable {
+            path: path.to_owned(),
+            source,
+        })?;
+        if let Some(own) = self.own_file(&real, &file) {
+            return Err(OpenError::DaemonsOwn {
+                path: path.to_owned(),
+                own,
+            });
+        }
         Ok((file, real))
     }
 
-    fn check(&self, asked: &Path, real: &Path, file: &File) -> Result<(), String> {
-        let refuse = |what: String| {
-            Err(format!(
-                "{} is {what}; read and edit never open the daemon's own files (its config, keys, token, agents, conversations and memory): those are changed through the daemon (crabtalkd reload, UpdateAgent) or by its user directly",
-                asked.display()
-            ))
-        };
+    /// Which of the daemon's own files `file`, opened at `real`, is.
+    fn own_file(&self, real: &Path, file: &File) -> Option<OwnFile> {
         let in_home = self.roots.iter().any(|root| real.starts_with(root));
         let open = self.open.iter().any(|open| real.starts_with(open));
         if in_home && !open {
-            return refuse(format!("in the daemon's home ({})", real.display()));
+            return Some(OwnFile::InHome(real.to_owned()));
         }
         if is_own_proc_entry(real) {
-            return refuse("the daemon's own process entry".into());
+            return Some(OwnFile::ProcessEntry);
         }
-        if let Some(secret) = self.hard_link_of_secret(file) {
-            return refuse(format!("a link to {}", secret.display()));
-        }
-        Ok(())
+        self.hard_link_of_secret(file)
+            .map(|secret| OwnFile::LinkTo(secret.to_owned()))
     }
 
     /// The secret file `file` is another name of, if any.
@@ -200,7 +249,15 @@ mod tests {
         std::fs::create_dir(&outside).unwrap();
         let refused = |path: &Path| {
             let err = guard.open(path).map(|_| ()).unwrap_err();
-            assert!(err.contains("never open the daemon's own files"), "{err}");
+            assert!(
+                err.to_string()
+                    .contains("never open the daemon's own files"),
+                "{err}"
+            );
+            match err {
+                OpenError::DaemonsOwn { own, .. } => own,
+                other => panic!("{other:?}"),
+            }
         };
         refused(&home.config_file());
         refused(&home.agents_dir().join("crab.toml"));
@@ -215,10 +272,13 @@ mod tests {
             refused(&dir_link.join("agents").join("crab.toml"));
             let hard = outside.join("copy.toml");
             std::fs::hard_link(home.config_file(), &hard).unwrap();
-            refused(&hard);
+            assert_eq!(refused(&hard), OwnFile::LinkTo(home.config_file()));
         }
         #[cfg(target_os = "linux")]
-        refused(Path::new("/proc/self/environ"));
+        assert_eq!(
+            refused(Path::new("/proc/self/environ")),
+            OwnFile::ProcessEntry
+        );
         // What agents may touch in the home, and anything outside it.
         guard
             .open(&home.skills_dir().join("s").join("SKILL.md"))

@@ -5,10 +5,11 @@
 //! files are never read (see [`HomeGuard`]).
 
 use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::files::{HomeGuard, looks_binary, resolve};
+use super::files::{HomeGuard, OpenError, looks_binary, resolve};
 use crate::hook::FileStamp;
 use crate::hook::{Hook, ToolContext, ToolFuture, ToolOutput, ToolSpec, parse_arguments};
 use crate::storage::ToolCallRecord;
@@ -83,7 +84,7 @@ impl Hook for ReadHook {
             .await;
             let bytes = match read {
                 Ok(Ok(bytes)) => bytes,
-                Ok(Err(message)) => return ToolOutput::error(message),
+                Ok(Err(error)) => return ToolOutput::error(error.to_string()),
                 Err(err) => {
                     return ToolOutput::error(format!("reading {} failed: {err}", path.display()));
                 }
@@ -107,28 +108,42 @@ impl Hook for ReadHook {
     }
 }
 
-fn read_file(guard: &HomeGuard, path: &std::path::Path) -> Result<Vec<u8>, String> {
+/// Why `read` read nothing; the text is what the model reads.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    #[error("{} is a directory; use bash with ls to list it", path.display())]
+    Directory { path: PathBuf },
+    #[error(
+        "{} is {size} bytes, more than read handles ({MAX_FILE}); use bash (head, sed -n, grep) on it",
+        path.display()
+    )]
+    TooLarge { path: PathBuf, size: u64 },
+}
+
+fn read_file(guard: &HomeGuard, path: &Path) -> Result<Vec<u8>, ReadError> {
+    let unreadable = |source| OpenError::Unreadable {
+        path: path.to_owned(),
+        source,
+    };
     let (file, _) = guard.open(path)?;
-    let meta = file
-        .metadata()
-        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    let meta = file.metadata().map_err(unreadable)?;
     if meta.is_dir() {
-        return Err(format!(
-            "{} is a directory; use bash with ls to list it",
-            path.display()
-        ));
+        return Err(ReadError::Directory {
+            path: path.to_owned(),
+        });
     }
     if meta.len() > MAX_FILE {
-        return Err(format!(
-            "{} is {} bytes, more than read handles ({MAX_FILE}); use bash (head, sed -n, grep) on it",
-            path.display(),
-            meta.len()
-        ));
+        return Err(ReadError::TooLarge {
+            path: path.to_owned(),
+            size: meta.len(),
+        });
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(MAX_FILE)
         .read_to_end(&mut bytes)
-        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+        .map_err(unreadable)?;
     Ok(bytes)
 }
 
@@ -195,7 +210,7 @@ mod tests {
     #[test]
     fn a_directory_is_refused_with_a_pointer_to_ls() {
         let dir = tempfile::tempdir().unwrap();
-        let message = read_file(&guard(), dir.path()).unwrap_err();
+        let message = read_file(&guard(), dir.path()).unwrap_err().to_string();
         assert!(
             message.contains("is a directory") && message.contains("ls"),
             "{message}"
@@ -211,14 +226,18 @@ mod tests {
             .unwrap()
             .set_len(MAX_FILE + 1)
             .unwrap();
-        let message = read_file(&guard(), &path).unwrap_err();
+        let message = read_file(&guard(), &path).unwrap_err().to_string();
         assert!(
             message.contains(&format!("{} bytes", MAX_FILE + 1))
                 && message.contains("head, sed -n, grep"),
             "{message}"
         );
         let missing = read_file(&guard(), &dir.path().join("nope")).unwrap_err();
-        assert!(missing.contains("does not exist"), "{missing}");
+        assert!(
+            matches!(missing, ReadError::Open(OpenError::Missing { .. })),
+            "{missing:?}"
+        );
+        assert!(missing.to_string().contains("does not exist"), "{missing}");
     }
 
     #[test]

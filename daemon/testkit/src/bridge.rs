@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
-    ProgressNotificationParam, ProtocolVersion, Request, ServerResult, Tool,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, Request, ServerResult, Tool,
 };
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, RequestHandle, RoleClient,
@@ -19,6 +19,8 @@ use rmcp::service::{
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
+
+use crate::TestDaemon;
 
 /// Something the bridge told the host unasked.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,16 +104,19 @@ impl TestHost {
 
     /// Waits until `done` holds for the recorded events.
     pub async fn wait_for(&self, what: &str, done: impl Fn(&[HostEvent]) -> bool) {
-        crate::within(what, async {
-            loop {
-                let changed = self.record.changed.notified();
-                if done(&self.record.events.lock().unwrap()) {
-                    return;
-                }
-                changed.await;
+        crate::within(what, self.until(done)).await
+    }
+
+    /// Ends once `done` holds for the recorded events (however long that
+    /// takes: the callers bound it).
+    async fn until(&self, done: impl Fn(&[HostEvent]) -> bool) {
+        loop {
+            let changed = self.record.changed.notified();
+            if done(&self.record.events.lock().unwrap()) {
+                return;
             }
-        })
-        .await
+            changed.await;
+        }
     }
 
     fn push(&self, event: HostEvent) {
@@ -139,13 +144,8 @@ impl ClientHandler for TestHost {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let token = match serde_json::to_value(&params.progress_token) {
-            Ok(Value::String(text)) => text,
-            Ok(other) => other.to_string(),
-            Err(_) => String::new(),
-        };
         self.push(HostEvent::Progress {
-            token,
+            token: token_text(&params.progress_token),
             progress: params.progress,
             message: params.message.unwrap_or_default(),
         });
@@ -224,6 +224,12 @@ impl BridgeProcess {
         }
     }
 
+    /// [`BridgeProcess::start`] for the home of `daemon` (running or not),
+    /// with the `crabtalkd` built alongside the test.
+    pub async fn for_daemon(daemon: &TestDaemon, host: TestHost) -> Self {
+        Self::start(&crate::daemon_binary(), daemon.path(), host).await
+    }
+
     /// The bridge's stderr so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -232,16 +238,7 @@ impl BridgeProcess {
     /// Waits until `done` holds for what the host recorded; a timeout
     /// shows the bridge's log.
     pub async fn wait_for(&self, what: &str, done: impl Fn(&[HostEvent]) -> bool) {
-        let waited = tokio::time::timeout(crate::PATIENCE, async {
-            loop {
-                let changed = self.host.record.changed.notified();
-                if done(&self.host.record.events.lock().unwrap()) {
-                    return;
-                }
-                changed.await;
-            }
-        })
-        .await;
+        let waited = tokio::time::timeout(crate::PATIENCE, self.host.until(done)).await;
         assert!(
             waited.is_ok(),
             "timed out after {:?} waiting for {what}; the host saw {:?}; the bridge's log:\n{}",
@@ -300,11 +297,7 @@ impl BridgeProcess {
     /// The progress token of a started call, as [`HostEvent::Progress`]
     /// records it.
     pub fn token_of(handle: &RequestHandle<RoleClient>) -> String {
-        match serde_json::to_value(&handle.progress_token) {
-            Ok(Value::String(text)) => text,
-            Ok(other) => other.to_string(),
-            Err(_) => String::new(),
-        }
+        token_text(&handle.progress_token)
     }
 
     /// Closes the connection (the bridge's stdin) and waits for the
@@ -314,6 +307,15 @@ impl BridgeProcess {
         crate::within("the bridge to exit", self.child.wait())
             .await
             .expect("wait for the bridge")
+    }
+}
+
+/// A progress token as text: a string token as it is, a number in decimal.
+fn token_text(token: &ProgressToken) -> String {
+    match serde_json::to_value(token) {
+        Ok(Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
     }
 }
 

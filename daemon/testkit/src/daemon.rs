@@ -9,6 +9,8 @@ use crabtalk_home::Home;
 use crabtalk_proto::Client;
 use tempfile::TempDir;
 
+use crate::ScriptedLlm;
+
 /// The `crabtalkd` binary built alongside the running test: `$CRABTALKD_BIN`
 /// if set, else `target/<profile>/crabtalkd` next to the test executable.
 pub fn daemon_binary() -> PathBuf {
@@ -77,6 +79,17 @@ impl TestDaemon {
             .collect();
         daemon.spawn().await;
         daemon
+    }
+
+    /// A [`ScriptedLlm`] and a daemon that uses it: the config of
+    /// [`TestDaemon::config_for`] followed by `extra_config` (more TOML
+    /// tables, each starting with a newline), started and answering. What
+    /// most tests of the daemon and of its clients begin with.
+    pub async fn on_scripted_llm(extra_config: &str) -> (ScriptedLlm, Self) {
+        let llm = ScriptedLlm::start().await;
+        let config = format!("{}{extra_config}", Self::config_for(&llm.base_url()));
+        let daemon = Self::start(daemon_binary(), &config).await;
+        (llm, daemon)
     }
 
     /// A temp home with `config` as its `config.toml` and no daemon running

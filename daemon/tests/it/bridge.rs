@@ -4,24 +4,14 @@
 //! and the MCP inspector's CLI (the last two skipped, with the reason,
 //! where the machine lacks them; see `crabtalk_testkit::mcp_host`).
 
-use std::process::{Child, Command, Stdio};
-
 use crabtalk_proto::msg::{ListConversationsMsg, RecallMsg};
 use crabtalk_testkit::bridge::{BridgeProcess, HostEvent, TestHost, text_of};
 use crabtalk_testkit::mcp_host::{Inspector, PythonHost};
-use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, example_binary};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary};
 use rmcp::model::ProtocolVersion;
 use serde_json::{Value, json};
 
-async fn setup() -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
-    (llm, daemon)
-}
-
-async fn bridge(daemon: &TestDaemon, host: TestHost) -> BridgeProcess {
-    BridgeProcess::start(&daemon_binary(), daemon.path(), host).await
-}
+use crate::support::HttpServer;
 
 /// A result's structured content.
 fn structured(result: &rmcp::model::CallToolResult) -> Value {
@@ -60,8 +50,8 @@ fn assert_every_tool_says_what_it_may_do(tools: &[rmcp::model::Tool]) {
 
 #[tokio::test]
 async fn a_host_meets_crabtalk_and_its_tools_with_their_hints() {
-    let (_llm, daemon) = setup().await;
-    let bridge = bridge(&daemon, TestHost::new()).await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
+    let bridge = BridgeProcess::for_daemon(&daemon, TestHost::new()).await;
     let info = bridge.client.peer().peer_info().expect("the server's info");
     let server = info.server_info.clone().expect("serverInfo");
     assert_eq!(server.name, "crabtalk");
@@ -91,9 +81,8 @@ async fn a_host_meets_crabtalk_and_its_tools_with_their_hints() {
 
     // The newest version with a handshake is spoken too; a newer one the
     // bridge does not speak is answered with its own newest.
-    let newest = BridgeProcess::start(
-        &daemon_binary(),
-        daemon.path(),
+    let newest = BridgeProcess::for_daemon(
+        &daemon,
         TestHost::new().speaking(ProtocolVersion::V_2025_11_25),
     )
     .await;
@@ -115,9 +104,9 @@ async fn a_host_meets_crabtalk_and_its_tools_with_their_hints() {
 
 #[tokio::test]
 async fn ask_agent_reports_progress_while_the_turn_runs_and_a_cancel_kills_it() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let host = TestHost::new();
-    let bridge = bridge(&daemon, host.clone()).await;
+    let bridge = BridgeProcess::for_daemon(&daemon, host.clone()).await;
 
     // The model starts answering, then says nothing more: the call stays
     // open, and the text it has seen so far reaches the host meanwhile.
@@ -168,9 +157,9 @@ async fn ask_agent_reports_progress_while_the_turn_runs_and_a_cancel_kills_it() 
 
 #[tokio::test]
 async fn ask_agent_reports_each_tool_and_answers_with_the_final_text() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let host = TestHost::new();
-    let bridge = bridge(&daemon, host.clone()).await;
+    let bridge = BridgeProcess::for_daemon(&daemon, host.clone()).await;
     llm.push(Reply::Tools {
         text: "Let me note that.".into(),
         calls: vec![ToolCall::new(
@@ -271,9 +260,9 @@ fn tool_answer(llm: &ScriptedLlm, n: usize) -> String {
 
 #[tokio::test]
 async fn an_agents_question_is_put_to_a_host_that_can_ask() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let host = TestHost::answering(json!({"answer_1": "blue"}));
-    let bridge = bridge(&daemon, host.clone()).await;
+    let bridge = BridgeProcess::for_daemon(&daemon, host.clone()).await;
     script_a_question(&llm);
     let result = bridge
         .call("ask_agent", json!({"message": "make a button"}))
@@ -297,8 +286,8 @@ async fn an_agents_question_is_put_to_a_host_that_can_ask() {
 
 #[tokio::test]
 async fn a_host_that_cannot_ask_gets_the_question_in_the_result() {
-    let (llm, daemon) = setup().await;
-    let bridge = bridge(&daemon, TestHost::new()).await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
+    let bridge = BridgeProcess::for_daemon(&daemon, TestHost::new()).await;
     script_a_question(&llm);
     let result = bridge
         .call("ask_agent", json!({"message": "make a button"}))
@@ -320,8 +309,8 @@ async fn a_host_that_cannot_ask_gets_the_question_in_the_result() {
 
 #[tokio::test]
 async fn memory_conversations_and_agents_through_the_bridge() {
-    let (llm, daemon) = setup().await;
-    let bridge = bridge(&daemon, TestHost::new()).await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
+    let bridge = BridgeProcess::for_daemon(&daemon, TestHost::new()).await;
     let saved = bridge
         .call(
             "remember",
@@ -390,7 +379,7 @@ async fn without_a_daemon_a_call_says_how_to_start_it_and_the_bridge_waits_for_n
     let llm = ScriptedLlm::start().await;
     let mut daemon =
         TestDaemon::unstarted(daemon_binary(), &TestDaemon::config_for(&llm.base_url()));
-    let bridge = bridge(&daemon, TestHost::new()).await;
+    let bridge = BridgeProcess::for_daemon(&daemon, TestHost::new()).await;
     let result = bridge.call("list_agents", json!({})).await;
     assert_eq!(result.is_error, Some(true));
     assert!(
@@ -408,30 +397,13 @@ async fn without_a_daemon_a_call_says_how_to_start_it_and_the_bridge_waits_for_n
     assert!(bridge.close().await.success());
 }
 
-struct Component(Child);
-
-impl Drop for Component {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn components_tools_come_and_go_under_their_own_names() {
-    let (_llm, daemon) = setup().await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let host = TestHost::new();
-    let bridge = bridge(&daemon, host.clone()).await;
+    let bridge = BridgeProcess::for_daemon(&daemon, host.clone()).await;
     let port_file = daemon.path().join("run").join("calc.port");
-    let component = Component(
-        Command::new(example_binary("mcp_test_server"))
-            .arg("http")
-            .arg(&port_file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let component = HttpServer::start(&port_file, &[]);
     bridge
         .wait_for("the tool list to change", |events| {
             events.contains(&HostEvent::ToolsChanged)
@@ -490,19 +462,11 @@ async fn components_tools_come_and_go_under_their_own_names() {
 /// of a component that was running when the bridge started.
 #[tokio::test]
 async fn a_component_running_at_start_is_in_the_first_tool_list() {
-    let (_llm, daemon) = setup().await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let port_file = daemon.path().join("run").join("calc.port");
-    let _component = Component(
-        Command::new(example_binary("mcp_test_server"))
-            .arg("http")
-            .arg(&port_file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _component = HttpServer::start(&port_file, &[]);
     crabtalk_testkit::eventually("calc's port file", || port_file.exists()).await;
-    let bridge = bridge(&daemon, TestHost::new()).await;
+    let bridge = BridgeProcess::for_daemon(&daemon, TestHost::new()).await;
     let names: Vec<String> = bridge
         .tools()
         .await
@@ -518,12 +482,7 @@ async fn a_component_running_at_start_is_in_the_first_tool_list() {
 /// the host's first tool list for the whole `[mcp] connect_timeout_secs`.
 #[tokio::test]
 async fn a_component_that_never_answers_does_not_hold_the_first_tool_list() {
-    let llm = ScriptedLlm::start().await;
-    let config = format!(
-        "{}\n[mcp]\nconnect_timeout_secs = 600\n",
-        TestDaemon::config_for(&llm.base_url())
-    );
-    let daemon = TestDaemon::start(daemon_binary(), &config).await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("\n[mcp]\nconnect_timeout_secs = 600\n").await;
     // Accepts connections (the kernel does, from the backlog) and never
     // reads or answers them.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -534,7 +493,7 @@ async fn a_component_that_never_answers_does_not_hold_the_first_tool_list() {
     }
     .write(&daemon.path().join("run").join("silent.port"))
     .unwrap();
-    let bridge = bridge(&daemon, TestHost::new()).await;
+    let bridge = BridgeProcess::for_daemon(&daemon, TestHost::new()).await;
     let names: Vec<String> = bridge
         .tools()
         .await
@@ -550,7 +509,7 @@ async fn the_python_sdk_asks_an_agent_and_sees_progress_before_the_result() {
     let Some(python) = PythonHost::find("the_python_sdk_asks_an_agent") else {
         return;
     };
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let reply = "Crabs walk sideways because their legs bend outwards. ".repeat(8);
     llm.push(Reply::Text(reply.clone()));
     let seen = python
@@ -591,7 +550,7 @@ async fn the_python_sdk_cancels_a_turn_and_the_conversation_goes_on() {
     let Some(python) = PythonHost::find("the_python_sdk_cancels_a_turn") else {
         return;
     };
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     llm.push(Reply::Stall("half a thought".into()));
     llm.push(Reply::text("after the cancel"));
     let seen = python
@@ -621,7 +580,7 @@ async fn the_mcp_inspector_lists_the_tools_and_asks_an_agent() {
     let Some(inspector) = Inspector::find(test) else {
         return;
     };
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let Some(listed) = inspector
         .run(
             test,

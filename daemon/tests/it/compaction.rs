@@ -8,12 +8,6 @@ use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, within};
 use serde_json::{Value, json};
 
-async fn setup() -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
-    (llm, daemon)
-}
-
 fn compact(agent: &str, sender: &str) -> CompactMsg {
     CompactMsg {
         agent: agent.into(),
@@ -69,7 +63,7 @@ const SUMMARY: &str = "Quarterly report run for the user. The bash tool printed 
 
 #[tokio::test]
 async fn compaction_archives_the_history_and_the_next_turn_starts_from_the_summary() {
-    let (llm, mut daemon) = setup().await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     client
         .update_agent(UpdateAgentMsg {
@@ -215,7 +209,7 @@ async fn compaction_archives_the_history_and_the_next_turn_starts_from_the_summa
 
 #[tokio::test]
 async fn a_turn_sent_during_compaction_runs_after_it_on_the_compacted_history() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     llm.push(Reply::text("Noted."));
     Turn::run(&client, message("crab", "user", "we need milk")).await;
@@ -278,7 +272,7 @@ async fn a_turn_sent_during_compaction_runs_after_it_on_the_compacted_history() 
 
 #[tokio::test]
 async fn failed_or_pointless_compactions_change_nothing() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let code =
         |result: Result<CompactResponse, crabtalk_proto::ClientError>| result.unwrap_err().code();
@@ -359,7 +353,7 @@ async fn compaction_retries_transient_failures_only(llm: &ScriptedLlm, daemon: &
 
 #[tokio::test]
 async fn compaction_retries_a_rate_limit_but_not_a_bad_key() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     compaction_retries_transient_failures_only(&llm, &daemon).await;
 }
 

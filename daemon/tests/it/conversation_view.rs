@@ -9,12 +9,6 @@ use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary, within};
 use futures::StreamExt;
 
-async fn setup() -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
-    (llm, daemon)
-}
-
 async fn listed(client: &crabtalk_proto::Client, sender: &str) -> ConversationInfo {
     client
         .list_conversations(ListConversationsMsg {
@@ -31,7 +25,7 @@ async fn listed(client: &crabtalk_proto::Client, sender: &str) -> ConversationIn
 
 #[tokio::test]
 async fn a_conversation_is_titled_after_its_first_message() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     llm.set_default(Reply::text("ok"));
     let client = daemon.client().await;
     Turn::run(
@@ -61,7 +55,7 @@ async fn a_conversation_is_titled_after_its_first_message() {
 
 #[tokio::test]
 async fn a_fresh_start_keeps_the_old_messages_and_sends_none_of_them() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     llm.set_default(Reply::text("noted"));
     let client = daemon.client().await;
     Turn::run(&client, message("crab", "bo", "my cat is called Miso")).await;
@@ -129,7 +123,7 @@ async fn a_fresh_start_keeps_the_old_messages_and_sends_none_of_them() {
 
 #[tokio::test]
 async fn subscribers_see_who_said_what_in_which_conversation() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     client
         .create_agent(CreateAgentMsg {

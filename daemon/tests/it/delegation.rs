@@ -5,18 +5,9 @@ use crabtalk_proto::ReplyStream;
 use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
-use crabtalk_testkit::{
-    Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, eventually, within,
-};
+use crabtalk_testkit::{Reply, TestDaemon, ToolCall, eventually, within};
 use futures::StreamExt;
 use serde_json::{Value, json};
-
-async fn start(extra_config: &str) -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let config = format!("{}{extra_config}", TestDaemon::config_for(&llm.base_url()));
-    let daemon = TestDaemon::start(daemon_binary(), &config).await;
-    (llm, daemon)
-}
 
 fn delegate(id: &str, tasks: Value, background: bool) -> ToolCall {
     ToolCall::new(
@@ -80,7 +71,7 @@ fn first_tool_message(request: &Value) -> String {
 
 #[tokio::test]
 async fn foreground_delegation_returns_every_result() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
     let scratch = tempfile::tempdir().unwrap();
@@ -165,7 +156,7 @@ async fn foreground_delegation_returns_every_result() {
 
 #[tokio::test]
 async fn background_delegation_answers_at_once_and_reports_through_done_events() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
     llm.push(Reply::tools(vec![delegate(
@@ -189,7 +180,8 @@ async fn background_delegation_answers_at_once_and_reports_through_done_events()
 
 #[tokio::test]
 async fn delegation_depth_and_fan_out_are_limited() {
-    let (llm, daemon) = start("\n[delegation]\nmax_depth = 1\nmax_tasks = 2\n").await;
+    let (llm, daemon) =
+        TestDaemon::on_scripted_llm("\n[delegation]\nmax_depth = 1\nmax_tasks = 2\n").await;
     let client = daemon.client().await;
     // Three tasks in one call: refused.
     llm.push(Reply::tools(vec![delegate(
@@ -237,7 +229,7 @@ async fn delegation_depth_and_fan_out_are_limited() {
 
 #[tokio::test]
 async fn killing_the_delegating_turn_cancels_its_tasks() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
     llm.push(Reply::tools(vec![delegate(
@@ -272,7 +264,7 @@ async fn killing_the_delegating_turn_cancels_its_tasks() {
 
 #[tokio::test]
 async fn delegate_senders_stay_unique_across_restarts() {
-    let (llm, mut daemon) = start("").await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     llm.set_default(Reply::text("done"));
     let mut senders = Vec::new();
     for _ in 0..2 {
@@ -315,7 +307,7 @@ async fn create(client: &Client, name: &str) {
 
 #[tokio::test]
 async fn a_done_event_fires_a_once_subscription_exactly_once() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     create(&client, "a").await;
     create(&client, "b").await;
@@ -361,7 +353,7 @@ async fn a_done_event_fires_a_once_subscription_exactly_once() {
 
 #[tokio::test]
 async fn a_subscription_cycle_is_stopped_by_the_hop_limit() {
-    let (llm, daemon) = start("\n[events]\nmax_hops = 3\n").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("\n[events]\nmax_hops = 3\n").await;
     let client = daemon.client().await;
     create(&client, "a").await;
     create(&client, "b").await;
@@ -387,7 +379,7 @@ async fn a_subscription_cycle_is_stopped_by_the_hop_limit() {
 
 #[tokio::test]
 async fn published_events_fire_subscribers_and_subscriptions_survive_a_restart() {
-    let (llm, mut daemon) = start("").await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     create(&client, "scout").await;
     client
@@ -447,7 +439,7 @@ async fn published_events_fire_subscribers_and_subscriptions_survive_a_restart()
 
 #[tokio::test]
 async fn a_background_task_fires_subscriptions_on_its_done_event() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     create(&client, "reviewer").await;
     client
@@ -498,7 +490,7 @@ async fn a_background_task_fires_subscriptions_on_its_done_event() {
 
 #[tokio::test]
 async fn a_gateway_user_cannot_reach_bash_through_a_delegated_task() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
     let scratch = tempfile::tempdir().unwrap();
@@ -531,7 +523,7 @@ async fn a_gateway_user_cannot_reach_bash_through_a_delegated_task() {
 
 #[tokio::test]
 async fn a_gateway_user_cannot_reach_bash_through_a_done_event() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     create(&client, "follower").await;
     client
@@ -562,7 +554,7 @@ async fn a_gateway_user_cannot_reach_bash_through_a_done_event() {
 
 #[tokio::test]
 async fn a_cycle_through_delegation_is_stopped_by_the_hop_limit() {
-    let (llm, daemon) = start("\n[events]\nmax_hops = 3\n").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("\n[events]\nmax_hops = 3\n").await;
     let client = daemon.client().await;
     create(&client, "a").await;
     create(&client, "b").await;
@@ -610,7 +602,7 @@ async fn a_cycle_through_delegation_is_stopped_by_the_hop_limit() {
 
 #[tokio::test]
 async fn a_reload_in_the_middle_of_a_chain_keeps_its_delegation_depth() {
-    let (llm, daemon) = start("\n[delegation]\nmax_depth = 2\n").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("\n[delegation]\nmax_depth = 2\n").await;
     let client = daemon.client().await;
     let scratch = tempfile::tempdir().unwrap();
     let cwd = scratch.path().display().to_string();

@@ -11,6 +11,8 @@ use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary};
 use serde_json::{Value, json};
 
+use crate::support::offered_tools;
+
 const SECRET_KEY: &str = "sk-live-do-not-leak";
 
 async fn setup(extra: &str) -> (ScriptedLlm, TestDaemon) {
@@ -48,18 +50,6 @@ async fn turn_with(
         .collect();
     let offered = offered_tools(&llm.requests()[before]);
     (results, offered)
-}
-
-fn offered_tools(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn read(id: &str, path: &Path) -> ToolCall {

@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
+use crabtalk_testkit::TestDaemon;
 use crabtalk_testkit::usage::measure_idle;
-use crabtalk_testkit::{ScriptedLlm, TestDaemon, daemon_binary};
 
 /// At most this share of one core while idle.
 const IDLE_BOUND: f64 = 0.01;
@@ -24,8 +24,7 @@ fn window() -> Duration {
 
 #[tokio::test]
 async fn an_idle_daemon_uses_under_one_percent_of_a_core() {
-    let llm = ScriptedLlm::start().await;
-    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
     // Start-up is over once the daemon has asked the provider for its models
     // (the last thing it does by itself) and answered a client.
     let client = daemon.client().await;

@@ -56,19 +56,13 @@ fn shared_dir() -> tempfile::TempDir {
     dir
 }
 
-async fn setup() -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
-    (llm, daemon)
-}
-
 #[tokio::test]
 async fn another_local_user_cannot_drive_the_daemon_over_tcp_nor_read_its_secrets() {
     if let Some(reason) = cannot_switch_users() {
         eprintln!("skipped: {reason}");
         return;
     }
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     // Let the other user as far as the home's door, as a home under an
     // ordinary 0755 home folder would.
     std::fs::set_permissions(daemon.path(), std::fs::Permissions::from_mode(0o755)).unwrap();

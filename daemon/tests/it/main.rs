@@ -1,5 +1,6 @@
 //! daemon's integration tests, one test binary: one link for all
-//! of them (RFC 0040, "Tests"). A module per behaviour area.
+//! of them (RFC 0040, "Tests"). A module per behaviour area, and `support`
+//! for what several of them set up.
 
 mod bridge;
 mod compaction;
@@ -20,5 +21,6 @@ mod recovery;
 mod reload;
 mod resilience;
 mod sessions;
+mod support;
 mod tools;
 mod turns;

@@ -2,31 +2,19 @@
 //! (`examples/mcp_test_server.rs`), over stdio and streamable HTTP.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 
 use crabtalk_proto::Client;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
-use crabtalk_testkit::{
-    Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, eventually, example_binary,
-    poll_until, within,
-};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, eventually, poll_until, within};
 use futures::StreamExt;
 use serde_json::json;
 
-fn server() -> String {
-    example_binary("mcp_test_server").display().to_string()
-}
-
-async fn start(extra_config: &str) -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let config = format!("{}{extra_config}", TestDaemon::config_for(&llm.base_url()));
-    (llm, TestDaemon::start(daemon_binary(), &config).await)
-}
+use crate::support::{HttpServer, alive, call_tools, test_server};
 
 /// Creates `agent` declaring one stdio server named `calc` with `env`.
 async fn agent_with_calc(client: &Client, agent: &str, env: serde_json::Value) {
-    let config = json!({"mcps": [{"name": "calc", "command": server(), "env": env}]});
+    let config = json!({"mcps": [{"name": "calc", "command": test_server(), "env": env}]});
     client
         .create_agent(CreateAgentMsg {
             name: agent.into(),
@@ -62,19 +50,8 @@ fn pids(dir: &Path) -> Vec<u32> {
     pids
 }
 
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
-}
-
-/// Runs a turn in which the model makes `calls`; the results in call order.
+/// Runs a turn of `agent` for `sender` in which the model makes `calls`;
+/// the results in call order.
 async fn call(
     llm: &ScriptedLlm,
     client: &Client,
@@ -82,26 +59,12 @@ async fn call(
     sender: &str,
     calls: Vec<ToolCall>,
 ) -> Vec<ToolResultEvent> {
-    let ids: Vec<String> = calls.iter().map(|call| call.id.clone()).collect();
-    llm.push(Reply::tools(calls));
-    llm.push(Reply::text("done"));
-    let results = Turn::run(client, message(agent, sender, "use the tools"))
-        .await
-        .tool_results();
-    ids.iter()
-        .map(|id| {
-            results
-                .iter()
-                .find(|r| &r.call_id == id)
-                .cloned()
-                .expect("a result per call")
-        })
-        .collect()
+    call_tools(llm, client, message(agent, sender, "use the tools"), calls).await
 }
 
 #[tokio::test]
 async fn an_agents_stdio_server_gives_it_namespaced_tools() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     agent_with_calc(&client, "mathy", json!({})).await;
     let info = connected(&client, "mathy", "calc").await;
@@ -154,7 +117,7 @@ async fn an_agents_stdio_server_gives_it_namespaced_tools() {
 
 #[tokio::test]
 async fn identical_declarations_share_one_process_and_the_last_owner_closes_it() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let pid_dir = tempfile::tempdir().unwrap();
     let env = json!({"MCP_TEST_PID_DIR": pid_dir.path().display().to_string()});
@@ -222,7 +185,7 @@ async fn identical_declarations_share_one_process_and_the_last_owner_closes_it()
 
 #[tokio::test]
 async fn a_slow_server_times_out_without_holding_up_other_conversations() {
-    let (llm, daemon) = start("\n[mcp]\ncall_timeout_secs = 1\n").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("\n[mcp]\ncall_timeout_secs = 1\n").await;
     let client = daemon.client().await;
     agent_with_calc(&client, "mathy", json!({})).await;
     connected(&client, "mathy", "calc").await;
@@ -258,7 +221,7 @@ async fn a_slow_server_times_out_without_holding_up_other_conversations() {
 
 #[tokio::test]
 async fn lifecycle_events_are_published_and_a_dead_server_is_reconnected() {
-    let (_llm, daemon) = start("").await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let mut events = client
         .subscribe_mcp_events(SubscribeMcpEventsMsg {})
@@ -301,29 +264,12 @@ async fn next(
     .await
 }
 
-struct Component(Child);
-
-impl Drop for Component {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn components_are_discovered_from_their_port_files() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let port_file = daemon.path().join("run").join("calc.port");
-    let component = Component(
-        Command::new(server())
-            .arg("http")
-            .arg(&port_file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let component = HttpServer::start(&port_file, &[]);
     let info = connected(&client, "crab", "calc").await;
     assert_eq!(info.source_kind, SourceKind::External as i32);
     assert!(
@@ -357,21 +303,13 @@ async fn components_are_discovered_from_their_port_files() {
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_component_killed_without_removing_its_port_file_is_forgotten_at_once() {
-    let (_llm, daemon) = start("").await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let port_file = daemon.path().join("run").join("calc.port");
-    let mut component = Component(
-        Command::new(server())
-            .arg("http")
-            .arg(&port_file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut component = HttpServer::start(&port_file, &[]);
     connected(&client, "crab", "calc").await;
     // Killed and not reaped (as when its parent is slow to): a zombie.
-    component.0.kill().unwrap();
+    component.kill_unreaped();
     assert!(port_file.exists(), "the killed component's file stays");
     // Well inside the 30 s rescan: only the exit itself can have told.
     tokio::time::timeout(std::time::Duration::from_secs(10), async {
@@ -392,9 +330,9 @@ async fn a_component_killed_without_removing_its_port_file_is_forgotten_at_once(
 
 #[tokio::test]
 async fn servers_are_managed_through_the_protocol() {
-    let (_llm, daemon) = start("").await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
-    let config = json!({"name": "calc", "command": server(), "env": {"SECRET": "hunter2"}});
+    let config = json!({"name": "calc", "command": test_server(), "env": {"SECRET": "hunter2"}});
     let info = client
         .upsert_mcp(UpsertMcpMsg {
             config: config.to_string(),

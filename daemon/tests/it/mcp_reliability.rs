@@ -4,32 +4,20 @@
 //! 20 MB or die; and what every call tells a server about its caller.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 
 use crabtalk_proto::Client;
 use crabtalk_proto::ReplyStream;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
-use crabtalk_testkit::{
-    Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, eventually, example_binary,
-    poll_until, within,
-};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, eventually, poll_until, within};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-fn server() -> String {
-    example_binary("mcp_test_server").display().to_string()
-}
-
-async fn start(extra_config: &str) -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let config = format!("{}{extra_config}", TestDaemon::config_for(&llm.base_url()));
-    (llm, TestDaemon::start(daemon_binary(), &config).await)
-}
+use crate::support::{HttpServer, alive, call_tools, offered_tools, test_server};
 
 /// Declares the test server as `name` in `agent` with `env`.
 async fn declare(client: &Client, agent: &str, name: &str, env: Value) -> McpInfo {
-    let config = json!({"name": name, "command": server(), "env": env});
+    let config = json!({"name": name, "command": test_server(), "env": env});
     client
         .upsert_mcp(UpsertMcpMsg {
             config: config.to_string(),
@@ -59,53 +47,10 @@ fn is_connected(info: &McpInfo) -> bool {
     info.status == McpStatus::Connected as i32
 }
 
-/// Runs a turn in which the model makes `calls`; the results in call order.
-async fn call(
-    llm: &ScriptedLlm,
-    client: &Client,
-    request: StreamMsg,
-    calls: Vec<ToolCall>,
-) -> Vec<ToolResultEvent> {
-    let ids: Vec<String> = calls.iter().map(|call| call.id.clone()).collect();
-    llm.push(Reply::tools(calls));
-    llm.push(Reply::text("done"));
-    let results = Turn::run(client, request).await.tool_results();
-    ids.iter()
-        .map(|id| {
-            results
-                .iter()
-                .find(|result| &result.call_id == id)
-                .cloned()
-                .expect("a result per call")
-        })
-        .collect()
-}
-
 /// The tool names offered in the last model request.
 fn offered(llm: &ScriptedLlm) -> Vec<String> {
     let requests = llm.requests();
-    let last = requests.last().expect("a model request");
-    last["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
+    offered_tools(requests.last().expect("a model request"))
 }
 
 /// Pids the test server wrote to `dir`: its own, and `child-<pid>` ones.
@@ -139,35 +84,6 @@ async fn next_event(
     .await
 }
 
-/// A process the test started, killed when the test ends.
-struct Process(Child);
-
-impl Process {
-    fn http_server(port_file: &Path, env: &[(&str, String)]) -> Self {
-        Self(
-            Command::new(server())
-                .arg("http")
-                .arg(port_file)
-                .envs(env.iter().map(|(key, value)| (*key, value.as_str())))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
-    }
-
-    fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// Waits until `path` exists.
 async fn file_appears(path: &Path) {
     let path = path.to_owned();
@@ -181,7 +97,7 @@ async fn file_appears(path: &Path) {
 
 #[tokio::test]
 async fn a_tool_a_server_adds_is_offered_after_it_says_so() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     declare(&client, "crab", "calc", json!({})).await;
     let before = listed(&client, "calc", "calc to connect", is_connected).await;
@@ -191,7 +107,7 @@ async fn a_tool_a_server_adds_is_offered_after_it_says_so() {
             .contains(&"calc__extra".to_owned())
     );
 
-    let results = call(
+    let results = call_tools(
         &llm,
         &client,
         message("crab", "user", "grow"),
@@ -203,7 +119,7 @@ async fn a_tool_a_server_adds_is_offered_after_it_says_so() {
         info.tool_count == before.tool_count + 1
     })
     .await;
-    let results = call(
+    let results = call_tools(
         &llm,
         &client,
         message("crab", "user", "use the new tool"),
@@ -228,8 +144,10 @@ async fn offered_after_turn(llm: &ScriptedLlm, client: &Client) -> Vec<String> {
 
 #[tokio::test]
 async fn a_server_that_crashes_after_each_start_is_restarted_ever_more_slowly() {
-    let (_llm, daemon) =
-        start("\n[mcp]\nrestart_backoff_ms = 100\nrestart_backoff_max_ms = 1600\n").await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm(
+        "\n[mcp]\nrestart_backoff_ms = 100\nrestart_backoff_max_ms = 1600\n",
+    )
+    .await;
     let client = daemon.client().await;
     let mut events = client
         .subscribe_mcp_events(SubscribeMcpEventsMsg {})
@@ -261,7 +179,7 @@ async fn a_server_that_crashes_after_each_start_is_restarted_ever_more_slowly() 
 
 #[tokio::test]
 async fn why_a_server_died_is_kept_from_its_stderr() {
-    let (_llm, daemon) = start("\n[mcp]\nrestart_backoff_ms = 60000\n").await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("\n[mcp]\nrestart_backoff_ms = 60000\n").await;
     let client = daemon.client().await;
     declare(
         &client,
@@ -297,11 +215,11 @@ async fn why_a_server_died_is_kept_from_its_stderr() {
 async fn a_reply_of_20_mb_fails_its_call_at_once_and_the_server_stays_usable() {
     // The call timeout is far beyond the test's patience: a call that waited
     // for it would fail the test.
-    let (llm, daemon) = start("\n[mcp]\ncall_timeout_secs = 600\n").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("\n[mcp]\ncall_timeout_secs = 600\n").await;
     let client = daemon.client().await;
     declare(&client, "crab", "calc", json!({})).await;
     listed(&client, "calc", "calc to connect", is_connected).await;
-    let results = call(
+    let results = call_tools(
         &llm,
         &client,
         message("crab", "user", "say a lot"),
@@ -318,7 +236,7 @@ async fn a_reply_of_20_mb_fails_its_call_at_once_and_the_server_stays_usable() {
         "{}",
         results[0].output
     );
-    let results = call(
+    let results = call_tools(
         &llm,
         &client,
         message("crab", "user", "add"),
@@ -340,14 +258,16 @@ fn free_port() -> u16 {
 
 #[tokio::test]
 async fn a_dead_http_server_is_noticed_and_connected_again_when_it_is_back() {
-    let (llm, daemon) =
-        start("\n[mcp]\nrestart_backoff_ms = 100\nrestart_backoff_max_ms = 500\n").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm(
+        "\n[mcp]\nrestart_backoff_ms = 100\nrestart_backoff_max_ms = 500\n",
+    )
+    .await;
     let client = daemon.client().await;
     let scratch = tempfile::tempdir().unwrap();
     let port = free_port();
     let port_file = scratch.path().join("remote.port");
     let env = [("MCP_TEST_PORT", port.to_string())];
-    let mut remote = Process::http_server(&port_file, &env);
+    let mut remote = HttpServer::start(&port_file, &env);
     file_appears(&port_file).await;
     let config = json!({"name": "remote", "url": format!("http://127.0.0.1:{port}/mcp")});
     client
@@ -360,7 +280,7 @@ async fn a_dead_http_server_is_noticed_and_connected_again_when_it_is_back() {
     listed(&client, "remote", "remote to connect", is_connected).await;
 
     remote.kill();
-    let results = call(
+    let results = call_tools(
         &llm,
         &client,
         message("crab", "user", "add"),
@@ -390,7 +310,7 @@ async fn a_dead_http_server_is_noticed_and_connected_again_when_it_is_back() {
     );
 
     std::fs::remove_file(&port_file).unwrap();
-    let _back = Process::http_server(&port_file, &env);
+    let _back = HttpServer::start(&port_file, &env);
     listed(
         &client,
         "remote",
@@ -398,7 +318,7 @@ async fn a_dead_http_server_is_noticed_and_connected_again_when_it_is_back() {
         is_connected,
     )
     .await;
-    let results = call(
+    let results = call_tools(
         &llm,
         &client,
         message("crab", "user", "add"),
@@ -412,7 +332,7 @@ async fn a_dead_http_server_is_noticed_and_connected_again_when_it_is_back() {
 
 #[tokio::test]
 async fn a_servers_name_is_part_of_what_it_is() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let info = declare(&client, "crab", "calc", json!({})).await;
     assert_eq!(info.name, "calc");
@@ -433,7 +353,7 @@ async fn a_servers_name_is_part_of_what_it_is() {
             .config,
     )
     .unwrap();
-    agent["mcps"] = json!([{"name": "sums", "command": server()}]);
+    agent["mcps"] = json!([{"name": "sums", "command": test_server()}]);
     client
         .update_agent(UpdateAgentMsg {
             name: "crab".into(),
@@ -452,7 +372,7 @@ async fn a_servers_name_is_part_of_what_it_is() {
         .map(|info| info.name)
         .collect();
     assert_eq!(names, ["sums"]);
-    let results = call(
+    let results = call_tools(
         &llm,
         &client,
         message("crab", "user", "add"),
@@ -464,10 +384,10 @@ async fn a_servers_name_is_part_of_what_it_is() {
 
 #[tokio::test]
 async fn names_that_cannot_be_tool_prefixes_are_refused_everywhere() {
-    let (_llm, daemon) = start("").await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     for bad in ["", "a__b", "my server", "calc_", &"x".repeat(25)] {
-        let config = json!({"name": bad, "command": server()});
+        let config = json!({"name": bad, "command": test_server()});
         let err = client
             .upsert_mcp(UpsertMcpMsg {
                 config: config.to_string(),
@@ -479,7 +399,7 @@ async fn names_that_cannot_be_tool_prefixes_are_refused_everywhere() {
         assert!(err.to_string().contains("invalid MCP server name"), "{err}");
     }
     let twice = json!({"mcps": [
-        {"name": "calc", "command": server()},
+        {"name": "calc", "command": test_server()},
         {"name": "calc", "url": "http://127.0.0.1:9/mcp"},
     ]});
     let err = client
@@ -500,7 +420,7 @@ async fn names_that_cannot_be_tool_prefixes_are_refused_everywhere() {
     // loaded with tools named `__add`.
     std::fs::write(
         daemon.path().join("agents/hand.toml"),
-        format!("[[mcps]]\nname = \"\"\ncommand = \"{}\"\n", server()),
+        format!("[[mcps]]\nname = \"\"\ncommand = \"{}\"\n", test_server()),
     )
     .unwrap();
     // The reload says so to its caller, naming the file and the field.
@@ -534,11 +454,11 @@ async fn names_that_cannot_be_tool_prefixes_are_refused_everywhere() {
 
 #[tokio::test]
 async fn a_component_hidden_by_an_agents_own_server_is_reported() {
-    let (_llm, daemon) = start("").await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     declare(&client, "crab", "calc", json!({})).await;
     let port_file = daemon.path().join("run/calc.port");
-    let _component = Process::http_server(&port_file, &[]);
+    let _component = HttpServer::start(&port_file, &[]);
     poll_until("the component to be found", async || {
         let list = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
         list.mcps
@@ -558,7 +478,7 @@ async fn a_component_hidden_by_an_agents_own_server_is_reported() {
 
 #[tokio::test]
 async fn stdio_servers_and_their_children_do_not_outlive_the_daemon() {
-    let (_llm, mut daemon) = start("").await;
+    let (_llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let pid_dir = tempfile::tempdir().unwrap();
     declare(
@@ -595,7 +515,7 @@ async fn stdio_servers_and_their_children_do_not_outlive_the_daemon() {
 
 #[tokio::test]
 async fn an_undeclared_server_is_ended_with_its_children() {
-    let (_llm, daemon) = start("").await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let pid_dir = tempfile::tempdir().unwrap();
     declare(
@@ -628,7 +548,7 @@ async fn an_undeclared_server_is_ended_with_its_children() {
 
 #[tokio::test]
 async fn each_unusable_port_file_is_logged_once_per_change() {
-    let (_llm, daemon) = start("").await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let run = daemon.path().join("run");
     let junk = run.join("junk.port");
     std::fs::write(&junk, "not a port\n").unwrap();
@@ -723,13 +643,13 @@ fn triggered(agent: &str, sender: &str, content: &str, trigger: &str) -> StreamM
 
 #[tokio::test]
 async fn every_tool_call_tells_the_server_who_called() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let recorder = recorder_component(&daemon).await;
     listed(&client, "recorder", "the recorder to connect", is_connected).await;
 
     // A direct call, in a turn the telegram component started for tg:42.
-    call(
+    call_tools(
         &llm,
         &client,
         triggered("crab", "tg:42", "note it", "telegram"),
@@ -756,7 +676,7 @@ async fn every_tool_call_tells_the_server_who_called() {
     )
     .await;
     // And a call with no trigger.
-    call(
+    call_tools(
         &llm,
         &client,
         message("crab", "alice", "note it"),
@@ -798,7 +718,7 @@ async fn every_tool_call_tells_the_server_who_called() {
 
 #[tokio::test]
 async fn a_turn_started_on_a_gateway_senders_behalf_is_a_gateway_chain() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let recorder = recorder_component(&daemon).await;
     listed(&client, "recorder", "the recorder to connect", is_connected).await;
@@ -806,7 +726,7 @@ async fn a_turn_started_on_a_gateway_senders_behalf_is_a_gateway_chain() {
     // tg:42, who asked for it: the chain begins at tg:42.
     let mut request = triggered("crab", "cron", "note it", "cron");
     request.origin = Some("tg:42".into());
-    call(
+    call_tools(
         &llm,
         &client,
         request,
@@ -828,7 +748,7 @@ async fn a_turn_started_on_a_gateway_senders_behalf_is_a_gateway_chain() {
     // is: tg:7's own turn stays a gateway chain.
     let mut request = triggered("crab", "tg:7", "note it", "cron");
     request.origin = Some("user".into());
-    call(
+    call_tools(
         &llm,
         &client,
         request,
@@ -841,13 +761,13 @@ async fn a_turn_started_on_a_gateway_senders_behalf_is_a_gateway_chain() {
 
 #[tokio::test]
 async fn a_turn_a_component_started_is_not_offered_that_components_tools() {
-    let (llm, daemon) = start("").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let recorder = recorder_component(&daemon).await;
     listed(&client, "recorder", "the recorder to connect", is_connected).await;
     let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
 
-    let results = call(
+    let results = call_tools(
         &llm,
         &client,
         triggered("crab", "user", "schedule yourself", "recorder"),
@@ -875,7 +795,7 @@ async fn a_turn_a_component_started_is_not_offered_that_components_tools() {
     assert_eq!(done.trigger, "recorder");
 
     // A turn started by someone else is offered them.
-    let results = call(
+    let results = call_tools(
         &llm,
         &client,
         message("crab", "user", "note"),
@@ -887,12 +807,12 @@ async fn a_turn_a_component_started_is_not_offered_that_components_tools() {
 
 #[tokio::test]
 async fn a_reply_of_20_mb_over_http_fails_its_call_and_keeps_the_connection() {
-    let (llm, daemon) = start("\n[mcp]\ncall_timeout_secs = 600\n").await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("\n[mcp]\ncall_timeout_secs = 600\n").await;
     let client = daemon.client().await;
     let port_file = daemon.path().join("run/calc.port");
-    let _component = Process::http_server(&port_file, &[]);
+    let _component = HttpServer::start(&port_file, &[]);
     listed(&client, "calc", "the component to connect", is_connected).await;
-    let results = call(
+    let results = call_tools(
         &llm,
         &client,
         message("crab", "user", "say a lot"),
@@ -913,7 +833,7 @@ async fn a_reply_of_20_mb_over_http_fails_its_call_and_keeps_the_connection() {
     );
     let info = listed(&client, "calc", "calc", |_| true).await;
     assert!(is_connected(&info) && info.restarts == 0, "{info:?}");
-    let results = call(
+    let results = call_tools(
         &llm,
         &client,
         message("crab", "user", "add"),

@@ -11,11 +11,7 @@ use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, poll_until};
 use serde_json::{Value, json};
 
-async fn setup() -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
-    (llm, daemon)
-}
+use crate::support::offered_tools;
 
 /// Runs one turn in which the model makes `calls`, then says "Done.";
 /// returns the tool results as (output, is_error), in call order (they
@@ -59,18 +55,6 @@ fn recall(id: &str, query: &str) -> ToolCall {
     ToolCall::new(id, "recall", json!({"query": query}))
 }
 
-fn offered_tools(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|tool| tool["function"]["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn system_prompt(request: &Value) -> String {
     request["messages"][0]["content"]
         .as_str()
@@ -80,7 +64,7 @@ fn system_prompt(request: &Value) -> String {
 
 #[tokio::test]
 async fn remember_recall_and_forget_through_tool_calls() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let saved = with_tools(
         &llm,
         &daemon,
@@ -174,7 +158,7 @@ async fn remember_recall_and_forget_through_tool_calls() {
 
 #[tokio::test]
 async fn agents_without_memory_are_not_offered_the_tools_and_calls_are_refused() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     client
         .create_agent(CreateAgentMsg {
@@ -210,7 +194,7 @@ async fn agents_without_memory_are_not_offered_the_tools_and_calls_are_refused()
 
 #[tokio::test]
 async fn memory_survives_restart_and_reload_and_is_opened_once() {
-    let (llm, mut daemon) = setup().await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     with_tools(
         &llm,
         &daemon,
@@ -248,7 +232,7 @@ async fn memory_survives_restart_and_reload_and_is_opened_once() {
 
 #[tokio::test]
 async fn renaming_an_agent_moves_its_memory_and_its_searchable_conversations() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     client
         .create_agent(CreateAgentMsg {
@@ -326,7 +310,7 @@ fn text(output: &Output) -> String {
 
 #[tokio::test]
 async fn memory_dump_and_load_on_a_real_home() {
-    let (llm, mut daemon) = setup().await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     with_tools(
         &llm,
         &daemon,
@@ -473,7 +457,7 @@ async fn memory_dump_and_load_on_a_real_home() {
 /// note), the default agent when none is named, and clear refusals.
 #[tokio::test]
 async fn remember_and_recall_over_the_protocol_share_the_tools_memory() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let saved = client
         .remember(RememberMsg {

@@ -9,23 +9,15 @@ use crabtalk_proto::Client;
 use crabtalk_proto::codec::{FrameReader, MAX_FRAME_LEN, encode_frame};
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::usage::Usage;
-use crabtalk_testkit::{
-    Reply, ScriptedLlm, TestDaemon, daemon_binary, eventually, poll_until, within,
-};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, eventually, poll_until, within};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 const MB: u64 = 1024 * 1024;
 
 async fn setup() -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
     // A client that takes nothing for 5 s is dropped from its turns.
-    let config = format!(
-        "{}\n[conversations]\nclient_stall_secs = 5\n",
-        TestDaemon::config_for(&llm.base_url())
-    );
-    let daemon = TestDaemon::start(daemon_binary(), &config).await;
-    (llm, daemon)
+    TestDaemon::on_scripted_llm("\n[conversations]\nclient_stall_secs = 5\n").await
 }
 
 fn rss(daemon: &TestDaemon) -> u64 {
@@ -303,14 +295,10 @@ async fn turns_nobody_reads_complete_are_saved_and_do_not_grow_the_daemon() {
 #[cfg(unix)]
 #[tokio::test]
 async fn a_turn_waiting_for_a_client_goes_on_as_soon_as_the_client_leaves() {
-    let llm = ScriptedLlm::start().await;
     // A stall limit longer than the test's patience: only the client's
     // leaving can let the turn go on in time.
-    let config = format!(
-        "{}\n[conversations]\nclient_stall_secs = 600\n",
-        TestDaemon::config_for(&llm.base_url())
-    );
-    let daemon = TestDaemon::start(daemon_binary(), &config).await;
+    let (llm, daemon) =
+        TestDaemon::on_scripted_llm("\n[conversations]\nclient_stall_secs = 600\n").await;
     llm.set_default(Reply::Pieces {
         text: "y".repeat(4 * 1024 * 1024),
         piece: 4096,

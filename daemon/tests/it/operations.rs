@@ -4,15 +4,9 @@ use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary, poll_until};
 
-async fn setup() -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
-    (llm, daemon)
-}
-
 #[tokio::test]
 async fn ping_reports_versions_and_stats_count_things() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let pong = client.ping().await.unwrap();
     assert_eq!(pong.protocol, crabtalk_proto::PROTOCOL);
@@ -33,7 +27,7 @@ async fn ping_reports_versions_and_stats_count_things() {
 
 #[tokio::test]
 async fn agents_can_be_created_read_updated_renamed_and_deleted() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let config = r#"{"description":"finds things","max_iterations":4,"mcps":[{"name":"gh","command":"gh-mcp","env":{"TOKEN":"ghp_secret"},"auth":"Bearer x"}]}"#;
     let created = client
@@ -181,7 +175,7 @@ async fn agents_can_be_created_read_updated_renamed_and_deleted() {
 
 #[tokio::test]
 async fn conversations_are_listed_read_and_deleted_by_handle() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     llm.push(Reply::text("one"));
     Turn::run(&client, message("crab", "alice", "hello")).await;
@@ -386,7 +380,7 @@ async fn idle_conversations_are_evicted_and_reloaded_on_demand() {
 
 #[tokio::test]
 async fn conversations_idle_past_the_reloaded_limit_leave_memory_and_come_back_whole() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let active = || async {
         client

@@ -5,14 +5,8 @@
 use crabtalk_proto::Client;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
-use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary, poll_until};
+use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, poll_until};
 use serde_json::Value;
-
-async fn start() -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let config = TestDaemon::config_for(&llm.base_url());
-    (llm, TestDaemon::start(daemon_binary(), &config).await)
-}
 
 async fn turn(llm: &ScriptedLlm, client: &Client, agent: &str, sender: &str, text: &str) {
     llm.push(Reply::text("ok"));
@@ -33,7 +27,7 @@ async fn conversations(client: &Client, agent: &str) -> Vec<ConversationInfo> {
 
 #[tokio::test]
 async fn a_rename_onto_what_a_deleted_agent_left_is_refused_before_anything_moves() {
-    let (llm, daemon) = start().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     for name in ["scout", "ranger"] {
         client
@@ -95,7 +89,7 @@ async fn a_rename_onto_what_a_deleted_agent_left_is_refused_before_anything_move
 
 #[tokio::test]
 async fn temp_files_left_by_interrupted_writes_are_removed_at_start() {
-    let (llm, mut daemon) = start().await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     turn(&llm, &client, "crab", "user", "hello").await;
     drop(client);
@@ -126,7 +120,7 @@ async fn temp_files_left_by_interrupted_writes_are_removed_at_start() {
 
 #[tokio::test]
 async fn message_counts_are_true_after_a_crash() {
-    let (llm, mut daemon) = start().await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let senders: Vec<String> = (0..6).map(|i| format!("user{i}")).collect();
     // Several turns in a row: the sidecar is rewritten at most once a
@@ -150,7 +144,7 @@ async fn message_counts_are_true_after_a_crash() {
 
 #[tokio::test]
 async fn a_message_too_big_to_show_is_cut_and_the_newest_are_still_shown() {
-    let (llm, mut daemon) = start().await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     turn(&llm, &client, "crab", "user", "hello").await;
     let handle = conversations(&client, "crab").await[0].file_path.clone();

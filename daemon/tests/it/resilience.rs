@@ -8,12 +8,6 @@ use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary, poll_until, within};
 
-async fn setup() -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
-    (llm, daemon)
-}
-
 fn user_contents(request: &serde_json::Value) -> Vec<String> {
     request["messages"]
         .as_array()
@@ -26,7 +20,7 @@ fn user_contents(request: &serde_json::Value) -> Vec<String> {
 
 #[tokio::test]
 async fn history_is_resumed_after_a_restart() {
-    let (llm, mut daemon) = setup().await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     llm.push(Reply::text("noted: blue"));
     Turn::run(
         &daemon.client().await,
@@ -51,7 +45,7 @@ async fn history_is_resumed_after_a_restart() {
 
 #[tokio::test]
 async fn kill_9_mid_turn_loses_nothing_before_the_torn_line() {
-    let (llm, mut daemon) = setup().await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     llm.push(Reply::text("first answer"));
     let client = daemon.client().await;
     Turn::run(&client, message("crab", "user", "first question")).await;
@@ -100,7 +94,7 @@ async fn kill_9_mid_turn_loses_nothing_before_the_torn_line() {
 
 #[tokio::test]
 async fn hostile_senders_stay_distinct_and_inside_sessions() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let senders = ["../../x", "a/b", "a b", "a-b", "A-B"];
     for sender in senders {
@@ -159,7 +153,7 @@ async fn hostile_senders_stay_distinct_and_inside_sessions() {
 
 #[tokio::test]
 async fn a_second_daemon_on_the_same_home_refuses_to_start() {
-    let (_llm, daemon) = setup().await;
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let output = Command::new(daemon_binary())
         .arg("run")
         .env("CRABTALK_HOME", daemon.path())
@@ -174,7 +168,7 @@ async fn a_second_daemon_on_the_same_home_refuses_to_start() {
 
 #[tokio::test]
 async fn a_rate_limited_provider_is_retried() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     llm.push(Reply::Status(429, "slow down".into()));
     llm.push(Reply::Status(503, "overloaded".into()));
     llm.push(Reply::text("recovered"));
@@ -252,7 +246,7 @@ async fn a_broken_config_stops_startup_with_file_line_and_column() {
 
 #[tokio::test]
 async fn sigterm_mid_turn_persists_the_turn_and_cleans_up() {
-    let (llm, mut daemon) = setup().await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     llm.push(Reply::Stall("partial".into()));
     let client = daemon.client().await;
     let mut stream = client
@@ -287,7 +281,7 @@ async fn sigterm_mid_turn_persists_the_turn_and_cleans_up() {
 
 #[tokio::test]
 async fn sigint_shuts_down_as_cleanly_as_sigterm() {
-    let (_llm, mut daemon) = setup().await;
+    let (_llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     let status = daemon.signal(libc::SIGINT).await;
     assert!(status.success(), "{status}");
     let run = daemon.path().join("run");

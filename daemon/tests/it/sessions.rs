@@ -13,12 +13,6 @@ use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, poll_until};
 use serde_json::json;
 
-async fn setup() -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
-    (llm, daemon)
-}
-
 /// One turn: `user` says `content`, the model answers `reply`.
 async fn say(
     client: &Client,
@@ -68,7 +62,7 @@ fn snippets(hit: &SessionHit) -> Vec<&str> {
 
 #[tokio::test]
 async fn search_through_the_protocol_is_weighted_scoped_filtered_and_bounded() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     client
         .create_agent(CreateAgentMsg {
@@ -235,7 +229,7 @@ async fn search_through_the_protocol_is_weighted_scoped_filtered_and_bounded() {
 
 #[tokio::test]
 async fn the_search_sessions_tool_searches_only_the_calling_agents_conversations() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     client
         .create_agent(CreateAgentMsg {
@@ -330,7 +324,7 @@ async fn the_search_sessions_tool_searches_only_the_calling_agents_conversations
 
 #[tokio::test]
 async fn the_rebuild_after_a_kill_finds_old_messages_under_their_numbers() {
-    let (llm, mut daemon) = setup().await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     say(&client, &llm, "crab", "user", "first walrus", "reply a").await;
     say(&client, &llm, "crab", "user", "second narwhal", "reply b").await;
@@ -450,7 +444,7 @@ fn crabtalkd(home: &Path, args: &[&str]) -> Output {
 
 #[tokio::test]
 async fn the_sessions_search_command_prints_hits_and_needs_the_daemon() {
-    let (llm, mut daemon) = setup().await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     say(
         &client,

@@ -2,43 +2,13 @@
 
 use std::path::Path;
 
-use crabtalk_proto::Client;
 use crabtalk_proto::msg::stream_event::Event;
 use crabtalk_proto::msg::*;
 use crabtalk_testkit::turn::{Turn, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, eventually};
 use serde_json::json;
 
-async fn setup() -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
-    (llm, daemon)
-}
-
-/// Runs one turn in which the model makes `calls`, then says "done";
-/// returns the tool results by call id.
-async fn call_tools(
-    llm: &ScriptedLlm,
-    client: &Client,
-    request: StreamMsg,
-    calls: Vec<ToolCall>,
-) -> Vec<ToolResultEvent> {
-    let ids: Vec<String> = calls.iter().map(|call| call.id.clone()).collect();
-    llm.push(Reply::tools(calls));
-    llm.push(Reply::text("done"));
-    let turn = Turn::run(client, request).await;
-    assert!(turn.end().error.is_empty(), "{}", turn.end().error);
-    let results = turn.tool_results();
-    ids.iter()
-        .map(|id| {
-            results
-                .iter()
-                .find(|r| &r.call_id == id)
-                .cloned()
-                .expect("a result per call")
-        })
-        .collect()
-}
+use crate::support::{alive, call_tools};
 
 fn in_dir(dir: &Path, sender: &str) -> StreamMsg {
     let mut request = message("crab", sender, "go");
@@ -50,27 +20,13 @@ fn bash(id: &str, command: &str) -> ToolCall {
     ToolCall::new(id, "bash", json!({"command": command}))
 }
 
-/// Whether a process is still running (a zombie waiting to be reaped does
-/// not count).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
-}
-
 fn read_pid(path: &Path) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 #[tokio::test]
 async fn bash_runs_in_the_working_directory_and_reports_output_and_exit_code() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let dir = tempfile::tempdir().unwrap();
     let results = call_tools(
@@ -102,7 +58,7 @@ async fn bash_runs_in_the_working_directory_and_reports_output_and_exit_code() {
 
 #[tokio::test]
 async fn bash_timeout_kills_the_command_and_everything_it_started() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let dir = tempfile::tempdir().unwrap();
     // A background child, and a grandchild started by a nested shell.
@@ -128,7 +84,7 @@ async fn bash_timeout_kills_the_command_and_everything_it_started() {
 
 #[tokio::test]
 async fn killing_a_turn_kills_its_running_command() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let dir = tempfile::tempdir().unwrap();
     llm.push(Reply::tools(vec![bash(
@@ -180,7 +136,7 @@ const ESCAPED: [&str; 3] = ["setsid.pid", "job.pid", "orphan.pid"];
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn the_bash_timeout_holds_in_wall_clock_time_and_escaped_children_die_with_the_call() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let dir = tempfile::tempdir().unwrap();
     // The report's case: an escaped child holds stdout for longer than the
@@ -230,7 +186,7 @@ async fn the_bash_timeout_holds_in_wall_clock_time_and_escaped_children_die_with
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn stopping_the_daemon_ends_running_commands_and_their_escaped_children() {
-    let (llm, mut daemon) = setup().await;
+    let (llm, mut daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let dir = tempfile::tempdir().unwrap();
     let command = format!("{ESCAPING} echo $$ > shell.pid; sleep 120");
@@ -251,7 +207,7 @@ async fn stopping_the_daemon_ends_running_commands_and_their_escaped_children() 
 
 #[tokio::test]
 async fn bash_output_is_capped_with_a_marker() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let dir = tempfile::tempdir().unwrap();
     let results = call_tools(
@@ -272,7 +228,7 @@ async fn bash_output_is_capped_with_a_marker() {
 
 #[tokio::test]
 async fn bash_is_refused_to_gateway_senders_unless_allowed_and_honours_deny_and_disabled() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let dir = tempfile::tempdir().unwrap();
     let results = call_tools(
@@ -346,7 +302,7 @@ async fn bash_is_refused_to_gateway_senders_unless_allowed_and_honours_deny_and_
 
 #[tokio::test]
 async fn a_zero_bash_timeout_is_refused_before_anything_runs() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
@@ -374,7 +330,7 @@ async fn a_zero_bash_timeout_is_refused_before_anything_runs() {
 
 #[tokio::test]
 async fn read_and_edit_work_together_and_refuse_what_is_unsafe() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -522,7 +478,7 @@ fn write_skill(home: &Path, name: &str, body: &str) {
 
 #[tokio::test]
 async fn skills_by_slash_and_by_tool_are_read_fresh_and_scoped() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     write_skill(daemon.path(), "greet", "Greet the person warmly.");
     write_skill(daemon.path(), "farewell", "Say goodbye.");

@@ -7,12 +7,6 @@ use crabtalk_testkit::turn::{Turn, answer, message};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, ToolCall, daemon_binary, within};
 use serde_json::{Value, json};
 
-async fn setup() -> (ScriptedLlm, TestDaemon) {
-    let llm = ScriptedLlm::start().await;
-    let daemon = TestDaemon::start(daemon_binary(), &TestDaemon::config_for(&llm.base_url())).await;
-    (llm, daemon)
-}
-
 /// One Anthropic provider at `llm` serving `claude-scripted`.
 fn anthropic_config(llm: &ScriptedLlm) -> String {
     format!(
@@ -46,7 +40,7 @@ fn ask(id: &str, question: &str) -> ToolCall {
 
 #[tokio::test]
 async fn a_streamed_turn_emits_events_in_order() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     llm.push(Reply::Thinking {
         thinking: "let me think".into(),
         text: "Hello there, friend!".into(),
@@ -214,7 +208,7 @@ async fn a_turn_over_streams_cut_anywhere(llm: &ScriptedLlm, daemon: &TestDaemon
 
 #[tokio::test]
 async fn openai_streams_cut_anywhere_in_their_bytes_come_through_whole() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     a_turn_over_streams_cut_anywhere(&llm, &daemon).await;
 }
 
@@ -227,7 +221,7 @@ async fn anthropic_streams_cut_anywhere_in_their_bytes_come_through_whole() {
 
 #[tokio::test]
 async fn ask_user_round_trip() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     llm.push(Reply::tools(vec![ask("c1", "Colour?")]));
     llm.push(Reply::text("Blue it is."));
     let client = daemon.client().await;
@@ -279,7 +273,7 @@ async fn ask_user_round_trip() {
 
 #[tokio::test]
 async fn tool_results_arrive_in_completion_order_and_enter_history_in_call_order() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     llm.push(Reply::tools(vec![
         ask("first", "One?"),
         ask("second", "Two?"),
@@ -324,7 +318,7 @@ async fn tool_results_arrive_in_completion_order_and_enter_history_in_call_order
 
 #[tokio::test]
 async fn kill_mid_stream_ends_the_turn_and_the_conversation_goes_on() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     llm.push(Reply::Stall("partial answ".into()));
     let client = daemon.client().await;
     let mut stream = client
@@ -368,7 +362,7 @@ async fn kill_mid_stream_ends_the_turn_and_the_conversation_goes_on() {
 
 #[tokio::test]
 async fn kill_mid_tool_closes_the_call_and_the_conversation_goes_on() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     llm.push(Reply::tools(vec![ask("waiting", "Will you answer?")]));
     let client = daemon.client().await;
     let mut stream = client
@@ -411,7 +405,7 @@ async fn kill_mid_tool_closes_the_call_and_the_conversation_goes_on() {
 
 #[tokio::test]
 async fn steering_reaches_the_next_model_call() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     llm.push(Reply::tools(vec![ask("c1", "Colour?")]));
     llm.push(Reply::text("Blue and green."));
     let client = daemon.client().await;
@@ -457,7 +451,7 @@ async fn steering_reaches_the_next_model_call() {
 
 #[tokio::test]
 async fn guest_turns_are_attributed_and_framing_is_never_persisted() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     client
         .create_agent(CreateAgentMsg {
@@ -512,7 +506,7 @@ async fn guest_turns_are_attributed_and_framing_is_never_persisted() {
 
 #[tokio::test]
 async fn max_iterations_stops_a_looping_agent() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     client
         .create_agent(CreateAgentMsg {
@@ -548,7 +542,7 @@ async fn max_iterations_stops_a_looping_agent() {
 
 #[tokio::test]
 async fn a_tool_outside_the_agents_scope_is_refused_at_dispatch() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     client
         .create_agent(CreateAgentMsg {
@@ -599,7 +593,7 @@ async fn a_tool_outside_the_agents_scope_is_refused_at_dispatch() {
 
 #[tokio::test]
 async fn send_collects_the_whole_reply() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     llm.push(Reply::text("the whole answer"));
     let client = daemon.client().await;
     let reply = client
@@ -637,7 +631,7 @@ async fn send_collects_the_whole_reply() {
 
 #[tokio::test]
 async fn crab_md_instructions_reach_the_system_prompt() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     std::fs::write(daemon.path().join("Crab.md"), "Always answer in haiku.").unwrap();
     let project = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("Crab.md"), "This project uses tabs.").unwrap();
@@ -670,7 +664,7 @@ async fn crab_md_instructions_reach_the_system_prompt() {
 
 #[tokio::test]
 async fn subscribers_see_events_with_the_real_sender_and_run_ids() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     let mut events = client.subscribe_events(SubscribeEvents {}).await.unwrap();
     llm.push(Reply::text("one"));
@@ -702,7 +696,7 @@ async fn subscribers_see_events_with_the_real_sender_and_run_ids() {
 
 #[tokio::test]
 async fn turns_on_one_conversation_run_in_the_order_they_were_sent() {
-    let (llm, daemon) = setup().await;
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     let client = daemon.client().await;
     llm.push(Reply::Gated("first answer".into()));
     llm.push(Reply::text("second answer"));

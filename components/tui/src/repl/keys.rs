@@ -151,7 +151,7 @@ impl Repl {
             Ok(parsed) => parsed,
             Err(usage) => {
                 self.echo(&text);
-                self.error(&usage);
+                self.error(&usage.to_string());
                 return Flow::Continue;
             }
         };

@@ -30,7 +30,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 answered.tools.len()
             ),
         ),
-        Err(why) if why.contains("unrecognized subcommand") => report.line(
+        Err(why) if why.is_no_mcp_command() => report.line(
             Verdict::Warn,
             "MCP bridge",
             format!(
@@ -38,6 +38,6 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 binary.display()
             ),
         ),
-        Err(why) => report.line(Verdict::Fail, "MCP bridge", why),
+        Err(why) => report.line(Verdict::Fail, "MCP bridge", why.to_string()),
     }
 }

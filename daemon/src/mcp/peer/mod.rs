@@ -41,6 +41,37 @@ use super::stderr::StderrTail;
 use crate::hook::ToolOutput;
 use crate::storage::now_rfc3339;
 
+/// Why a call of a server's tool brought no result of the server's; the
+/// text is what the model (or the bridge's host) reads. `tool` is the
+/// tool's qualified name (`server__tool`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum CallError {
+    #[error("the MCP server {server} is not connected ({status}); try again later")]
+    NotConnected { server: String, status: String },
+    #[error(
+        "{tool} did not answer within {secs} s ([mcp] call_timeout_secs); the call was cancelled"
+    )]
+    TimedOut { tool: String, secs: u64 },
+    /// The connection broke; it is being made again.
+    #[error("{tool} failed: {failure}; the daemon is connecting to {server} again")]
+    ConnectionLost {
+        tool: String,
+        failure: String,
+        server: String,
+    },
+    /// The connection failed on this reply but still answers (a reply
+    /// over the HTTP limit).
+    #[error(
+        "{tool} failed: its reply was lost, though the server still answers (over HTTP the \
+         daemon reads replies of at most 16 MiB); {failure}"
+    )]
+    ReplyLost { tool: String, failure: String },
+    /// The server answered the call with an error, or the call failed
+    /// (in [`call_failure`]'s words).
+    #[error("{tool} failed: {failure}")]
+    Failed { tool: String, failure: String },
+}
+
 /// A tool of a server.
 #[derive(Debug, Clone)]
 pub(crate) struct RemoteTool {
@@ -236,28 +267,28 @@ impl Peer {
     ) -> ToolOutput {
         match self.call_result(tool, arguments, caller, timeout).await {
             Ok(result) => render(result),
-            Err(failure) => ToolOutput::error(failure),
+            Err(failure) => ToolOutput::error(failure.to_string()),
         }
     }
 
     /// Calls `tool` for `caller` with a timeout: the server's own result,
-    /// or what went wrong, in words.
+    /// or what went wrong.
     pub(super) async fn call_result(
         &self,
         tool: &RemoteTool,
         arguments: Option<JsonObject>,
         caller: &Caller,
         timeout: Duration,
-    ) -> Result<CallToolResult, String> {
+    ) -> Result<CallToolResult, CallError> {
         let (connection, epoch) = {
             let state = self.state.lock();
             match &state.connection {
                 Some(connection) => (connection.clone(), state.epoch),
                 None => {
-                    return Err(format!(
-                        "the MCP server {} is not connected ({}); try again later",
-                        self.name, state.status
-                    ));
+                    return Err(CallError::NotConnected {
+                        server: self.name.clone(),
+                        status: state.status.to_string(),
+                    });
                 }
             }
         };
@@ -266,29 +297,32 @@ impl Peer {
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
+        let tool = tool.qualified.clone();
         match tokio::time::timeout(timeout, connection.call_tool(params)).await {
-            Err(_) => Err(format!(
-                "{} did not answer within {} s ([mcp] call_timeout_secs); the call was cancelled",
-                tool.qualified,
-                timeout.as_secs()
-            )),
+            Err(_) => Err(CallError::TimedOut {
+                tool,
+                secs: timeout.as_secs(),
+            }),
             Ok(Err(err)) => {
                 let failure = call_failure(&err);
                 if failure.connection_lost && !still_answers(&connection).await {
                     self.lose(epoch, &failure.message);
-                    return Err(format!(
-                        "{} failed: {}; the daemon is connecting to {} again",
-                        tool.qualified, failure.message, self.name
-                    ));
+                    return Err(CallError::ConnectionLost {
+                        tool,
+                        failure: failure.message,
+                        server: self.name.clone(),
+                    });
                 }
                 if failure.connection_lost {
-                    return Err(format!(
-                        "{} failed: its reply was lost, though the server still answers (over \
-                         HTTP the daemon reads replies of at most 16 MiB); {}",
-                        tool.qualified, failure.message
-                    ));
+                    return Err(CallError::ReplyLost {
+                        tool,
+                        failure: failure.message,
+                    });
                 }
-                Err(format!("{} failed: {}", tool.qualified, failure.message))
+                Err(CallError::Failed {
+                    tool,
+                    failure: failure.message,
+                })
             }
             Ok(Ok(result)) => Ok(result),
         }

@@ -3,6 +3,8 @@
 //! serves the connection until it ends or a call finds it broken, then
 //! waits ([`Backoff`]) and connects again, publishing every change.
 
+use std::path::PathBuf;
+use std::process::ExitStatus;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
@@ -18,7 +20,7 @@ use crate::mcp::backoff::Backoff;
 use crate::mcp::client::DaemonClient;
 use crate::mcp::failure::{call_failure, connect_failure};
 use crate::mcp::names::qualify_all;
-use crate::mcp::stdio::{Launch, StdioProcess};
+use crate::mcp::stdio::{Launch, SpawnError, StdioProcess};
 
 /// A live connection: the rmcp service, and the process behind a stdio one.
 struct Live {
@@ -33,6 +35,71 @@ enum Ending {
     Stopped,
     /// It ended by itself or broke (why).
     Lost(String),
+}
+
+/// Why connecting to a server failed; the text is what its status, its
+/// event and the log say.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ConnectError {
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// The server's half of the handshake failed (in
+    /// [`connect_failure`]'s words); with how its process exited, for a
+    /// stdio server that did.
+    #[error("the MCP handshake {endpoint} failed: {failure}{}", exit_note(.exited))]
+    Handshake {
+        endpoint: Endpoint,
+        failure: String,
+        exited: Option<ExitStatus>,
+    },
+    #[error("the server has neither a command nor a url")]
+    NoEndpoint,
+    /// The component's owner token file is missing or unusable.
+    #[error("no usable token in {} to present to the component", token_file.display())]
+    NoToken { token_file: PathBuf },
+    #[error("{source}{}", exit_note(.exited))]
+    ListTools {
+        source: ListToolsError,
+        exited: Option<ExitStatus>,
+    },
+    #[error("no answer within {secs} s ([mcp] connect_timeout_secs)")]
+    TimedOut { secs: u64 },
+}
+
+/// What a handshake was with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Endpoint {
+    Command(String),
+    Url(String),
+    /// A component's port on 127.0.0.1.
+    Port(u16),
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Command(command) => write!(f, "with {command}"),
+            Self::Url(url) => write!(f, "with {url}"),
+            Self::Port(port) => write!(f, "on port {port}"),
+        }
+    }
+}
+
+/// `; the process exited (<status>)`, or nothing.
+fn exit_note(status: &Option<ExitStatus>) -> String {
+    status
+        .map(|status| format!("; the process exited ({status})"))
+        .unwrap_or_default()
+}
+
+/// Why listing a server's tools failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum ListToolsError {
+    /// The call failed, in [`call_failure`]'s words.
+    #[error("tools/list failed: {0}")]
+    Failed(String),
+    #[error("tools/list did not answer")]
+    NoAnswer,
 }
 
 /// The task of one peer.
@@ -64,10 +131,9 @@ impl Supervisor {
                 attempt = tokio::time::timeout(self.settings.connect_timeout, self.connect(&peer)) => attempt,
             };
             let attempt = attempt.unwrap_or_else(|_| {
-                Err(format!(
-                    "no answer within {} s ([mcp] connect_timeout_secs)",
-                    self.settings.connect_timeout.as_secs()
-                ))
+                Err(ConnectError::TimedOut {
+                    secs: self.settings.connect_timeout.as_secs(),
+                })
             });
             let pause = match attempt {
                 Ok((live, tools)) => {
@@ -110,7 +176,7 @@ impl Supervisor {
                     pause
                 }
                 Err(error) => {
-                    let error = peer.with_stderr(error);
+                    let error = peer.with_stderr(error.to_string());
                     let pause = backoff.pause_after(None);
                     tracing::warn!(
                         "MCP server {}: {error}; trying again in {} ms",
@@ -148,7 +214,7 @@ impl Supervisor {
     }
 
     /// Connects and lists the tools.
-    async fn connect(&self, peer: &Peer) -> Result<(Live, Vec<RemoteTool>), String> {
+    async fn connect(&self, peer: &Peer) -> Result<(Live, Vec<RemoteTool>), ConnectError> {
         let tools_changed = Arc::new(Notify::new());
         let client = DaemonClient::new(tools_changed.clone());
         let (running, process) = match &peer.origin {
@@ -164,14 +230,11 @@ impl Supervisor {
                     match client.serve((spawned.stdout, spawned.stdin)).await {
                         Ok(running) => (running, Some(process)),
                         Err(err) => {
-                            let status = process.reap().await;
-                            let exited = status
-                                .map(|status| format!("; the process exited ({status})"))
-                                .unwrap_or_default();
-                            return Err(format!(
-                                "the MCP handshake with {command} failed: {}{exited}",
-                                connect_failure(&err)
-                            ));
+                            return Err(ConnectError::Handshake {
+                                endpoint: Endpoint::Command(command.clone()),
+                                failure: connect_failure(&err),
+                                exited: process.reap().await,
+                            });
                         }
                     }
                 }
@@ -185,15 +248,18 @@ impl Supervisor {
                     let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
                         transport_config,
                     );
-                    let running = client.serve(transport).await.map_err(|err| {
-                        format!(
-                            "the MCP handshake with {url} failed: {}",
-                            connect_failure(&err)
-                        )
-                    })?;
+                    let running =
+                        client
+                            .serve(transport)
+                            .await
+                            .map_err(|err| ConnectError::Handshake {
+                                endpoint: Endpoint::Url(url.clone()),
+                                failure: connect_failure(&err),
+                                exited: None,
+                            })?;
                     (running, None)
                 }
-                (None, None) => return Err("the server has neither a command nor a url".into()),
+                (None, None) => return Err(ConnectError::NoEndpoint),
             },
             Origin::Component {
                 port, port_file, ..
@@ -203,12 +269,7 @@ impl Supervisor {
                 let token_file = crate::mcp::component_token_file(port_file);
                 let token = match crabtalk_home::token::TokenFile::inspect(&token_file) {
                     crabtalk_home::token::TokenFile::Usable(token) => token,
-                    _ => {
-                        return Err(format!(
-                            "no usable token in {} to present to the component",
-                            token_file.display()
-                        ));
-                    }
+                    _ => return Err(ConnectError::NoToken { token_file }),
                 };
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
                     rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
@@ -216,12 +277,15 @@ impl Supervisor {
                     )
                     .auth_header(token),
                 );
-                let running = client.serve(transport).await.map_err(|err| {
-                    format!(
-                        "the MCP handshake on port {port} failed: {}",
-                        connect_failure(&err)
-                    )
-                })?;
+                let running =
+                    client
+                        .serve(transport)
+                        .await
+                        .map_err(|err| ConnectError::Handshake {
+                            endpoint: Endpoint::Port(*port),
+                            failure: connect_failure(&err),
+                            exited: None,
+                        })?;
                 (running, None)
             }
         };
@@ -232,14 +296,10 @@ impl Supervisor {
         };
         match list_tools(&peer.name, live.running.peer()).await {
             Ok(tools) => Ok((live, tools)),
-            Err(error) => {
-                let exited = live
-                    .close()
-                    .await
-                    .map(|status| format!("; the process exited ({status})"))
-                    .unwrap_or_default();
-                Err(format!("{error}{exited}"))
-            }
+            Err(source) => Err(ConnectError::ListTools {
+                source,
+                exited: live.close().await,
+            }),
         }
     }
 
@@ -312,7 +372,7 @@ impl Supervisor {
             list_tools(&peer.name, connection),
         )
         .await
-        .unwrap_or_else(|_| Err("tools/list did not answer".into()));
+        .unwrap_or(Err(ListToolsError::NoAnswer));
         match listed {
             Ok(tools) => {
                 let names: Vec<String> = tools.iter().map(|tool| tool.name.clone()).collect();
@@ -360,11 +420,11 @@ impl Live {
 async fn list_tools(
     server: &str,
     connection: &Connection<RoleClient>,
-) -> Result<Vec<RemoteTool>, String> {
+) -> Result<Vec<RemoteTool>, ListToolsError> {
     let tools = connection
         .list_all_tools()
         .await
-        .map_err(|err| format!("tools/list failed: {}", call_failure(&err).message))?;
+        .map_err(|err| ListToolsError::Failed(call_failure(&err).message))?;
     let names: Vec<String> = tools.iter().map(|tool| tool.name.to_string()).collect();
     let qualified = qualify_all(server, &names);
     Ok(tools
@@ -378,4 +438,39 @@ async fn list_tools(
             listed: Arc::new(tool),
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_failed_connect_says_with_what_and_how_the_process_ended() {
+        use std::os::unix::process::ExitStatusExt;
+        let handshake = ConnectError::Handshake {
+            endpoint: Endpoint::Command("calc-server".into()),
+            failure: "the server closed the connection during the handshake (initialize)".into(),
+            exited: Some(ExitStatus::from_raw(3 << 8)),
+        };
+        assert_eq!(
+            handshake.to_string(),
+            "the MCP handshake with calc-server failed: the server closed the connection \
+             during the handshake (initialize); the process exited (exit status: 3)"
+        );
+        let port = ConnectError::Handshake {
+            endpoint: Endpoint::Port(4001),
+            failure: "the server refused the handshake: no".into(),
+            exited: None,
+        };
+        assert_eq!(
+            port.to_string(),
+            "the MCP handshake on port 4001 failed: the server refused the handshake: no"
+        );
+        let listing = ConnectError::ListTools {
+            source: ListToolsError::NoAnswer,
+            exited: None,
+        };
+        assert_eq!(listing.to_string(), "tools/list did not answer");
+    }
 }

@@ -146,7 +146,7 @@ async fn run(
     }
     let finished = match supervisor::run(&command, cwd, env, timeout).await {
         Ok(finished) => finished,
-        Err(message) => return ToolOutput::error(message),
+        Err(error) => return ToolOutput::error(error.to_string()),
     };
     let mut text = String::new();
     text.push_str(&render(&finished.stdout, "stdout"));

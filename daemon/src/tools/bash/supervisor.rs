@@ -84,15 +84,27 @@ impl Drop for TreeGuard {
     }
 }
 
+/// Why a command did not run to an ending; the text is what the model
+/// reads.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RunError {
+    #[error("cannot set up the command's status channel: {0}")]
+    StatusChannel(std::io::Error),
+    #[error("cannot start bash: {0}")]
+    Start(std::io::Error),
+    /// The task that ends the command's process tree was lost.
+    #[error("ending the command failed: {0}")]
+    Ending(tokio::task::JoinError),
+}
+
 /// Runs `command` in `cwd` with `env` added, for at most `timeout`.
 pub(super) async fn run(
     command: &str,
     cwd: PathBuf,
     env: Vec<(String, String)>,
     timeout: Duration,
-) -> Result<Finished, String> {
-    let (ours, theirs) = std::os::unix::net::UnixStream::pair()
-        .map_err(|err| format!("cannot set up the command's status channel: {err}"))?;
+) -> Result<Finished, RunError> {
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(RunError::StatusChannel)?;
     let theirs = OwnedFd::from(theirs);
     let status_fd = theirs.as_raw_fd();
     let umask = crate::private::inherited_umask() as libc::mode_t;
@@ -125,9 +137,7 @@ pub(super) async fn run(
         });
     }
     let deadline = tokio::time::Instant::now() + timeout;
-    let mut child = process
-        .spawn()
-        .map_err(|err| format!("cannot start bash: {err}"))?;
+    let mut child = process.spawn().map_err(RunError::Start)?;
     drop(theirs);
     let mut guard = TreeGuard {
         supervisor: child.id(),
@@ -154,7 +164,7 @@ pub(super) async fn run(
     if let Some(supervisor) = guard.supervisor.take() {
         tokio::task::spawn_blocking(move || reaper::end_tree(supervisor))
             .await
-            .map_err(|err| format!("ending the command failed: {err}"))?;
+            .map_err(RunError::Ending)?;
     }
     let _ = child.wait().await;
     drop(status);

@@ -26,11 +26,18 @@ pub struct Captured {
     pub cut_off: bool,
 }
 
+/// Why a command did not run: here, always, for want of Unix.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("bash runs only on Unix systems, where everything a call starts can be stopped")]
+    Unsupported,
+}
+
 pub async fn run(
     _command: &str,
     _cwd: PathBuf,
     _env: Vec<(String, String)>,
     _timeout: Duration,
-) -> Result<Finished, String> {
-    Err("bash runs only on Unix systems, where everything a call starts can be stopped".into())
+) -> Result<Finished, RunError> {
+    Err(RunError::Unsupported)
 }

@@ -28,7 +28,7 @@ use std::process::{Child, ExitCode, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
-use crabtalk_home::{Home, Service, write_atomic};
+use crabtalk_home::{Home, HomeError, Service, write_atomic};
 
 use super::policy::{Decision, Exit, RestartPolicy, Restarts, human};
 use super::record::{Phase, PidFile};
@@ -53,25 +53,42 @@ pub fn arguments(spec: &UnitSpec) -> Vec<OsString> {
     args
 }
 
+/// Why a supervisor's arguments describe no service.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgumentsError {
+    /// Too few arguments, one that is not UTF-8, or no `--` where it
+    /// belongs: not what [`arguments`] makes.
+    #[error("expected: <name> <binary> <program> <PATH> -- <arguments>")]
+    Usage,
+    /// The name is no service name.
+    #[error(transparent)]
+    Service(#[from] HomeError),
+}
+
 /// The service `args` (from [`arguments`]) describe, in `home`.
-pub fn parse(args: impl IntoIterator<Item = OsString>, home: &Home) -> Result<UnitSpec, String> {
-    let usage = "expected: <name> <binary> <program> <PATH> -- <arguments>";
+pub fn parse(
+    args: impl IntoIterator<Item = OsString>,
+    home: &Home,
+) -> Result<UnitSpec, ArgumentsError> {
+    let text = |arg: Option<OsString>| {
+        arg.ok_or(ArgumentsError::Usage)?
+            .into_string()
+            .map_err(|_| ArgumentsError::Usage)
+    };
     let mut args = args.into_iter();
-    let name = args.next().ok_or(usage)?.into_string().map_err(|_| usage)?;
-    let binary = args.next().ok_or(usage)?.into_string().map_err(|_| usage)?;
-    let program = PathBuf::from(args.next().ok_or(usage)?);
-    let path_env = args.next().ok_or(usage)?.into_string().map_err(|_| usage)?;
+    let name = text(args.next())?;
+    let binary = text(args.next())?;
+    let program = PathBuf::from(args.next().ok_or(ArgumentsError::Usage)?);
+    let path_env = text(args.next())?;
     if args.next().is_none_or(|end| end != ARGS_END) {
-        return Err(usage.into());
+        return Err(ArgumentsError::Usage);
     }
-    let run_args: Vec<String> = args
-        .map(|arg| arg.into_string().map_err(|_| usage.to_owned()))
-        .collect::<Result<_, _>>()?;
+    let run_args: Vec<String> = args.map(|arg| text(Some(arg))).collect::<Result<_, _>>()?;
     let run_args: Vec<&str> = run_args.iter().map(String::as_str).collect();
     let service = if name == "daemon" {
         Service::daemon()
     } else {
-        Service::new(&name, &binary, "").map_err(|err| err.to_string())?
+        Service::new(&name, &binary, "")?
     };
     Ok(UnitSpec::new(
         service.with_args(&run_args),
@@ -85,10 +102,11 @@ pub fn parse(args: impl IntoIterator<Item = OsString>, home: &Home) -> Result<Un
 /// calls with the arguments after its own (see the module doc). Returns
 /// when the service is stopped or will not be started again.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    let spec = match Home::from_env()
-        .map_err(|err| err.to_string())
-        .and_then(|home| parse(args, &home))
-    {
+    let spec = match Home::from_env() {
+        Ok(home) => parse(args, &home).map_err(|err| err.to_string()),
+        Err(err) => Err(err.to_string()),
+    };
+    let spec = match spec {
         Ok(spec) => spec,
         Err(err) => {
             eprintln!("supervise: {err}");
@@ -477,6 +495,16 @@ mod tests {
                 .service
                 .is_daemon()
         );
-        assert!(parse(["search".into()], &home).is_err());
+        assert!(matches!(
+            parse(["search".into()], &home),
+            Err(ArgumentsError::Usage)
+        ));
+        let bad_name = ["Search!", "b", "/p", "/bin", "--"].map(OsString::from);
+        assert!(matches!(
+            parse(bad_name, &home),
+            Err(ArgumentsError::Service(
+                HomeError::InvalidServiceName { .. }
+            ))
+        ));
     }
 }
