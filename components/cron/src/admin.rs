@@ -21,7 +21,7 @@ use crate::state::{State, StateFile};
 /// optional; `in` is a relative time resolved to `at`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EntryFields {
+pub(crate) struct EntryFields {
     /// A unique slug (lowercase letters, digits, '-', '_'); made from the
     /// message or skill when left out.
     #[serde(default)]
@@ -83,7 +83,7 @@ pub struct EntryFields {
 
 /// Why an operation was refused.
 #[derive(Debug, thiserror::Error)]
-pub enum AdminError {
+pub(crate) enum AdminError {
     #[error(transparent)]
     Edit(#[from] EditError),
     #[error(transparent)]
@@ -96,7 +96,7 @@ pub enum AdminError {
 
 /// A slot shown to people and models.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SlotView {
+pub(crate) struct SlotView {
     /// In the entry's zone (RFC 3339).
     pub local: String,
     pub utc: String,
@@ -107,7 +107,7 @@ pub struct SlotView {
 
 /// An entry with its state, as listed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EntryView {
+pub(crate) struct EntryView {
     pub id: String,
     /// `cron = "…"`, `at = "…"` or `every = "…"`.
     pub schedule: String,
@@ -133,7 +133,7 @@ pub struct EntryView {
 
 /// The operations, on the files of one home.
 #[derive(Debug, Clone)]
-pub struct Admin {
+pub(crate) struct Admin {
     crons: CronsFile,
     runs: RunLog,
     state: StateFile,
@@ -142,7 +142,7 @@ pub struct Admin {
 
 /// Who asks, when an agent asks: defaults for the entry's conversation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Caller {
+pub(crate) struct Caller {
     pub agent: Option<String>,
     pub sender: Option<String>,
     /// The gateway sender behind the calling chain (the daemon's
@@ -155,7 +155,7 @@ pub struct Caller {
 
 impl Caller {
     /// Whether this caller may see and change `entry`.
-    pub fn may_touch(&self, entry: &Entry) -> bool {
+    pub(crate) fn may_touch(&self, entry: &Entry) -> bool {
         match &self.gateway {
             None => true,
             Some(gateway) => entry.origin.as_deref() == Some(gateway.as_str()),
@@ -203,7 +203,7 @@ impl Caller {
 }
 
 impl Admin {
-    pub fn new(home: &Home, machine_zone: Zone) -> Self {
+    pub(crate) fn new(home: &Home, machine_zone: Zone) -> Self {
         Self {
             crons: CronsFile::of(home),
             runs: RunLog::of(home),
@@ -212,16 +212,16 @@ impl Admin {
         }
     }
 
-    pub fn crons(&self) -> &CronsFile {
+    pub(crate) fn crons(&self) -> &CronsFile {
         &self.crons
     }
 
-    pub fn machine_zone(&self) -> Zone {
+    pub(crate) fn machine_zone(&self) -> Zone {
         self.machine_zone
     }
 
     /// Adds an entry: everything is checked before the file is written.
-    pub fn add(
+    pub(crate) fn add(
         &self,
         fields: &EntryFields,
         caller: &Caller,
@@ -301,7 +301,7 @@ impl Admin {
     }
 
     /// Changes the given fields of entry `id`.
-    pub fn update(
+    pub(crate) fn update(
         &self,
         id: &str,
         fields: &EntryFields,
@@ -368,7 +368,7 @@ impl Admin {
         self.view_of(&entries, id, now)
     }
 
-    pub fn remove(&self, id: &str, caller: &Caller) -> Result<(), AdminError> {
+    pub(crate) fn remove(&self, id: &str, caller: &Caller) -> Result<(), AdminError> {
         self.check_touch(id, caller)?;
         self.crons
             .edit(self.machine_zone, &Change::Remove { id: id.to_owned() })?;
@@ -376,7 +376,7 @@ impl Admin {
     }
 
     /// Pauses (`false`) or resumes (`true`) entry `id`.
-    pub fn set_enabled(
+    pub(crate) fn set_enabled(
         &self,
         id: &str,
         enabled: bool,
@@ -395,7 +395,11 @@ impl Admin {
     }
 
     /// Every entry `caller` may see, with its state and next three slots.
-    pub fn list(&self, caller: &Caller, now: DateTime<Utc>) -> Result<Vec<EntryView>, AdminError> {
+    pub(crate) fn list(
+        &self,
+        caller: &Caller,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<EntryView>, AdminError> {
         let entries = self.crons.load(self.machine_zone)?;
         let state = self.state.load_quietly();
         Ok(entries
@@ -407,7 +411,7 @@ impl Admin {
 
     /// Refuses, as if there were no such entry, an entry `caller` may not
     /// touch.
-    pub fn check_touch(&self, id: &str, caller: &Caller) -> Result<(), AdminError> {
+    pub(crate) fn check_touch(&self, id: &str, caller: &Caller) -> Result<(), AdminError> {
         if caller.gateway.is_none() {
             return Ok(());
         }
@@ -420,14 +424,9 @@ impl Admin {
     }
 
     /// What `GET /health` reports: failing entries and a `crons.toml`
-    /// that does not parse.
-    pub fn problems(&self) -> Vec<String> {
-        self.problems_or(|problem| format!("crons.toml is not used: {problem}"))
-    }
-
-    /// [`Admin::problems`], with a file that does not parse said by
-    /// `unparsed` (given the problem, `file:line:column: …`).
-    pub fn problems_or(&self, unparsed: impl FnOnce(String) -> String) -> Vec<String> {
+    /// that does not parse, said by `unparsed` (given the problem,
+    /// `file:line:column: …`).
+    pub(crate) fn problems_or(&self, unparsed: impl FnOnce(String) -> String) -> Vec<String> {
         let entries = match self.crons.load(self.machine_zone) {
             Ok(entries) => entries,
             Err(err) => return vec![unparsed(err.to_string())],
@@ -448,15 +447,9 @@ impl Admin {
         }
     }
 
-    /// One entry.
-    pub fn get(&self, id: &str, now: DateTime<Utc>) -> Result<EntryView, AdminError> {
-        let entries = self.crons.load(self.machine_zone)?;
-        self.view_of(&entries, id, now)
-    }
-
     /// The newest `limit` run records of `id` (or all entries `caller`
     /// may see).
-    pub fn runs(
+    pub(crate) fn runs(
         &self,
         id: Option<&str>,
         limit: usize,

@@ -30,12 +30,6 @@ pub enum RunNowError {
 }
 
 /// The MCP tools answer with the message.
-impl From<RunNowError> for String {
-    fn from(err: RunNowError) -> Self {
-        err.to_string()
-    }
-}
-
 /// The schedule a running engine keeps while `crons.toml` has a problem.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeptSchedule {

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use crabtalk_home::Home;
 use crabtalk_kit::daemon::{DaemonLink, LinkClosed};
 use crabtalk_proto::Client;
-use crabtalk_proto::client::ClientError;
+use crabtalk_proto::ClientError;
 use crabtalk_proto::msg::{KillMsg, StreamMsg, stream_event::Event};
 use futures::StreamExt;
 use futures::future::BoxFuture;
