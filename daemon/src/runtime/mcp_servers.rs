@@ -1,17 +1,39 @@
 //! An agent's MCP servers added, changed and removed by request: the
 //! agent's definition rewritten, then the hub reconciled.
 
+use crabtalk_kit::config::{UnknownKey, deserialize_noting_unknown};
+
 use super::Runtime;
 use super::error::Error;
 use crate::config::agent::AgentDef;
 use crate::config::agent::McpServerConfig;
 
+/// Reads a server's JSON as the agent file's `[[mcps]]` table would be
+/// read: a key the table does not know is refused, with the key it most
+/// likely meant, rather than dropped (a misspelt `args` would otherwise
+/// start the server without its arguments).
+fn read_server(json: &str) -> Result<McpServerConfig, Error> {
+    let not_config =
+        |err: serde_json::Error| Error::invalid(format!("not McpServerConfig JSON: {err}"));
+    let mut reader = serde_json::Deserializer::from_str(json);
+    let (config, unknown) =
+        deserialize_noting_unknown::<McpServerConfig, _>(&mut reader).map_err(not_config)?;
+    reader.end().map_err(not_config)?;
+    if !unknown.is_empty() {
+        let said: Vec<String> = unknown.iter().map(UnknownKey::message).collect();
+        return Err(Error::invalid(format!(
+            "the MCP server's JSON: {}",
+            said.join("; ")
+        )));
+    }
+    Ok(config)
+}
+
 impl Runtime {
     /// Adds (or replaces, by name) an MCP server in `agent`'s config, from
     /// `McpServerConfig` JSON; returns the server's name.
     pub(crate) fn upsert_mcp(&self, agent: &str, config_json: &str) -> Result<String, Error> {
-        let config: McpServerConfig = serde_json::from_str(config_json)
-            .map_err(|err| Error::invalid(format!("not McpServerConfig JSON: {err}")))?;
+        let config = read_server(config_json)?;
         crate::config::agent::validate_server_name(&config.name)
             .map_err(|err| Error::invalid(err.to_string()))?;
         if config.command.is_none() == config.url.is_none() {

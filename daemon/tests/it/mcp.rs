@@ -366,6 +366,21 @@ async fn servers_are_managed_through_the_protocol() {
             .unwrap_err();
         assert_eq!(err.code(), Some(400), "{bad}: {err}");
     }
+    // A misspelt key is refused with the key it most likely meant, not
+    // dropped: the server would start without its arguments.
+    let err = client
+        .upsert_mcp(UpsertMcpMsg {
+            config: json!({"name": "calc", "command": test_server(), "agrs": ["-v"]}).to_string(),
+            agent: "crab".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(400), "{err}");
+    assert!(
+        err.to_string()
+            .contains("unknown key `agrs`; did you mean `args`?"),
+        "{err}"
+    );
     let err = client
         .delete_mcp(DeleteMcpMsg {
             name: "nope".into(),
