@@ -49,6 +49,7 @@ pub fn optional<T: DeserializeOwned + Default>(component: &Component) -> anyhow:
 }
 
 /// A component that reads no configuration file: nothing can be wrong.
+#[cfg(feature = "service")]
 pub(crate) fn no_config(component: &Component) -> anyhow::Result<String> {
     Ok(format!(
         "{} reads no configuration file",
