@@ -85,7 +85,7 @@ fn target(href: &str) -> Option<String> {
             .decode(encoded.trim_end_matches('='))
             .ok()?;
         let decoded = String::from_utf8(bytes).ok()?;
-        return decoded.starts_with("http").then_some(decoded);
+        return super::is_web_page(&decoded).then_some(decoded);
     }
     matches!(absolute.scheme(), "http" | "https").then(|| absolute.to_string())
 }

@@ -72,6 +72,7 @@ impl Engine for Brave {
             (_, Some(web)) => Ok(web
                 .results
                 .into_iter()
+                .filter(|result| super::is_web_page(&result.url))
                 .map(|result| Hit {
                     url: result.url,
                     title: fragment_text(&result.title),

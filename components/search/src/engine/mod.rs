@@ -126,6 +126,14 @@ pub(crate) fn build(settings: &EngineSettings) -> Box<dyn Engine> {
     }
 }
 
+/// Whether a hit may lead to `url`: an absolute `http(s)` URL that parses.
+/// A prefix check is not enough: an engine's answer can hold a URL whose
+/// host is no valid domain name (an unpaired surrogate, a replacement
+/// character), which no fetch could follow.
+fn is_web_page(url: &str) -> bool {
+    url::Url::parse(url).is_ok_and(|url| matches!(url.scheme(), "http" | "https"))
+}
+
 /// `base` + `path`, as a URL (the base was checked when the config was read).
 fn endpoint(base: &str, path: &str) -> Result<url::Url, Failure> {
     url::Url::parse(&format!("{base}{path}"))

@@ -62,7 +62,7 @@ impl Engine for Mojeek {
             let Some(url) = link
                 .value()
                 .attr("href")
-                .filter(|href| href.starts_with("http://") || href.starts_with("https://"))
+                .filter(|href| super::is_web_page(href))
             else {
                 continue;
             };

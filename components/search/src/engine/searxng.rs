@@ -57,7 +57,7 @@ impl Engine for Searxng {
         Ok(answer
             .results
             .into_iter()
-            .filter(|item| item.url.starts_with("http://") || item.url.starts_with("https://"))
+            .filter(|item| super::is_web_page(&item.url))
             .map(|item| Hit {
                 url: item.url,
                 title: fragment_text(&item.title),
@@ -70,5 +70,35 @@ impl Engine for Searxng {
         (status == 403).then_some(
             "the instance refuses JSON: its settings.yml must list json in search.formats",
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the `engine_pages` fuzz target: a result whose host is no
+    /// valid domain name (a replacement character in it) passed the old
+    /// `http://`/`https://` prefix check and reached the model as a hit.
+    #[test]
+    fn a_result_whose_url_does_not_parse_is_no_hit() {
+        let engine = Searxng::new("https://searx.example".into());
+        let query = Query {
+            text: "ownership".into(),
+            count: 5,
+            lang: None,
+            region: None,
+        };
+        let body = r#"{"results": [
+            {"url": "https://doc.rust-la\ufffdg.org/book/ch04-01-what-is-ownership.html", "title": "Broken", "content": ""},
+            {"url": "https://doc.rust-lang.org/book/ch04-01-what-is-ownership.html", "title": "What is ownership?", "content": "Ownership is"},
+            {"url": "javascript:alert(1)", "title": "Script", "content": ""}
+        ]}"#;
+        let hits = engine.parse(&query, body).unwrap();
+        let urls: Vec<&str> = hits.iter().map(|hit| hit.url.as_str()).collect();
+        assert_eq!(
+            urls,
+            ["https://doc.rust-lang.org/book/ch04-01-what-is-ownership.html"]
+        );
     }
 }
