@@ -97,15 +97,18 @@ impl Oversized {
         }
     }
 
-    /// The error line that answers the skipped reply, if it was one.
+    /// The error line that answers the skipped reply, if it was one. Its
+    /// `id` is the reply's own text, byte for byte: read into a number and
+    /// written again, an id too long for an integer could come back with
+    /// another last digit, and then it answers no call.
     fn replacement(&self, limit: usize, server: &str) -> Option<Vec<u8>> {
         let len = self.len.saturating_sub(1);
-        let id = self
-            .scan
-            .id
-            .as_deref()
-            .and_then(|raw| serde_json::from_slice::<serde_json::Value>(raw).ok())
-            .filter(|id| id.is_string() || id.is_number());
+        let id = self.scan.id.as_deref().filter(|raw| {
+            serde_json::from_slice::<serde_json::Value>(raw)
+                .is_ok_and(|id| id.is_string() || id.is_number())
+        });
+        // Valid JSON is UTF-8, so this only fails where `id` is `None`.
+        let id = id.and_then(|raw| std::str::from_utf8(raw).ok());
         let Some(id) = id.filter(|_| !self.scan.has_method) else {
             tracing::warn!(
                 "MCP server {server} sent a message of {len} bytes (the limit is {limit}); \
@@ -117,18 +120,14 @@ impl Oversized {
             "MCP server {server} answered request {id} with {len} bytes (the limit is {limit}); \
              the call fails"
         );
-        let error = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "error": {
-                "code": TOO_LARGE_CODE,
-                "message": format!(
-                    "reply too large ({len} bytes; the daemon takes at most {limit} bytes from a \
-                     stdio MCP server)"
-                ),
-            },
-        });
-        let mut line = serde_json::to_vec(&error).ok()?;
+        let message = serde_json::Value::from(format!(
+            "reply too large ({len} bytes; the daemon takes at most {limit} bytes from a stdio \
+             MCP server)"
+        ));
+        let mut line = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{TOO_LARGE_CODE},"message":{message}}}}}"#
+        )
+        .into_bytes();
         line.push(b'\n');
         Some(line)
     }
@@ -335,6 +334,26 @@ mod tests {
             "{message}"
         );
         assert_eq!(lines[2]["id"], 6);
+    }
+
+    #[tokio::test]
+    async fn an_id_too_long_for_an_integer_is_answered_with_its_own_digits() {
+        // Found by the fuzzer (corpus/mcp_stdio_reply/id-of-32-digits): read
+        // as a float and written again, this id came back as
+        // 3.333333333333334e+31, and serde_json reads the reply's own id as
+        // 3.3333333333333334e+31, so the error answered no call.
+        let id = "3".repeat(32);
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","result":{{"text":"{}"}},"id":{id}}}"#,
+            "x".repeat(200)
+        );
+        let out = run_guard(format!("{line}\n").into_bytes(), 100).await;
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains(&format!(r#""id":{id},"#)), "{out}");
+        let answer: serde_json::Value = serde_json::from_str(out.trim_end()).unwrap();
+        let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(answer["id"], reply["id"]);
+        assert_eq!(answer["error"]["code"], TOO_LARGE_CODE);
     }
 
     proptest! {
