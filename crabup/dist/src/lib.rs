@@ -22,6 +22,8 @@
 //!   hostile archive needs (nothing is written but the caller's file).
 //! - `pack` (feature `pack`, and the `crabtalk-dist` binary): the packer
 //!   the release workflow, local runs and tests use.
+//! - [`sizes`]: the size each released binary must stay under, and the
+//!   table that checks it.
 //! - [`Sha256`]: the digest, as lowercase hex.
 //!
 //! crabup links this crate without `pack`: it reads releases, never writes
@@ -31,6 +33,7 @@ pub mod layout;
 pub mod manifest;
 #[cfg(feature = "pack")]
 pub mod pack;
+pub mod sizes;
 pub mod unpack;
 
 mod digest;

@@ -3,6 +3,7 @@
 //! ```sh
 //! cargo build --profile dist --workspace --bins
 //! cargo run -p crabtalk-dist -- pack --bin-dir target/dist --out target/distrib
+//! cargo run -p crabtalk-dist -- sizes --bin-dir target/dist
 //! cargo run -p crabtalk-dist -- merge --out dist-manifest.json job1/dist-manifest.json job2/dist-manifest.json
 //! ```
 
@@ -49,6 +50,18 @@ enum Command {
         /// xz preset: 0 (fast) to 9 (smallest).
         #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=9))]
         preset: u32,
+    },
+    /// Check the built binaries against their size limits (the daemon
+    /// 12 MB, each component 8 MB, crabup 6 MB): prints a Markdown table,
+    /// and fails when a binary is over its limit or missing.
+    Sizes {
+        /// The target the binaries were built for (default: this machine's).
+        #[arg(long, default_value = crabtalk_dist::HOST_TARGET)]
+        target: String,
+        /// Where the built binaries are (`target/dist` or
+        /// `target/<target>/dist`).
+        #[arg(long, value_name = "DIR")]
+        bin_dir: PathBuf,
     },
     /// Join the manifests of a release's build jobs into one.
     Merge {
@@ -122,6 +135,25 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .with_context(|| manifest_path.display().to_string())?;
             println!("wrote {}", manifest_path.display());
             Ok(())
+        }
+        Command::Sizes { target, bin_dir } => {
+            let rows = crabtalk_dist::sizes::measure(&bin_dir, &target);
+            print!("{}", crabtalk_dist::sizes::table(&rows));
+            let failing: Vec<&str> = rows
+                .iter()
+                .filter(|row| !row.fits())
+                .map(|row| row.program.as_str())
+                .collect();
+            if failing.is_empty() {
+                Ok(())
+            } else {
+                anyhow::bail!(
+                    "over its size limit or not built in {}: {} (build with \
+                     `cargo build --profile dist --workspace --bins`)",
+                    bin_dir.display(),
+                    failing.join(", ")
+                )
+            }
         }
         Command::Merge { out, manifests } => {
             let mut merged = Manifest::default();

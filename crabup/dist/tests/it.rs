@@ -347,3 +347,46 @@ fn a_damaged_or_truncated_archive_is_not_read_as_a_binary() {
     let (result, _) = extract(b"<html>404</html>", &limits);
     assert!(matches!(result, Err(UnpackError::Corrupt(_))), "{result:?}");
 }
+
+#[test]
+fn the_size_check_prints_the_table_and_fails_on_a_binary_over_its_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = crabtalk_dist::HOST_TARGET;
+    for &(program, limit) in &crabtalk_dist::sizes::LIMITS {
+        let binary = dir
+            .path()
+            .join(crabtalk_dist::layout::binary_name(program, target));
+        let file = std::fs::File::create(&binary).unwrap();
+        file.set_len(limit - 1).unwrap();
+    }
+    let check = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_crabtalk-dist"))
+            .args(["sizes", "--bin-dir"])
+            .arg(dir.path())
+            .output()
+            .unwrap()
+    };
+    let within = check();
+    let table = String::from_utf8_lossy(&within.stdout);
+    assert!(within.status.success(), "{table}");
+    assert_eq!(table.matches("| ok, 0.00 MB under |").count(), 6, "{table}");
+
+    let crabup = dir
+        .path()
+        .join(crabtalk_dist::layout::binary_name("crabup", target));
+    std::fs::File::options()
+        .write(true)
+        .open(&crabup)
+        .unwrap()
+        .set_len(6_400_000)
+        .unwrap();
+    let over = check();
+    let table = String::from_utf8_lossy(&over.stdout);
+    let error = String::from_utf8_lossy(&over.stderr);
+    assert!(!over.status.success(), "{table}");
+    assert!(
+        table.contains("| `crabup` | 6.40 MB | 6.00 MB | **over by 0.40 MB** |"),
+        "{table}"
+    );
+    assert!(error.contains(": crabup (build with"), "{error}");
+}
