@@ -206,6 +206,33 @@ impl TestDaemon {
             .expect("connect to the test daemon")
     }
 
+    /// Waits until the daemon lists the component `name` as connected for
+    /// `agent`, with `tools` tools: found in `run/`, reached, its tools
+    /// listed.
+    pub async fn until_component_connected(&self, agent: &str, name: &str, tools: u32) {
+        let client = self.client().await;
+        crate::poll_until(
+            &format!("the daemon to connect to {name} with {tools} tools"),
+            async || {
+                let list = client
+                    .list_mcps(crabtalk_proto::msg::ListMcpsMsg {
+                        agent: agent.into(),
+                    })
+                    .await
+                    .unwrap();
+                list.mcps
+                    .iter()
+                    .any(|info| {
+                        info.name == name
+                            && info.status == crabtalk_proto::msg::McpStatus::Connected as i32
+                            && info.tool_count == tools
+                    })
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+
     /// The TCP token the daemon keeps in `run/token`.
     pub fn token(&self) -> String {
         std::fs::read_to_string(self.home().token_file())

@@ -658,24 +658,10 @@ async fn tool_arguments_sent_as_a_json_string_are_accepted() {
 /// Waits until the daemon has connected to the cron component and listed
 /// its tools.
 async fn daemon_sees_cron(setup: &Setup) {
-    let client = setup.daemon.client().await;
-    crabtalk_testkit::poll_until("the daemon to connect to cron", async || {
-        let list = client
-            .list_mcps(crabtalk_proto::msg::ListMcpsMsg {
-                agent: "crab".into(),
-            })
-            .await
-            .unwrap();
-        list.mcps
-            .iter()
-            .any(|info| {
-                info.name == "cron"
-                    && info.status == crabtalk_proto::msg::McpStatus::Connected as i32
-                    && info.tool_count == 8
-            })
-            .then_some(())
-    })
-    .await;
+    setup
+        .daemon
+        .until_component_connected("crab", "cron", 8)
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

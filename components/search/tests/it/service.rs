@@ -438,24 +438,8 @@ async fn a_turn_in_the_daemon_calls_web_search_and_gets_fused_results() {
     )
     .unwrap();
     let service = Service::start(&home).await;
+    daemon.until_component_connected("crab", "search", 2).await;
     let client = daemon.client().await;
-    crabtalk_testkit::poll_until("the daemon to connect to search", async || {
-        let list = client
-            .list_mcps(crabtalk_proto::msg::ListMcpsMsg {
-                agent: "crab".into(),
-            })
-            .await
-            .unwrap();
-        list.mcps
-            .iter()
-            .any(|info| {
-                info.name == "search"
-                    && info.status == crabtalk_proto::msg::McpStatus::Connected as i32
-                    && info.tool_count == 2
-            })
-            .then_some(())
-    })
-    .await;
     llm.push(LlmReply::tools(vec![ToolCall::new(
         "call-1",
         "search__web_search",
