@@ -114,27 +114,43 @@ impl Renderer {
         push_span(&mut self.inline, Span::new(text, style));
     }
 
+    /// The most columns the containers' marks may take: half the width,
+    /// so deep nesting in a narrow terminal still leaves room for the text
+    /// (the outermost marks go first).
+    fn prefix_limit(&self) -> usize {
+        self.width / 2
+    }
+
     /// The prefixes of a block's first line and of the lines after it.
+    /// Each container adds its mark; when they would take more than
+    /// [`Self::prefix_limit`], the outermost are left out.
     fn prefixes(&mut self) -> (Line, Line) {
-        let mut first = Line::blank();
-        let mut rest = Line::blank();
+        let mut marks = Vec::with_capacity(self.containers.len());
         for container in &mut self.containers {
             match container {
                 Container::Quote => {
-                    first.push(Span::new(QUOTE_BAR, frame()));
-                    rest.push(Span::new(QUOTE_BAR, frame()));
+                    marks.push((Span::new(QUOTE_BAR, frame()), Span::new(QUOTE_BAR, frame())));
                 }
                 Container::Item { marker, pending } => {
                     let indent = " ".repeat(display_width(marker));
-                    if *pending {
-                        first.push(Span::new(marker.clone(), Style::PLAIN.fg(Color::Cyan)));
+                    let first = if *pending {
                         *pending = false;
+                        Span::new(marker.clone(), Style::PLAIN.fg(Color::Cyan))
                     } else {
-                        first.push(Span::plain(indent.clone()));
-                    }
-                    rest.push(Span::plain(indent));
+                        Span::plain(indent.clone())
+                    };
+                    marks.push((first, Span::plain(indent)));
                 }
             }
+        }
+        let kept = innermost(&marks, self.prefix_limit(), |(first, _)| {
+            display_width(&first.text)
+        });
+        let mut first = Line::blank();
+        let mut rest = Line::blank();
+        for (first_mark, rest_mark) in marks.drain(kept..) {
+            first.push(first_mark);
+            rest.push(rest_mark);
         }
         (first, rest)
     }
@@ -148,11 +164,15 @@ impl Renderer {
         if self.lines.is_empty() {
             return;
         }
+        let bars = self
+            .containers
+            .iter()
+            .filter(|container| matches!(container, Container::Quote))
+            .count();
+        let shown = bars.min(self.prefix_limit() / display_width(QUOTE_BAR));
         let mut line = Line::blank();
-        for container in &self.containers {
-            if let Container::Quote = container {
-                line.push(Span::new(QUOTE_BAR.trim_end(), frame()));
-            }
+        for _ in 0..shown {
+            line.push(Span::new(QUOTE_BAR.trim_end(), frame()));
         }
         self.lines.push(line);
     }
@@ -570,6 +590,19 @@ fn fit_columns(natural: &[usize], room: usize) -> Vec<usize> {
     widths
 }
 
+/// Where the longest run of `items` at the end whose widths sum to at most
+/// `limit` starts.
+fn innermost<T>(items: &[T], limit: usize, width: impl Fn(&T) -> usize) -> usize {
+    let mut used = 0;
+    for (index, item) in items.iter().enumerate().rev() {
+        used += width(item);
+        if used > limit {
+            return index + 1;
+        }
+    }
+    0
+}
+
 fn push_span(spans: &mut Vec<Span>, span: Span) {
     if span.text.is_empty() {
         return;
@@ -624,6 +657,29 @@ mod tests {
 
     fn check_styles(markdown: &str, width: usize, expected: Expect) {
         expected.assert_eq(&markup_lines(&render(markdown, width)));
+    }
+
+    #[test]
+    fn deep_nesting_in_a_narrow_terminal_keeps_half_the_width_for_text() {
+        // Found by `markdown_of_any_text_fits_the_width`: three markers
+        // filled all 8 columns and left the ideograph none.
+        check(
+            "1. 1. - 蟹",
+            8,
+            expect![[r#"
+                ▪ 蟹
+            "#]],
+        );
+        check(
+            "> > > > > > deep\n>\n> > > > > > quote",
+            8,
+            expect![[r#"
+                ▎ ▎ deep
+                ▎
+                ▎ ▎ quot
+                ▎ ▎ e
+            "#]],
+        );
     }
 
     #[test]
