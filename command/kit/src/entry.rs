@@ -135,8 +135,6 @@ where
     Fut: Future<Output = anyhow::Result<()>>,
 {
     let home = prepare(verbosity, mode)?;
-    #[cfg(feature = "service")]
-    crate::tls::install_ring();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

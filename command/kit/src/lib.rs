@@ -10,10 +10,11 @@
 //! - [`main_run`], [`main_mcp`], [`main_with`]: the whole `main` — the
 //!   command line ([`cli`]: `run`, the kit's `check` ([`check`]), `-v`),
 //!   `$CRABTALK_HOME/env` loaded while
-//!   the process has one thread, logging to stderr (`RUST_LOG` or `-v`),
-//!   the rustls `ring` provider installed once ([`install_ring`]), a
+//!   the process has one thread, logging to stderr (`RUST_LOG` or `-v`), a
 //!   current-thread runtime, and the exit code (78 for configuration, 1
-//!   otherwise).
+//!   otherwise). A component that makes HTTPS requests installs the
+//!   rustls `ring` provider itself ([`install_ring`]) before its first
+//!   client, so that one that does not (cron) links no TLS stack.
 //! - [`Component`]: what the component's code is handed — the home, its
 //!   [`Service`](crabtalk_home::Service), the [`Shutdown`] signal
 //!   (SIGINT/SIGTERM, Ctrl-C on Windows) shared by every task, its typed
@@ -26,6 +27,9 @@
 //! - [`mcp`] (feature `service`): [`run_mcp`](mcp::run_mcp) serves the
 //!   component's `rmcp` tools at `/mcp`, plus `GET /health`, on
 //!   `127.0.0.1`, writes the port file and removes it on the way out.
+//! - [`loopback`] (feature `service`): the MCP client for calling another
+//!   component ([`owner_transport`](loopback::owner_transport)), plain
+//!   HTTP/1.1 on loopback.
 //! - [`daemon`]: finding the daemon of a home ([`daemon::connect`]) and
 //!   [`DaemonLink`](daemon::DaemonLink), a client that waits for the daemon
 //!   to come up, reconnects after it restarts and re-subscribes what the
@@ -81,6 +85,8 @@ mod footprint;
 mod health;
 mod lock;
 mod logging;
+#[cfg(feature = "service")]
+pub mod loopback;
 #[cfg(feature = "service")]
 pub mod mcp;
 mod problems;

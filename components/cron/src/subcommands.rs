@@ -12,7 +12,6 @@ use crabtalk_kit::config::ConfigError;
 use crabtalk_kit::{Component, Shutdown};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
 
 use crate::admin::{Admin, AdminError, Caller, EntryFields, EntryView, SlotView, slot_views};
@@ -225,12 +224,10 @@ async fn through_service(home: &Home, id: &str) -> anyhow::Result<RunRecord> {
             )
         })?
         .port;
-    let client = ()
-        .serve(StreamableHttpClientTransport::from_config(
-            crabtalk_kit::mcp::owner_client_config(home, port)?,
-        ))
-        .await
-        .context("cannot reach the running cron service")?;
+    let client =
+        ().serve(crabtalk_kit::loopback::owner_transport(home, port)?)
+            .await
+            .context("cannot reach the running cron service")?;
     let params = CallToolRequestParams::new("cron_run").with_arguments(
         json!({ "id": id, "wait": true })
             .as_object()

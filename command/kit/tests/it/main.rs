@@ -9,5 +9,6 @@ mod dependency_rules;
 mod health;
 mod idle;
 mod link;
+mod loopback;
 mod mcp_component;
 mod support;

@@ -12,9 +12,9 @@ use std::path::PathBuf;
 
 use crabtalk_home::token::TokenError;
 use crabtalk_home::{Home, HomeError, PortFile, PortFileError};
+use crabtalk_kit::loopback::owner_transport;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::ClientInitializeError;
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
@@ -79,10 +79,8 @@ impl TelegramDelivery {
         };
         let arguments = arguments(chat, text, run_id);
         let call = async {
-            crabtalk_kit::install_ring();
             let url = crabtalk_kit::mcp::component_url(port);
-            let config = crabtalk_kit::mcp::owner_client_config(&self.home, port)?;
-            let transport = StreamableHttpClientTransport::from_config(config);
+            let transport = owner_transport(&self.home, port)?;
             let client =
                 ().serve(transport)
                     .await
