@@ -24,25 +24,12 @@ pub(crate) fn search_request(
         "web_search",
         &["query", "count", "lang", "region", "engines"],
     )?;
-    let query = match arguments.get("query") {
-        Some(Value::String(text)) if !text.trim().is_empty() => text.trim().to_owned(),
-        Some(Value::String(_)) => {
-            return Err(ToolError::arguments(
-                "`query` is empty: give the words to search for",
-            ));
-        }
-        Some(other) => {
-            return Err(ToolError::Arguments(format!(
-                "`query` must be a string, not {}",
-                kind(other)
-            )));
-        }
-        None => {
-            return Err(ToolError::arguments(
-                "`query` is missing: give the words to search for",
-            ));
-        }
-    };
+    let query = required_text(
+        arguments,
+        "query",
+        "`query` is empty: give the words to search for",
+        "`query` is missing: give the words to search for",
+    )?;
     if query.chars().count() > MAX_QUERY_CHARS {
         return Err(ToolError::Arguments(format!(
             "`query` is longer than {MAX_QUERY_CHARS} characters"
@@ -77,6 +64,25 @@ pub(crate) fn search_request(
     })
 }
 
+/// A string argument that must hold more than spaces, trimmed; `empty`
+/// and `missing` say what to give instead.
+fn required_text(
+    arguments: &Map<String, Value>,
+    name: &str,
+    empty: &str,
+    missing: &str,
+) -> Result<String, ToolError> {
+    match arguments.get(name) {
+        Some(Value::String(text)) if !text.trim().is_empty() => Ok(text.trim().to_owned()),
+        Some(Value::String(_)) => Err(ToolError::arguments(empty)),
+        Some(other) => Err(ToolError::Arguments(format!(
+            "`{name}` must be a string, not {}",
+            kind(other)
+        ))),
+        None => Err(ToolError::arguments(missing)),
+    }
+}
+
 /// `web_fetch`'s arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FetchArgs {
@@ -87,20 +93,8 @@ pub(crate) struct FetchArgs {
 
 pub(crate) fn fetch_args(arguments: &Map<String, Value>) -> Result<FetchArgs, ToolError> {
     only(arguments, "web_fetch", &["url", "max_chars", "format"])?;
-    let url = match arguments.get("url") {
-        Some(Value::String(text)) if !text.trim().is_empty() => text.trim().to_owned(),
-        Some(Value::String(_)) | None => {
-            return Err(ToolError::arguments(
-                "`url` is missing: give the http(s) URL of the page",
-            ));
-        }
-        Some(other) => {
-            return Err(ToolError::Arguments(format!(
-                "`url` must be a string, not {}",
-                kind(other)
-            )));
-        }
-    };
+    let missing = "`url` is missing: give the http(s) URL of the page";
+    let url = required_text(arguments, "url", missing, missing)?;
     let max_chars = match arguments.get("max_chars") {
         None | Some(Value::Null) => None,
         Some(value) => Some(
