@@ -50,7 +50,17 @@ impl SessionLog {
 
     /// Appends one entry as one line.
     pub fn append(&mut self, entry: &Entry) -> io::Result<()> {
-        let mut line = serde_json::to_vec(entry).map_err(io::Error::other)?;
+        self.append_line(entry)
+    }
+
+    /// Appends one message: the line `append(&Entry::Message(..))` writes
+    /// (the entry is untagged), without copying the message first.
+    pub fn append_message(&mut self, message: &Message) -> io::Result<()> {
+        self.append_line(message)
+    }
+
+    fn append_line(&mut self, value: &impl serde::Serialize) -> io::Result<()> {
+        let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
         line.push(b'\n');
         let file = match &mut self.file {
             Some(file) => file,
@@ -221,6 +231,22 @@ mod tests {
             title: String::new(),
             messages_before: None,
         })
+    }
+
+    #[test]
+    fn a_message_appended_alone_is_the_line_of_its_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut message = Message::assistant("with a call");
+        message.agent = "guest".into();
+        message.thinking = "hmm".into();
+        let mut by_entry = SessionLog::new(dir.path().join("entry.jsonl"));
+        by_entry.append(&Entry::Message(message.clone())).unwrap();
+        let mut alone = SessionLog::new(dir.path().join("alone.jsonl"));
+        alone.append_message(&message).unwrap();
+        let read = |log: &SessionLog| std::fs::read(log.path()).unwrap();
+        assert_eq!(read(&alone), read(&by_entry));
+        let loaded = SessionLog::new(alone.path()).load().unwrap();
+        assert_eq!(loaded.messages, [message]);
     }
 
     #[test]

@@ -144,12 +144,17 @@ impl Tools {
             .iter()
             .filter_map(|hook| hook.system_prompt(&context))
             .collect();
-        let offered: Vec<String> = self
-            .specs_for(agent, chain)
-            .into_iter()
-            .map(|spec| spec.name)
-            .collect();
-        fragments.extend(Scope::of(agent).block(&offered));
+        // Only a scoped agent's prompt lists its tools: the list costs a
+        // copy of every tool's schema, on every model call.
+        let scope = Scope::of(agent);
+        if scope.is_restricted() {
+            let offered: Vec<String> = self
+                .specs_for(agent, chain)
+                .into_iter()
+                .map(|spec| spec.name)
+                .collect();
+            fragments.extend(scope.block(&offered));
+        }
         fragments
     }
 

@@ -24,7 +24,7 @@ pub(crate) struct History {
 impl History {
     /// Appends a message to the log, then to memory and the session index.
     pub(crate) fn append(&mut self, message: Message) -> io::Result<()> {
-        self.log.append(&Entry::Message(message.clone()))?;
+        self.log.append_message(&message)?;
         self.feed.message(self.next_number, &message);
         self.next_number += 1;
         self.messages.push(message);
