@@ -26,7 +26,7 @@ mod zone;
 
 use std::fmt;
 
-use chrono::{DateTime, Duration, NaiveDateTime, SubsecRound, Utc};
+use chrono::{DateTime, Duration, NaiveDateTime, SubsecRound, Timelike, Utc};
 
 pub use duration::Span;
 pub use expr::CronExpr;
@@ -281,11 +281,15 @@ impl Schedule {
 /// Reads an `at` value: RFC 3339 (`2026-03-08T09:00:00+01:00`), or a wall
 /// time (`2026-03-08T09:00`, `2026-03-08 09:00:00`) read in `zone` — a
 /// time skipped by DST means the first instant after the gap, a repeated
-/// one the first time it happens.
+/// one the first time it happens. Fractions of a second are dropped, and a
+/// leap second (`:60`) is the second before it, as its Unix time is.
 pub fn parse_at(text: &str, zone: Zone) -> Result<DateTime<Utc>, AtError> {
     let trimmed = text.trim();
     if let Ok(at) = DateTime::parse_from_rfc3339(trimmed) {
-        return Ok(at.with_timezone(&Utc).trunc_subsecs(0));
+        // chrono keeps a leap second as a nanosecond count past 10⁹, which
+        // `trunc_subsecs` leaves alone.
+        let at = at.with_timezone(&Utc);
+        return Ok(at.with_nanosecond(0).unwrap_or(at));
     }
     for format in [
         "%Y-%m-%dT%H:%M:%S",
@@ -294,6 +298,7 @@ pub fn parse_at(text: &str, zone: Zone) -> Result<DateTime<Utc>, AtError> {
         "%Y-%m-%d %H:%M",
     ] {
         if let Ok(wall) = NaiveDateTime::parse_from_str(trimmed, format) {
+            let wall = wall.with_nanosecond(0).unwrap_or(wall);
             return Ok(match zone.resolve(wall) {
                 Resolved::Single(at) | Resolved::Repeated(at, _) => at,
                 Resolved::Skipped { after } => after,

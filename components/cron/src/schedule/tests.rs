@@ -524,6 +524,22 @@ fn at_values_are_rfc3339_or_wall_times_in_the_zone() {
     assert!(err.to_string().contains("allowed: RFC 3339"), "{err}");
 }
 
+#[test]
+fn a_leap_second_reads_as_the_second_before_it() {
+    // Found by the fuzz target cron_in_at (seed `leap-second`): `:60` came
+    // back with chrono's leap-second nanoseconds, a second and a bit.
+    let ny = Zone::named("America/New_York").unwrap();
+    for (text, expected) in [
+        ("2026-03-08T02:30:60-05:00", "2026-03-08T07:30:59Z"),
+        ("2026-03-08T02:30:60.5-05:00", "2026-03-08T07:30:59Z"),
+        ("2026-05-01 09:00:60", "2026-05-01T13:00:59Z"),
+    ] {
+        let at = parse_at(text, ny).unwrap();
+        assert_eq!(at, utc(expected), "{text}");
+        assert_eq!(at.nanosecond(), 0, "{text}");
+    }
+}
+
 // ─── properties ─────────────────────────────────────────────────────────────
 
 const ZONES: &[&str] = &[
