@@ -2,7 +2,6 @@
 //! example) and against HTTP servers that answer badly on purpose.
 
 use std::collections::HashMap;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -21,20 +20,13 @@ use rmcp::transport::streamable_http_client::{
 };
 use serde_json::json;
 
-use crate::support::{TIMEOUT, echo_binary, echo_service, signal, wait_for};
+use crate::support::{TIMEOUT, echo_service, signal, spawn_echo, wait_for};
 
 #[test]
 fn calls_a_component_tool_with_the_owner_token_and_closes_its_session() {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::new(dir.path());
-    let mut child = Command::new(echo_binary())
-        .arg("run")
-        .env("CRABTALK_HOME", home.root())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_echo(&home);
     let path = echo_service().port_file(&home);
     let file = wait_for("the port file", TIMEOUT, || PortFile::read(&path).ok());
 

@@ -3,7 +3,7 @@
 //! removes the port file on SIGTERM and SIGINT; a crash (SIGKILL) leaves a
 //! file readers see as stale. Its main loads `$CRABTALK_HOME/env` itself.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use crabtalk_command::health;
 use crabtalk_command::liveness::PortProbe;
@@ -11,18 +11,7 @@ use crabtalk_home::{Home, PortFile};
 use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 
-use crate::support::{TIMEOUT, echo_binary, echo_service, signal, wait_for};
-
-fn spawn_echo(home: &Home) -> Child {
-    Command::new(echo_binary())
-        .arg("run")
-        .env("CRABTALK_HOME", home.root())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
-}
+use crate::support::{TIMEOUT, echo_binary, echo_service, signal, spawn_echo, wait_for};
 
 /// Runs the echo component until it has announced itself, stops it with
 /// SIGTERM and returns its stderr.

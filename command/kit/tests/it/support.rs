@@ -20,6 +20,18 @@ pub(crate) fn probe_binary() -> PathBuf {
     crabtalk_testkit::example_binary("kit_probe")
 }
 
+/// Starts the echo component in `home`, its stderr shown with the test's.
+pub(crate) fn spawn_echo(home: &Home) -> Child {
+    Command::new(echo_binary())
+        .arg("run")
+        .env("CRABTALK_HOME", home.root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
 pub(crate) fn echo_service() -> Service {
     Service::new("echo", "crabtalk-echo", "echo").unwrap()
 }
