@@ -79,13 +79,16 @@ async fn direct_latencies(config_text: &str, concurrency: usize, turns: usize) -
                 let mut latencies = Vec::with_capacity(turns);
                 for turn in 0..=turns {
                     messages.push(Message::user("hello there"));
-                    let request = ChatCompletionRequest {
+                    let mut request = ChatCompletionRequest {
                         model: "scripted".into(),
                         messages: messages.clone(),
                         ..Default::default()
                     };
                     let started = Instant::now();
-                    let (mut stream, _) = registry.stream(request).await.expect("a direct stream");
+                    let (mut stream, _) = registry
+                        .stream(&mut request)
+                        .await
+                        .expect("a direct stream");
                     let mut reply = String::new();
                     while let Some(chunk) = stream.next().await {
                         if let Some(text) = chunk.expect("a chunk").content() {

@@ -456,10 +456,11 @@ impl ModelRegistry {
     }
 
     /// Opens a streamed completion for `request.model`, retrying until the
-    /// first chunk.
+    /// first chunk. The request is borrowed (its messages are lent by the
+    /// conversation's history); its model becomes the upstream's name.
     pub async fn stream(
         &self,
-        mut request: ChatCompletionRequest,
+        request: &mut ChatCompletionRequest,
     ) -> Result<(ChunkStream, String), LlmError> {
         let Resolved {
             model,
@@ -472,7 +473,7 @@ impl ModelRegistry {
         request.stream_options = Some(crabllm_core::StreamOptions {
             include_usage: true,
         });
-        let stream = retry::open_stream(&self.policy, provider.as_ref(), &request)
+        let stream = retry::open_stream(&self.policy, provider.as_ref(), request)
             .await
             .map_err(|err| match err {
                 retry::StreamOpenError::Provider(err) => LlmError::from_provider(&label, &err),

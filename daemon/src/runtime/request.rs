@@ -42,9 +42,8 @@ pub(crate) struct RequestParts<'a> {
     /// The summary of what came before the last compaction, if any.
     pub summary: Option<&'a Message>,
     pub history: &'a [Message],
-    pub hook_prompts: Vec<String>,
-    pub instructions: Option<String>,
-    pub tools: Vec<ToolSpec>,
+    pub hook_prompts: &'a [String],
+    pub instructions: Option<&'a str>,
     pub tool_choice: Option<&'a str>,
     /// The model, or empty for the daemon's active model.
     pub model: String,
@@ -59,13 +58,19 @@ pub(crate) fn tagged(agent: &str, content: &str) -> String {
 }
 
 impl RequestParts<'_> {
-    pub(crate) fn build(self) -> ChatCompletionRequest {
+    /// The request, holding what `wire` and `tools` lend it: give them back
+    /// with [`give_back`] once the call no longer needs the request.
+    pub(crate) fn build(
+        self,
+        wire: &mut WireHistory,
+        tools: &mut Vec<Tool>,
+    ) -> ChatCompletionRequest {
         let agent = self.speaker.agent();
         let mut system = agent.prompt.trim().to_owned();
-        for fragment in &self.hook_prompts {
+        for fragment in self.hook_prompts {
             push_section(&mut system, fragment);
         }
-        if let Some(instructions) = &self.instructions {
+        if let Some(instructions) = self.instructions {
             push_section(&mut system, instructions);
         }
         let has_guests = self
@@ -82,43 +87,119 @@ impl RequestParts<'_> {
             Speaker::Primary(_) => {}
         }
 
-        let mut messages = Vec::with_capacity(self.history.len() + 2);
+        let mut head = Vec::with_capacity(2);
         if !system.is_empty() {
-            messages.push(crabllm_core::Message::system(system));
+            head.push(crabllm_core::Message::system(system));
         }
-        messages.extend(
-            self.summary
-                .into_iter()
-                .chain(self.history)
-                .map(wire_message),
-        );
+        head.extend(self.summary.map(wire_message));
+        let messages = wire.lend(head, self.history);
 
-        let tools: Vec<Tool> = self
-            .tools
-            .into_iter()
-            .map(|spec| Tool {
-                kind: ToolType::Function,
-                function: FunctionDef {
-                    name: spec.name,
-                    description: Some(spec.description),
-                    parameters: Some(spec.parameters),
-                },
-                strict: None,
-                cache_control: None,
-            })
-            .collect();
-        let tool_choice = match (&tools.is_empty(), self.tool_choice) {
+        let tool_choice = match (tools.is_empty(), self.tool_choice) {
             (false, Some(choice)) if !choice.is_empty() => Some(ToolChoice::from(choice)),
             _ => None,
         };
         ChatCompletionRequest {
             model: self.model,
             messages,
-            tools: (!tools.is_empty()).then_some(tools),
+            tools: (!tools.is_empty()).then(|| std::mem::take(tools)),
             tool_choice,
             reasoning_effort: agent.config.thinking.then(|| "medium".to_owned()),
             ..Default::default()
         }
+    }
+}
+
+/// Takes back what [`RequestParts::build`] lent a request.
+pub(crate) fn give_back(
+    request: ChatCompletionRequest,
+    wire: &mut WireHistory,
+    tools: &mut Vec<Tool>,
+) {
+    wire.take_back(request.messages);
+    if let Some(lent) = request.tools {
+        *tools = lent;
+    }
+}
+
+/// The tools a model is offered, in the provider's shape: built once per
+/// turn and lent to each of its calls.
+pub(crate) fn tool_defs(specs: Vec<ToolSpec>) -> Vec<Tool> {
+    specs
+        .into_iter()
+        .map(|spec| Tool {
+            kind: ToolType::Function,
+            function: FunctionDef {
+                name: spec.name,
+                description: Some(spec.description),
+                parameters: Some(spec.parameters),
+            },
+            strict: None,
+            cache_control: None,
+        })
+        .collect()
+}
+
+/// A conversation's history in the provider's shape, kept beside the
+/// history so that each model call borrows the messages instead of copying
+/// every one of them (and its strings) again.
+///
+/// It holds the head of the last request (system prompt, summary) and then
+/// one message per history message. When its length disagrees with the
+/// history's (a lent request never came back, the history was loaded or
+/// cleared behind its back), the next [`lend`](Self::lend) rebuilds it from
+/// the history, so a lost lend costs one copy, never a wrong request.
+#[derive(Default)]
+pub(crate) struct WireHistory {
+    messages: Vec<crabllm_core::Message>,
+    /// How many of `messages` are the last request's head.
+    head: usize,
+    /// The head of the request out on loan.
+    lent_head: usize,
+}
+
+impl WireHistory {
+    /// Adds a message appended to the history.
+    pub(crate) fn push(&mut self, message: &Message) {
+        self.messages.push(wire_message(message));
+    }
+
+    /// Forgets every message (the history was cleared).
+    pub(crate) fn clear(&mut self) {
+        self.messages.clear();
+        self.head = 0;
+    }
+
+    /// The messages of a request: `head`, then `history` in the provider's
+    /// shape.
+    fn lend(
+        &mut self,
+        head: Vec<crabllm_core::Message>,
+        history: &[Message],
+    ) -> Vec<crabllm_core::Message> {
+        let mut messages = std::mem::take(&mut self.messages);
+        let old_head = std::mem::take(&mut self.head);
+        self.lent_head = head.len();
+        if messages.len() != old_head + history.len() {
+            messages.clear();
+            messages.reserve(head.len() + history.len());
+            messages.extend(head);
+            messages.extend(history.iter().map(wire_message));
+        } else if old_head == head.len() {
+            for (slot, message) in messages.iter_mut().zip(head) {
+                *slot = message;
+            }
+        } else {
+            messages.splice(..old_head, head);
+        }
+        messages
+    }
+
+    /// Takes back the messages [`lend`](Self::lend) gave a request.
+    fn take_back(&mut self, messages: Vec<crabllm_core::Message>) {
+        // Messages pushed while the request was out land in the empty
+        // vector and are dropped here: the length check rebuilds them.
+        self.messages = messages;
+        self.head = self.lent_head;
     }
 }
 
@@ -203,6 +284,14 @@ mod tests {
         }
     }
 
+    fn wire_of(history: &[Message]) -> WireHistory {
+        let mut wire = WireHistory::default();
+        for message in history {
+            wire.push(message);
+        }
+        wire
+    }
+
     fn history() -> Vec<Message> {
         let mut guest_reply = Message::assistant("I am the guest");
         guest_reply.agent = "gu\"est".into();
@@ -225,13 +314,12 @@ mod tests {
             },
             summary: None,
             history: &history,
-            hook_prompts: vec![],
-            instructions: Some("<instructions>be kind</instructions>".into()),
-            tools: vec![],
+            hook_prompts: &[],
+            instructions: Some("<instructions>be kind</instructions>"),
             tool_choice: None,
             model: String::new(),
         }
-        .build();
+        .build(&mut wire_of(&history), &mut Vec::new());
         let system = request.messages[0].content_str().unwrap();
         assert!(system.starts_with("guest prompt"), "{system}");
         assert!(system.contains("joining this conversation as a guest"));
@@ -254,13 +342,12 @@ mod tests {
             speaker: Speaker::Primary(&primary),
             summary: None,
             history: &plain,
-            hook_prompts: vec!["hook fragment".into()],
+            hook_prompts: &["hook fragment".into()],
             instructions: None,
-            tools: vec![],
             tool_choice: Some("auto"),
             model: "m".into(),
         }
-        .build();
+        .build(&mut wire_of(&plain), &mut Vec::new());
         let system = request.messages[0].content_str().unwrap();
         assert_eq!(system, "primary prompt\n\nhook fragment");
         assert!(request.tool_choice.is_none(), "no tools, no tool_choice");
@@ -270,17 +357,19 @@ mod tests {
             speaker: Speaker::Primary(&primary),
             summary: None,
             history: &history,
-            hook_prompts: vec![],
+            hook_prompts: &[],
             instructions: None,
-            tools: vec![ToolSpec {
-                name: "t".into(),
-                description: "d".into(),
-                parameters: serde_json::json!({}),
-            }],
             tool_choice: Some("required"),
             model: "m".into(),
         }
-        .build();
+        .build(
+            &mut wire_of(&history),
+            &mut tool_defs(vec![ToolSpec {
+                name: "t".into(),
+                description: "d".into(),
+                parameters: serde_json::json!({}),
+            }]),
+        );
         assert!(
             request.messages[0]
                 .content_str()
@@ -288,5 +377,110 @@ mod tests {
                 .contains("joined this conversation as guests")
         );
         assert_eq!(request.tool_choice, Some(ToolChoice::Required));
+    }
+
+    /// The messages a request gets, as JSON, built from nothing.
+    fn fresh(head: &[&str], history: &[Message]) -> Vec<serde_json::Value> {
+        head.iter()
+            .map(|text| crabllm_core::Message::system(text.to_string()))
+            .chain(history.iter().map(wire_message))
+            .map(|message| serde_json::to_value(message).unwrap())
+            .collect()
+    }
+
+    fn as_json(messages: &[crabllm_core::Message]) -> Vec<serde_json::Value> {
+        messages
+            .iter()
+            .map(|message| serde_json::to_value(message).unwrap())
+            .collect()
+    }
+
+    fn heads(texts: &[&str]) -> Vec<crabllm_core::Message> {
+        texts
+            .iter()
+            .map(|text| crabllm_core::Message::system(text.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_lent_history_is_what_a_fresh_copy_would_be() {
+        let mut history = Vec::new();
+        let mut wire = WireHistory::default();
+        // Each step: the messages appended, then the head of the call.
+        let steps: [(&[&str], &[&str]); 5] = [
+            (&["hello"], &["system"]),
+            (&["call a tool", "its result"], &["system"]),
+            (&[], &["system", "summary"]),
+            (&["more"], &[]),
+            (&["and more"], &["other system"]),
+        ];
+        for (appended, head) in steps {
+            for text in appended {
+                let message = Message::user(*text);
+                wire.push(&message);
+                history.push(message);
+            }
+            let lent = wire.lend(heads(head), &history);
+            assert_eq!(as_json(&lent), fresh(head, &history));
+            wire.take_back(lent);
+        }
+    }
+
+    #[test]
+    fn a_lend_that_never_came_back_is_rebuilt_not_trusted() {
+        let mut history = vec![Message::user("one"), Message::assistant("two")];
+        let mut wire = wire_of(&history);
+        let lost = wire.lend(heads(&["system"]), &history);
+        drop(lost);
+        for text in ["three", "four"] {
+            let message = Message::user(text);
+            wire.push(&message);
+            history.push(message);
+        }
+        let lent = wire.lend(heads(&["system"]), &history);
+        assert_eq!(as_json(&lent), fresh(&["system"], &history));
+
+        // Pushed while a request is out: dropped on its return, rebuilt on
+        // the next lend.
+        let message = Message::user("five");
+        wire.push(&message);
+        history.push(message);
+        wire.take_back(lent);
+        let lent = wire.lend(heads(&["system"]), &history);
+        assert_eq!(as_json(&lent), fresh(&["system"], &history));
+
+        // A history loaded behind its back.
+        wire.take_back(lent);
+        let loaded = vec![Message::user("loaded")];
+        let lent = wire.lend(heads(&[]), &loaded);
+        assert_eq!(as_json(&lent), fresh(&[], &loaded));
+    }
+
+    #[test]
+    fn the_tools_come_back_after_the_call() {
+        let history = vec![Message::user("hello")];
+        let mut wire = wire_of(&history);
+        let mut tools = tool_defs(vec![ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: serde_json::json!({}),
+        }]);
+        let primary = agent("crab", "prompt");
+        for _ in 0..2 {
+            let request = RequestParts {
+                speaker: Speaker::Primary(&primary),
+                summary: None,
+                history: &history,
+                hook_prompts: &[],
+                instructions: None,
+                tool_choice: None,
+                model: "m".into(),
+            }
+            .build(&mut wire, &mut tools);
+            assert_eq!(request.tools.as_ref().map(Vec::len), Some(1));
+            assert!(tools.is_empty(), "lent, not copied");
+            give_back(request, &mut wire, &mut tools);
+            assert_eq!(tools.len(), 1);
+        }
     }
 }

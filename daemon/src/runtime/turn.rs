@@ -29,7 +29,7 @@ use futures::stream::FuturesUnordered;
 use super::conversation::{Conversation, History};
 use super::events::{TurnSink, tool_call_infos};
 use super::instructions;
-use super::request::{RequestParts, Speaker};
+use super::request::{self, RequestParts, Speaker};
 use super::snapshot::Snapshot;
 use super::tool_host::TurnConversation;
 use super::{Error, Runtime};
@@ -270,10 +270,11 @@ impl Steps<'_> {
         history.append(Message::user(expanded))?;
         history.title_from(content);
 
-        let specs = if self.guest.is_some() {
+        // Built once, lent to each model call of the turn.
+        let mut tool_defs = if self.guest.is_some() {
             Vec::new()
         } else {
-            tools.specs_for(self.speaker, self.chain)
+            request::tool_defs(tools.specs_for(self.speaker, self.chain))
         };
         let hook_prompts = tools.system_prompts(self.speaker, &self.snapshot.agents, self.chain);
         let instructions = instructions::block(&self.runtime.home, self.cwd);
@@ -295,18 +296,19 @@ impl Steps<'_> {
                 },
                 None => Speaker::Primary(self.primary),
             };
-            let request = RequestParts {
+            let mut request = RequestParts {
                 speaker,
                 summary: summary.as_ref(),
                 history: &history.messages,
-                hook_prompts: hook_prompts.clone(),
-                instructions: instructions.clone(),
-                tools: specs.clone(),
+                hook_prompts: &hook_prompts,
+                instructions: instructions.as_deref(),
                 tool_choice,
                 model: self.speaker.config.model.clone().unwrap_or_default(),
             }
-            .build();
-            let reply = self.stream_reply(request, outcome).await?;
+            .build(&mut history.wire, &mut tool_defs);
+            let reply = self.stream_reply(&mut request, outcome).await;
+            request::give_back(request, &mut history.wire, &mut tool_defs);
+            let reply = reply?;
             outcome.final_text = reply.text.clone();
 
             let mut message = Message::assistant(reply.text);
@@ -337,7 +339,7 @@ impl Steps<'_> {
     /// Streams one model reply, emitting its events.
     async fn stream_reply(
         &self,
-        request: crabllm_core::ChatCompletionRequest,
+        request: &mut crabllm_core::ChatCompletionRequest,
         outcome: &mut TurnOutcome,
     ) -> Result<Reply, TurnError> {
         let (mut stream, model) = self

@@ -4,14 +4,19 @@
 
 use std::io;
 
+use crate::runtime::request::WireHistory;
 use crate::sessions::SessionFeed;
 use crate::storage::{CompactMarker, Entry, Message, Meta, Role, SessionLog, now_rfc3339};
 
 /// The history of a conversation, held by the running turn.
 pub(crate) struct History {
     pub(super) loaded: bool,
-    /// Messages since the last compact marker.
+    /// Messages since the last compact marker. Changed only through
+    /// [`append`](Self::append) and [`append_marker`](Self::append_marker),
+    /// which keep `wire` beside it.
     pub messages: Vec<Message>,
+    /// `messages` in the provider's shape, lent to each model call.
+    pub(crate) wire: WireHistory,
     pub marker: Option<CompactMarker>,
     pub meta: Meta,
     pub(super) log: SessionLog,
@@ -27,6 +32,7 @@ impl History {
         self.log.append_message(&message)?;
         self.feed.message(self.next_number, &message);
         self.next_number += 1;
+        self.wire.push(&message);
         self.messages.push(message);
         self.meta.message_count = self.next_number;
         self.meta.updated_at = now_rfc3339();
@@ -48,6 +54,7 @@ impl History {
         let summary = Some(marker.compact.clone()).filter(|summary| !summary.trim().is_empty());
         self.feed.summary(summary.as_deref());
         self.messages.clear();
+        self.wire.clear();
         if summary.is_none() {
             // A fresh start: the next first message names the conversation.
             self.meta.title.clear();

@@ -104,6 +104,7 @@ impl Conversation {
             history: tokio::sync::Mutex::new(History {
                 loaded: false,
                 messages: Vec::new(),
+                wire: Default::default(),
                 marker: None,
                 meta: Meta::default(),
                 log,
