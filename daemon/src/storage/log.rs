@@ -62,7 +62,13 @@ impl SessionLog {
     fn append_line(&mut self, value: &impl serde::Serialize) -> io::Result<()> {
         let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
         line.push(b'\n');
-        let file = match &mut self.file {
+        self.open()?.write_all(&line)
+    }
+
+    /// Opens the log for appending, creating it (and its folder) if it does
+    /// not exist yet.
+    pub fn open(&mut self) -> io::Result<&mut File> {
+        let file = match self.file.take() {
             Some(file) => file,
             None => {
                 if let Some(dir) = self.path.parent() {
@@ -72,10 +78,10 @@ impl SessionLog {
                 options.create(true).append(true);
                 #[cfg(unix)]
                 std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-                self.file.insert(options.open(&self.path)?)
+                options.open(&self.path)?
             }
         };
-        file.write_all(&line)
+        Ok(self.file.insert(file))
     }
 
     /// Loads the history since the last compact marker, repairing a torn

@@ -30,7 +30,7 @@ use tokio::sync::{MutexGuard, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::sessions::SessionFeed;
-use crate::storage::{ConversationFiles, Meta, SessionLog, now_rfc3339};
+use crate::storage::{ConversationFiles, LoadedHistory, Meta, SessionLog, now_rfc3339};
 use crabtalk_session_index::SessionIndex;
 
 mod history;
@@ -82,6 +82,60 @@ pub(crate) struct Conversation {
     /// Files read in this conversation, and what they held then (for edit).
     reads: Mutex<HashMap<std::path::PathBuf, crate::hook::FileStamp>>,
     meta_writer: Arc<MetaWriter>,
+}
+
+/// What loading a conversation reads from disk, off the runtime's workers.
+struct OnDisk {
+    log: SessionLog,
+    meta_path: std::path::PathBuf,
+    key: ConversationKey,
+    created_by: String,
+}
+
+/// What [`OnDisk::read`] found.
+struct Read {
+    log: SessionLog,
+    loaded: LoadedHistory,
+    meta: Meta,
+}
+
+impl OnDisk {
+    /// Reads the log and the metadata, creating both for a new
+    /// conversation (the log opened for appending, so that its first
+    /// message does not create it on a worker).
+    fn read(mut self) -> io::Result<Read> {
+        let loaded = self.log.load()?;
+        let meta = match Meta::load(&self.meta_path) {
+            Ok(Some(meta)) => meta,
+            Ok(None) => {
+                let now = now_rfc3339();
+                let meta = Meta {
+                    agent: self.key.agent.clone(),
+                    sender: self.key.sender.clone(),
+                    created_by: self.created_by,
+                    created_at: now.clone(),
+                    updated_at: now,
+                    ..Meta::default()
+                };
+                meta.save(&self.meta_path)?;
+                meta
+            }
+            Err(err) => {
+                tracing::warn!("{err}; rebuilding the conversation's metadata");
+                Meta {
+                    agent: self.key.agent.clone(),
+                    sender: self.key.sender.clone(),
+                    ..Meta::default()
+                }
+            }
+        };
+        self.log.open()?;
+        Ok(Read {
+            log: self.log,
+            loaded,
+            meta,
+        })
+    }
 }
 
 /// Why `ReplyToAsk` found nothing to answer.
@@ -137,40 +191,32 @@ impl Conversation {
         let mut history = self.history.lock().await;
         self.touch();
         if !history.loaded {
-            self.load(&mut history, created_by)?;
+            self.load(&mut history, created_by).await?;
         }
         Ok(history)
     }
 
-    fn load(&self, history: &mut History, created_by: &str) -> io::Result<()> {
-        let loaded = history.log.load()?;
-        for problem in &loaded.problems {
+    /// Reads the log and the metadata on the blocking pool: a long log takes
+    /// a while to read, and a new conversation's files are created with an
+    /// fsync, neither of which may hold up a worker that every other
+    /// conversation's turns share. A turn dropped meanwhile leaves the
+    /// history unloaded; the next lock reads it again.
+    async fn load(&self, history: &mut History, created_by: &str) -> io::Result<()> {
+        let log = std::mem::replace(&mut history.log, SessionLog::new(self.files.log.clone()));
+        let disk = OnDisk {
+            log,
+            meta_path: self.files.meta.clone(),
+            key: self.key.clone(),
+            created_by: created_by.to_owned(),
+        };
+        let read = tokio::task::spawn_blocking(move || disk.read())
+            .await
+            .map_err(io::Error::other)??;
+        for problem in &read.loaded.problems {
             tracing::warn!("{problem}");
         }
-        let meta = match Meta::load(&self.files.meta) {
-            Ok(Some(meta)) => meta,
-            Ok(None) => {
-                let now = now_rfc3339();
-                let meta = Meta {
-                    agent: self.key.agent.clone(),
-                    sender: self.key.sender.clone(),
-                    created_by: created_by.to_owned(),
-                    created_at: now.clone(),
-                    updated_at: now,
-                    ..Meta::default()
-                };
-                meta.save(&self.files.meta)?;
-                meta
-            }
-            Err(err) => {
-                tracing::warn!("{err}; rebuilding the conversation's metadata");
-                Meta {
-                    agent: self.key.agent.clone(),
-                    sender: self.key.sender.clone(),
-                    ..Meta::default()
-                }
-            }
-        };
+        let Read { log, loaded, meta } = read;
+        history.log = log;
         history.messages = loaded.messages;
         history.meta = meta;
         // The log is the truth; the sidecar is written a second late and
@@ -385,6 +431,33 @@ mod tests {
         assert_eq!(history.messages.len(), 2);
         assert_eq!(history.meta.sender, "user");
         assert_eq!(history.meta.message_count, 2);
+    }
+
+    #[tokio::test]
+    async fn a_load_dropped_halfway_leaves_the_history_to_load_again() {
+        use futures::FutureExt;
+        let dir = tempfile::tempdir().unwrap();
+        let files = || Storage::new(dir.path()).files("crab", "user");
+        let conversation = Conversation::new(key("user"), files(), SessionIndex::new());
+        {
+            let mut history = conversation.lock_history("user").await.unwrap();
+            // A new conversation's files are made by the load, on the
+            // blocking pool, not by its first message on a worker.
+            assert!(files().log.exists(), "the log is created by the load");
+            assert!(files().meta.exists());
+            history.append(Message::user("hello")).unwrap();
+            history.append(Message::assistant("hi")).unwrap();
+        }
+        let fresh = Conversation::new(key("user"), files(), SessionIndex::new());
+        // Polled once and dropped, most often while the blocking read runs.
+        drop(fresh.lock_history("user").now_or_never());
+        let mut history = fresh.lock_history("user").await.unwrap();
+        assert_eq!(history.messages.len(), 2);
+        assert_eq!(history.message_count(), 2);
+        history.append(Message::user("again")).unwrap();
+        drop(history);
+        let lines = std::fs::read_to_string(files().log).unwrap();
+        assert_eq!(lines.lines().count(), 3, "{lines}");
     }
 
     #[tokio::test]
