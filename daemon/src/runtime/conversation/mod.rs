@@ -84,6 +84,9 @@ pub(crate) struct Conversation {
     meta_writer: Arc<MetaWriter>,
 }
 
+/// How many conversations are read from disk at once.
+static LOADS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(16);
+
 /// What loading a conversation reads from disk, off the runtime's workers.
 struct OnDisk {
     log: SessionLog,
@@ -202,6 +205,9 @@ impl Conversation {
     /// conversation's turns share. A turn dropped meanwhile leaves the
     /// history unloaded; the next lock reads it again.
     async fn load(&self, history: &mut History, created_by: &str) -> io::Result<()> {
+        // A burst of new conversations would otherwise start a thread per
+        // load, all contending for the same folder.
+        let _permit = LOADS.acquire().await.map_err(io::Error::other)?;
         let log = std::mem::replace(&mut history.log, SessionLog::new(self.files.log.clone()));
         let disk = OnDisk {
             log,
