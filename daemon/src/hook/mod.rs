@@ -75,6 +75,17 @@ pub(crate) trait Hook: Send + Sync {
     /// Starts `call` if this hook owns its tool.
     fn dispatch(&self, call: &ToolCallRecord, context: ToolContext) -> Option<ToolFuture>;
 
+    /// What, besides the agent and the chain, the tools this hook offers
+    /// depend on right now, as a number that changes when they may have
+    /// changed. A conversation keeps its turn's tools in the provider's
+    /// shape from one turn to the next while every hook's stamp, the
+    /// snapshot, the agent and the chain stay the same (RFC 0025). The
+    /// default, 0, says the hook's tools depend on nothing else.
+    fn stamp(&self, agent: &AgentDef) -> u64 {
+        let _ = agent;
+        0
+    }
+
     /// Why `tool`, which no hook offers `agent` in a turn of `chain` now,
     /// would be this hook's if it could be: the words the model gets
     /// instead of "there is no tool" (a component that stopped, and how to

@@ -44,7 +44,7 @@ use std::future::Future;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crabtalk_proto::msg::{McpEventMsg, McpInfo, SourceKind};
@@ -105,6 +105,24 @@ fn fingerprint(origin: &Origin, env: &BTreeMap<String, String>) -> Fingerprint {
 
 /// The owner's token beside a component's port file: both live in `run/`
 /// (`Home::port_file`, `Home::token_file`).
+/// Moves on whenever a server's tools or the set of servers may have
+/// changed; see [`tools_generation`].
+static TOOLS_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// A number that changes whenever the MCP tools any agent is offered may
+/// have changed (a server connected, lost, stopped, relisted its tools; a
+/// reconcile). A conversation keeps its tools between turns while it stays
+/// the same.
+pub(crate) fn tools_generation() -> u64 {
+    TOOLS_GENERATION.load(Ordering::Acquire)
+}
+
+/// Records that the MCP tools may have changed: called after the change,
+/// so that whoever reads the new number also sees the new tools.
+pub(crate) fn tools_changed() {
+    TOOLS_GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
 fn component_token_file(port_file: &std::path::Path) -> PathBuf {
     port_file.with_file_name("token")
 }
@@ -233,6 +251,8 @@ impl McpHub {
             }
         }
         self.warn_shadowed(&entries);
+        drop(entries);
+        tools_changed();
     }
 
     /// Makes the component connections match `components` (from `run/`).
@@ -292,6 +312,9 @@ impl McpHub {
             );
         }
         self.warn_shadowed(&entries);
+        drop(entries);
+        drop(gone);
+        tools_changed();
     }
 
     /// Logs, once, each component that an agent cannot see because it
@@ -525,6 +548,7 @@ impl McpHub {
             .into_values()
             .map(|entry| entry.peer)
             .collect();
+        tools_changed();
         let closing = futures::future::join_all(peers.iter().map(|peer| peer.shut_down()));
         if tokio::time::timeout(SHUTDOWN_WAIT, closing).await.is_err() {
             tracing::warn!(

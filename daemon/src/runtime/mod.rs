@@ -123,6 +123,7 @@ impl Runtime {
         let memories = Arc::new(Memories::new(home.memory_dir()));
         let settings = tool_settings(&home, &config, &mcp, &memories, &sessions);
         let snapshot = Snapshot {
+            generation: snapshot::next_generation(),
             config: Arc::new(config),
             agents,
             registry,

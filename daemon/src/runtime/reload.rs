@@ -64,6 +64,7 @@ impl Runtime {
                 );
                 let tools = Tools::standard(&settings);
                 Snapshot {
+                    generation: super::snapshot::next_generation(),
                     config: Arc::new(config),
                     agents,
                     registry,

@@ -139,6 +139,49 @@ pub(crate) fn tool_defs(specs: Vec<ToolSpec>) -> Vec<Tool> {
         .collect()
 }
 
+/// What the tools a turn offers are built from: when it is the same as the
+/// previous turn's, so are the tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ToolsKey {
+    /// The snapshot's generation (its hooks, its agents, their settings).
+    pub snapshot: u64,
+    /// The speaking agent, by name within that snapshot.
+    pub agent: String,
+    /// The chain's trigger (a component's own tools are not offered to the
+    /// chains it starts).
+    pub trigger: Option<String>,
+    /// Whether the chain began with a gateway user (the gate's rule).
+    pub gateway: bool,
+    /// Every hook's [`Hook::stamp`](crate::hook::Hook::stamp), in order.
+    pub stamps: Vec<u64>,
+}
+
+/// A conversation's tools in the provider's shape, kept from one turn to
+/// the next while their [`ToolsKey`] stays the same: building them copies
+/// every tool's JSON schema, which was 8 % of the daemon's CPU in a turn.
+/// A turn takes them and gives them back when it ends; a turn that ends
+/// early (an error, a cancel) leaves nothing, and the next one builds them.
+#[derive(Default)]
+pub(crate) struct KeptTools {
+    kept: Option<(ToolsKey, Vec<Tool>)>,
+}
+
+impl KeptTools {
+    /// The tools for `key`: the kept ones if they were built for it,
+    /// otherwise `build()`'s.
+    pub(crate) fn take(&mut self, key: &ToolsKey, build: impl FnOnce() -> Vec<Tool>) -> Vec<Tool> {
+        match self.kept.take() {
+            Some((kept_key, tools)) if kept_key == *key => tools,
+            _ => build(),
+        }
+    }
+
+    /// Keeps `tools`, built for `key`, for the next turn.
+    pub(crate) fn keep(&mut self, key: ToolsKey, tools: Vec<Tool>) {
+        self.kept = Some((key, tools));
+    }
+}
+
 /// A conversation's history in the provider's shape, kept beside the
 /// history so that each model call borrows the messages instead of copying
 /// every one of them (and its strings) again.
@@ -481,6 +524,67 @@ mod tests {
             assert!(tools.is_empty(), "lent, not copied");
             give_back(request, &mut wire, &mut tools);
             assert_eq!(tools.len(), 1);
+        }
+    }
+
+    #[test]
+    fn kept_tools_are_reused_only_for_the_same_key() {
+        let key = ToolsKey {
+            snapshot: 1,
+            agent: "crab".into(),
+            trigger: None,
+            gateway: false,
+            stamps: vec![0, 3],
+        };
+        let built = std::cell::Cell::new(0);
+        let build = || {
+            built.set(built.get() + 1);
+            tool_defs(vec![ToolSpec {
+                name: "t".into(),
+                description: "d".into(),
+                parameters: serde_json::json!({}),
+            }])
+        };
+        let mut kept = KeptTools::default();
+        let tools = kept.take(&key, build);
+        assert_eq!(built.get(), 1);
+        kept.keep(key.clone(), tools);
+        let tools = kept.take(&key, build);
+        assert_eq!((built.get(), tools.len()), (1, 1), "the same key: kept");
+        // Taken and not given back (a turn that failed): built again.
+        let tools = kept.take(&key, build);
+        assert_eq!(built.get(), 2);
+        kept.keep(key.clone(), tools);
+
+        let changes = [
+            ToolsKey {
+                snapshot: 2,
+                ..key.clone()
+            },
+            ToolsKey {
+                agent: "other".into(),
+                ..key.clone()
+            },
+            ToolsKey {
+                trigger: Some("cron".into()),
+                ..key.clone()
+            },
+            ToolsKey {
+                gateway: true,
+                ..key.clone()
+            },
+            ToolsKey {
+                stamps: vec![0, 4],
+                ..key.clone()
+            },
+        ];
+        for (n, changed) in changes.into_iter().enumerate() {
+            let tools = kept.take(&key, build);
+            kept.keep(key.clone(), tools);
+            let before = built.get();
+            kept.take(&changed, build);
+            assert_eq!(built.get(), before + 1, "change {n}: built again");
+            kept.keep(key.clone(), build());
         }
     }
 }

@@ -22,6 +22,8 @@ use crate::tools::ToolSettings;
 use crate::tools::Tools;
 
 pub(crate) struct Snapshot {
+    /// This snapshot among every snapshot of the process: no two share it.
+    pub generation: u64,
     pub config: Arc<DaemonConfig>,
     pub agents: BTreeMap<String, Arc<AgentDef>>,
     pub registry: Arc<ModelRegistry>,
@@ -30,10 +32,17 @@ pub(crate) struct Snapshot {
     pub skills: SkillDirs,
 }
 
+/// A generation no snapshot has had yet.
+pub(crate) fn next_generation() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 impl Snapshot {
     /// The same snapshot with other agents.
     pub(crate) fn with_agents(&self, agents: BTreeMap<String, Arc<AgentDef>>) -> Self {
         Self {
+            generation: next_generation(),
             config: self.config.clone(),
             agents,
             registry: self.registry.clone(),

@@ -29,7 +29,7 @@ use futures::stream::FuturesUnordered;
 use super::conversation::{Conversation, History};
 use super::events::{TurnSink, tool_call_infos};
 use super::instructions;
-use super::request::{self, RequestParts, Speaker};
+use super::request::{self, RequestParts, Speaker, ToolsKey};
 use super::snapshot::Snapshot;
 use super::tool_host::TurnConversation;
 use super::{Error, Runtime};
@@ -270,11 +270,21 @@ impl Steps<'_> {
         history.append(Message::user(expanded))?;
         history.title_from(content);
 
-        // Built once, lent to each model call of the turn.
+        // Kept from the last turn while nothing they depend on changed,
+        // otherwise built; lent to each model call of the turn.
+        let tools_key = ToolsKey {
+            snapshot: self.snapshot.generation,
+            agent: self.speaker.name.clone(),
+            trigger: self.chain.trigger.clone(),
+            gateway: tools.is_gateway_chain(self.chain),
+            stamps: tools.stamps(self.speaker),
+        };
         let mut tool_defs = if self.guest.is_some() {
             Vec::new()
         } else {
-            request::tool_defs(tools.specs_for(self.speaker, self.chain))
+            history.tools.take(&tools_key, || {
+                request::tool_defs(tools.specs_for(self.speaker, self.chain))
+            })
         };
         let hook_prompts = tools.system_prompts(self.speaker, &self.snapshot.agents, self.chain);
         let instructions = instructions::block(&self.runtime.home, self.cwd);
@@ -329,6 +339,9 @@ impl Steps<'_> {
             message.tool_calls = calls.clone();
             history.append(message)?;
             if calls.is_empty() {
+                if self.guest.is_none() {
+                    history.tools.keep(tools_key, tool_defs);
+                }
                 return Ok(());
             }
             self.run_tools(history, calls).await?;

@@ -33,6 +33,10 @@ impl Hook for McpHook {
         self.hub.tools_for(agent, chain.trigger.as_deref())
     }
 
+    fn stamp(&self, _agent: &AgentDef) -> u64 {
+        crate::mcp::tools_generation()
+    }
+
     fn unavailable(&self, agent: &AgentDef, chain: &Chain, tool: &str) -> Option<String> {
         self.hub.unavailable(agent, chain.trigger.as_deref(), tool)
     }

@@ -112,8 +112,18 @@ impl Tools {
     /// in scope, and not denied to the chain's gateway sender.
     fn passes_gate(&self, agent: &AgentDef, chain: &Chain, tool: &str) -> bool {
         Self::in_scope(agent, tool)
-            && (self.gateway.gateway_of(&chain.origin, chain).is_none()
-                || self.gateway.allows(agent, tool))
+            && (!self.is_gateway_chain(chain) || self.gateway.allows(agent, tool))
+    }
+
+    /// Every hook's [`Hook::stamp`] for `agent`, in order: with the
+    /// snapshot, the agent and the chain, what the tools offered depend on.
+    pub(crate) fn stamps(&self, agent: &AgentDef) -> Vec<u64> {
+        self.hooks.iter().map(|hook| hook.stamp(agent)).collect()
+    }
+
+    /// Whether a turn of `chain` is under the gateway rule.
+    pub(crate) fn is_gateway_chain(&self, chain: &Chain) -> bool {
+        self.gateway.gateway_of(&chain.origin, chain).is_some()
     }
 
     /// The tools offered to `agent` in a turn of `chain`: owned by a hook

@@ -125,6 +125,11 @@ impl Hook for SkillHook {
         !self.available(agent).is_empty()
     }
 
+    /// The skill tool is offered while the agent has a skill to load.
+    fn stamp(&self, agent: &AgentDef) -> u64 {
+        u64::from(self.offers(agent, "skill"))
+    }
+
     fn system_prompt(&self, context: &PromptContext<'_>) -> Option<String> {
         let available = self.available(context.agent);
         if available.is_empty() {

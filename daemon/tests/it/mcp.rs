@@ -404,3 +404,68 @@ async fn servers_are_managed_through_the_protocol() {
     })
     .await;
 }
+
+/// The names of the tools the model was offered in request `n`.
+fn offered(llm: &ScriptedLlm, n: usize) -> Vec<String> {
+    let requests = llm.requests();
+    let tools = requests[n]["tools"].as_array().cloned().unwrap_or_default();
+    tools
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A conversation keeps its tools from one turn to the next (RFC 0025);
+/// whatever they are built from changing between two turns (a component
+/// coming and going, the agent's config) shows in the next turn's tools.
+#[tokio::test]
+async fn a_conversations_tools_follow_components_and_its_agent_between_turns() {
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
+    llm.set_default(Reply::text("ok"));
+    let client = daemon.client().await;
+    let say = async |n: usize| {
+        Turn::run(&client, message("crab", "user", "hello")).await;
+        offered(&llm, n)
+    };
+
+    let first = say(0).await;
+    assert!(first.contains(&"bash".to_owned()), "{first:?}");
+    assert!(
+        !first.iter().any(|name| name.starts_with("calc__")),
+        "{first:?}"
+    );
+    assert_eq!(say(1).await, first, "nothing changed, nothing differs");
+
+    let port_file = daemon.path().join("run").join("calc.port");
+    let component = HttpServer::start(&port_file, &[]);
+    connected(&client, "crab", "calc").await;
+    let with_component = say(2).await;
+    assert!(
+        with_component.contains(&"calc__add".to_owned()),
+        "{with_component:?}"
+    );
+
+    drop(component);
+    std::fs::remove_file(&port_file).unwrap();
+    poll_until("the component to be forgotten", async || {
+        let list = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
+        (!list.mcps.iter().any(|info| info.name == "calc")).then_some(())
+    })
+    .await;
+    assert_eq!(say(3).await, first, "the component's tools are gone");
+
+    client
+        .update_agent(UpdateAgentMsg {
+            name: "crab".into(),
+            config: json!({"bash": {"disabled": true}}).to_string(),
+            prompt: String::new(),
+        })
+        .await
+        .unwrap();
+    let without_bash = say(4).await;
+    assert!(
+        !without_bash.contains(&"bash".to_owned()),
+        "{without_bash:?}"
+    );
+    assert_eq!(without_bash.len(), first.len() - 1, "{without_bash:?}");
+}

@@ -203,6 +203,8 @@ impl Peer {
         state.connection = None;
         state.tools.clear();
         state.status = Status::Disconnected("stopped".into());
+        drop(state);
+        crate::mcp::tools_changed();
     }
 
     /// Tells subscribers that this server was stopped on purpose (its
@@ -339,6 +341,7 @@ impl Peer {
         state.tools.clear();
         state.status = Status::Disconnected(reason.to_owned());
         drop(state);
+        crate::mcp::tools_changed();
         tracing::warn!("MCP server {}: {reason}", self.name);
         self.broken.notify_one();
     }
@@ -360,7 +363,10 @@ impl Peer {
         state.status = Status::Connected;
         state.tools = tools;
         state.connection = Some(connection);
-        state.epoch
+        let epoch = state.epoch;
+        drop(state);
+        crate::mcp::tools_changed();
+        epoch
     }
 
     fn disconnected(&self, status: Status) {
@@ -368,6 +374,8 @@ impl Peer {
         state.status = status;
         state.tools.clear();
         state.connection = None;
+        drop(state);
+        crate::mcp::tools_changed();
     }
 
     /// A reason with the last stderr line, if the server wrote one.

@@ -383,6 +383,7 @@ impl Supervisor {
                     }
                     state.tools = tools;
                 }
+                crate::mcp::tools_changed();
                 tracing::info!(
                     "MCP server {}: its tools changed ({})",
                     peer.name,

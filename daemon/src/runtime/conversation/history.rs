@@ -4,7 +4,7 @@
 
 use std::io;
 
-use crate::runtime::request::WireHistory;
+use crate::runtime::request::{KeptTools, WireHistory};
 use crate::sessions::SessionFeed;
 use crate::storage::{CompactMarker, Entry, Message, Meta, Role, SessionLog, now_rfc3339};
 
@@ -17,6 +17,8 @@ pub(crate) struct History {
     pub messages: Vec<Message>,
     /// `messages` in the provider's shape, lent to each model call.
     pub(crate) wire: WireHistory,
+    /// The last turn's tools in the provider's shape, for the next turn.
+    pub(crate) tools: KeptTools,
     pub marker: Option<CompactMarker>,
     pub meta: Meta,
     pub(super) log: SessionLog,

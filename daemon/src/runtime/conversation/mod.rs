@@ -162,6 +162,7 @@ impl Conversation {
                 loaded: false,
                 messages: Vec::new(),
                 wire: Default::default(),
+                tools: Default::default(),
                 marker: None,
                 meta: Meta::default(),
                 log,
