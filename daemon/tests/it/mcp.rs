@@ -41,6 +41,15 @@ async fn connected(client: &Client, agent: &str, name: &str) -> McpInfo {
     .await
 }
 
+/// Waits until no agent sees a server `name` any more.
+async fn forgotten(client: &Client, name: &str) {
+    poll_until(&format!("{name} to be forgotten"), async || {
+        let list = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
+        (!list.mcps.iter().any(|info| info.name == name)).then_some(())
+    })
+    .await;
+}
+
 fn pids(dir: &Path) -> Vec<u32> {
     let mut pids: Vec<u32> = std::fs::read_dir(dir)
         .unwrap()
@@ -290,11 +299,7 @@ async fn components_are_discovered_from_their_port_files() {
 
     drop(component);
     std::fs::remove_file(&port_file).unwrap();
-    poll_until("the component to be forgotten", async || {
-        let list = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
-        (!list.mcps.iter().any(|info| info.name == "calc")).then_some(())
-    })
-    .await;
+    forgotten(&client, "calc").await;
 }
 
 /// A component killed with -9 leaves its port file behind; the daemon
@@ -447,11 +452,7 @@ async fn a_conversations_tools_follow_components_and_its_agent_between_turns() {
 
     drop(component);
     std::fs::remove_file(&port_file).unwrap();
-    poll_until("the component to be forgotten", async || {
-        let list = client.list_mcps(ListMcpsMsg::default()).await.unwrap();
-        (!list.mcps.iter().any(|info| info.name == "calc")).then_some(())
-    })
-    .await;
+    forgotten(&client, "calc").await;
     assert_eq!(say(3).await, first, "the component's tools are gone");
 
     client
