@@ -22,7 +22,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -177,12 +176,7 @@ impl Conversation {
             reads: Mutex::new(HashMap::new()),
             order: Mutex::new(TurnOrder::default()),
             order_changed: tokio::sync::Notify::new(),
-            meta_writer: Arc::new(MetaWriter {
-                path: meta_path,
-                pending: Mutex::new(None),
-                scheduled: AtomicBool::new(false),
-                saving: Mutex::new(()),
-            }),
+            meta_writer: Arc::new(MetaWriter::new(meta_path)),
         }
     }
 
