@@ -102,6 +102,13 @@ mod tests {
         }
     }
 
+    /// A writer of a file in a fresh folder (kept while the folder is).
+    fn writer() -> (tempfile::TempDir, Arc<MetaWriter>) {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Arc::new(MetaWriter::new(dir.path().join("a.meta.json")));
+        (dir, writer)
+    }
+
     fn written(path: &std::path::Path) -> Option<String> {
         Meta::load(path).ok().flatten().map(|meta| meta.title)
     }
@@ -117,8 +124,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_busy_conversation_is_written_when_it_goes_quiet() {
-        let dir = tempfile::tempdir().unwrap();
-        let writer = Arc::new(MetaWriter::new(dir.path().join("a.meta.json")));
+        let (_dir, writer) = writer();
         // A change every half second for 3 s: never quiet for a second.
         for n in 0..6 {
             writer.schedule(meta(&format!("turn {n}")));
@@ -143,8 +149,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_conversation_that_is_never_quiet_is_still_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let writer = Arc::new(MetaWriter::new(dir.path().join("a.meta.json")));
+        let (_dir, writer) = writer();
         let started = Instant::now();
         let mut n = 0;
         while written(&writer.path).is_none() {
@@ -166,8 +171,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn flush_writes_at_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let writer = Arc::new(MetaWriter::new(dir.path().join("a.meta.json")));
+        let (_dir, writer) = writer();
         writer.schedule(meta("now"));
         writer.flush();
         assert_eq!(written(&writer.path).as_deref(), Some("now"));
