@@ -3,6 +3,7 @@
 //! ```text
 //! cargo build --release -p crabtalkd --bins --examples
 //! target/release/examples/load [turns-per-conversation]
+//! target/release/examples/load tail [turns] [turns-per-conversation]
 //! ```
 //!
 //! It starts an instant scripted LLM and the real `crabtalkd` (release
@@ -19,6 +20,15 @@
 //! 4. the daemon's RSS when idle and after the load;
 //! 5. start-up time to the first accepted connection with 1,000
 //!    conversations on disk.
+//!
+//! `load tail` measures only one conversation's turns, one at a time, many
+//! of them (2,000 by default), in conversations of a bounded length (200
+//! turns by default: a new sender then starts, its warm-up turn not
+//! counted), so that the tail is not the history's growth. It prints the
+//! percentiles of the turns and of the direct calls, and the slowest turns
+//! with the time each started, to line up with a trace. With
+//! `LOAD_ATTACH_SECS=n` it prints the daemon's pid and waits n seconds
+//! before the turns, for `perf` or `strace` to attach.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,10 +45,16 @@ const REPLY: &str = "Sure — here is a short answer to your question.";
 
 #[tokio::main]
 async fn main() {
-    let turns: usize = std::env::args()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(200);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("tail") {
+        let number = |i: usize, default| {
+            args.get(i)
+                .and_then(|n: &String| n.parse().ok())
+                .unwrap_or(default)
+        };
+        return tail(number(1, 2000), number(2, 200).max(1)).await;
+    }
+    let turns: usize = args.first().and_then(|n| n.parse().ok()).unwrap_or(200);
     let llm = ScriptedLlm::start().await;
     llm.set_default(Reply::text(REPLY));
     llm.stop_recording();
@@ -63,6 +79,77 @@ async fn main() {
 
     let startup = startup_with_conversations(&config_text, 1000).await;
     println!("\nstart to first accepted connection, 1000 conversations on disk: {startup:?}");
+}
+
+/// One conversation at a time: `turns` turns in conversations of `per`
+/// turns each, through the daemon and directly.
+async fn tail(turns: usize, per: usize) {
+    let llm = ScriptedLlm::start().await;
+    llm.set_default(Reply::text(REPLY));
+    llm.stop_recording();
+    let config_text = TestDaemon::config_for(&llm.base_url());
+    let mut daemon = TestDaemon::start(daemon_binary(), &config_text).await;
+    let up = Instant::now();
+    let conversations = turns.div_ceil(per);
+
+    let mut direct = Vec::with_capacity(turns);
+    for _ in 0..conversations {
+        direct.extend(direct_latencies(&config_text, 1, per).await);
+    }
+    if let Some(secs) = std::env::var("LOAD_ATTACH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        println!("daemon pid {}; the turns start in {secs} s", daemon.pid());
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+    }
+    let client = daemon.client().await;
+    let started = Instant::now();
+    let after_start = started - up;
+    let mut timed = Vec::with_capacity(turns);
+    for conversation in 0..conversations {
+        let sender = format!("tail-{conversation}");
+        let warm_up = Instant::now();
+        one_turn(&client, &sender).await.expect("warm-up turn");
+        if conversation == 0 {
+            println!(
+                "the first turn (a new conversation): {:?}",
+                warm_up.elapsed()
+            );
+        }
+        for _ in 0..per {
+            let at = started.elapsed();
+            one_turn(&client, &sender).await.expect("a turn");
+            timed.push((at, started.elapsed() - at));
+        }
+    }
+    let phase = started.elapsed();
+    daemon.stop().await;
+
+    let latencies: Vec<Duration> = timed.iter().map(|(_, latency)| *latency).collect();
+    println!(
+        "{} turns, one at a time, in {conversations} conversation(s) of {per}, in {phase:?}",
+        latencies.len()
+    );
+    print_percentiles("  direct LLM (no daemon)", &direct);
+    print_percentiles("  turn through the daemon", &latencies);
+    print_overhead(&latencies, &direct);
+    let ratio = |samples: &[Duration]| {
+        let mut sorted = samples.to_vec();
+        sorted.sort();
+        percentile(&sorted, 0.99).as_secs_f64() / percentile(&sorted, 0.5).as_secs_f64()
+    };
+    println!(
+        "  p99 / p50: direct {:.2}, through the daemon {:.2}",
+        ratio(&direct),
+        ratio(&latencies)
+    );
+    let mut slowest = timed.clone();
+    slowest.sort_by_key(|(_, latency)| std::cmp::Reverse(*latency));
+    println!("  slowest turns (started at, after the daemon answered {after_start:.1?}; took):");
+    for (at, latency) in slowest.iter().take(10) {
+        println!("    {at:>12.3?}  {latency:?}");
+    }
 }
 
 /// What the daemon does without the daemon: `concurrency` conversations,
@@ -210,10 +297,11 @@ fn print_percentiles(label: &str, latencies: &[Duration]) {
     let mut sorted = latencies.to_vec();
     sorted.sort();
     println!(
-        "{label}: p50 {:?}  p90 {:?}  p99 {:?}  max {:?}",
+        "{label}: p50 {:?}  p90 {:?}  p99 {:?}  p99.9 {:?}  max {:?}",
         percentile(&sorted, 0.5),
         percentile(&sorted, 0.9),
         percentile(&sorted, 0.99),
+        percentile(&sorted, 0.999),
         sorted.last().unwrap()
     );
 }

@@ -69,8 +69,8 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
             .watch(runtime.mcp.clone(), discovering.clone()),
     );
     let sweeper = tokio::spawn(runtime.clone().evict_idle_conversations());
-    // Once settled, the pages only start-up used go back (RFC 0042).
-    tokio::spawn(crabtalk_kit::release_after_settling());
+    // Once settled and quiet, the pages only start-up used go back (RFC 0042).
+    tokio::spawn(crate::runtime::release::startup_pages_when_quiet());
     shutdown.cancelled().await;
     tracing::info!("shutting down");
     // Discovery first, so that nothing connects while connections close.

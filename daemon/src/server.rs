@@ -179,6 +179,7 @@ fn handle_error(err: HandleError) -> ErrorMsg {
 
 impl Server for DaemonServer {
     async fn ping(&self, _: Ping) -> Result<Pong, ErrorMsg> {
+        runtime::release::touch();
         Ok(pong())
     }
 

@@ -8,17 +8,19 @@
 //! needs the memory they count as the process's. Once the service has
 //! settled, [`release_startup_pages`] asks the kernel to drop them now
 //! (`MADV_PAGEOUT`, Linux 5.4+); whatever runs later is read back from the
-//! page cache on first use (a fraction of a millisecond for the first
-//! request after a quiet start, nothing after). Elsewhere it does nothing.
+//! page cache on first use (for the daemon's first turn after the release,
+//! 3–4 ms of page faults in all; nothing after). Elsewhere it does nothing.
 //!
 //! The kit's `main` does this [`SETTLE`] after a component starts; the
-//! daemon does it after its listeners are up (RFC 0042).
+//! daemon does it once it has settled *and* gone quiet, never between two
+//! turns of a busy client (RFC 0042): the code dropped is code a turn runs,
+//! and faulting it back in cost that turn about 10 ms.
 
 use std::time::Duration;
 
 /// How long after start a service is taken to have settled: its first
 /// polls, connections and config reads done.
-pub(crate) const SETTLE: Duration = Duration::from_secs(3);
+pub const SETTLE: Duration = Duration::from_secs(3);
 
 /// Hands the allocator's free heap pages back to the system (glibc's
 /// `malloc_trim`), so that a service idle after a burst of work is not
@@ -42,8 +44,10 @@ pub async fn release_after_settling() {
     release_startup_pages();
 }
 
-/// Drops the process's resident pages of its own executable.
-pub(crate) fn release_startup_pages() {
+/// Drops the process's resident pages of its own executable. Blocking (it
+/// reads `/proc`, and the kernel drops the pages before it returns): call
+/// it off the runtime's workers.
+pub fn release_startup_pages() {
     #[cfg(target_os = "linux")]
     {
         let Ok(exe) = std::fs::read_link("/proc/self/exe") else {

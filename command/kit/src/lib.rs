@@ -104,7 +104,7 @@ pub use component::Component;
 #[cfg(feature = "service")]
 pub use entry::main_mcp;
 pub use entry::{main_run, main_with, prepare, prepare_home};
-pub use footprint::{release_after_settling, return_free_heap};
+pub use footprint::{SETTLE, release_after_settling, release_startup_pages, return_free_heap};
 pub use lock::FileLock;
 pub use problems::Problems;
 pub use shutdown::Shutdown;

@@ -12,6 +12,12 @@
 //! ended, a client's stream went away — and not again until something else
 //! does. An idle daemon stays asleep: nothing here wakes it by itself.
 //! Elsewhere than Linux with glibc this does nothing.
+//!
+//! The pages of its own code that only start-up used (RFC 0042) go back
+//! the same way: once the daemon has settled ([`crabtalk_kit::SETTLE`]) and
+//! is quiet, not at a fixed time after start. Dropped in the middle of a
+//! client's turns, they were code the next turn ran, and reading it back
+//! cost that turn about 10 ms.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -22,7 +28,8 @@ pub(crate) const QUIET: Duration = Duration::from_secs(2);
 /// Whether a release is scheduled.
 static SCHEDULED: AtomicBool = AtomicBool::new(false);
 
-/// When something last freed memory, in ms since [`epoch`].
+/// When the daemon was last active (a turn ended, a client's stream went,
+/// a ping), in ms since [`epoch`], plus one; 0 if it never was.
 static LAST: AtomicU64 = AtomicU64::new(0);
 
 /// Work going on (turns running): no release meanwhile.
@@ -52,10 +59,51 @@ fn now_ms() -> u64 {
     epoch().elapsed().as_millis() as u64
 }
 
+/// Notes that the daemon is active: nothing is given back for [`QUIET`].
+pub(crate) fn touch() {
+    LAST.store(now_ms() + 1, Ordering::Release);
+}
+
+/// How long until the daemon has been quiet for [`QUIET`]: zero if it has
+/// (or was never active), at least 100 ms while a turn runs.
+fn until_quiet() -> Duration {
+    if BUSY.load(Ordering::Acquire) > 0 {
+        return Duration::from_millis(100);
+    }
+    match LAST.load(Ordering::Acquire) {
+        0 => Duration::ZERO,
+        last => {
+            let since = (now_ms() + 1).saturating_sub(last);
+            QUIET.saturating_sub(Duration::from_millis(since))
+        }
+    }
+}
+
+/// Waits until the daemon has been quiet for [`QUIET`] with no turn
+/// running, checking at most every 100 ms.
+async fn quiet() {
+    loop {
+        let wait = until_quiet();
+        if wait.is_zero() {
+            return;
+        }
+        tokio::time::sleep(wait.max(Duration::from_millis(100))).await;
+    }
+}
+
+/// Gives back the pages of code only start-up used (RFC 0042), once: when
+/// the daemon has settled and then is quiet. An idle daemon does it at
+/// [`crabtalk_kit::SETTLE`] after start; a busy one at its first pause.
+pub(crate) async fn startup_pages_when_quiet() {
+    tokio::time::sleep(crabtalk_kit::SETTLE).await;
+    quiet().await;
+    let _ = tokio::task::spawn_blocking(crabtalk_kit::release_startup_pages).await;
+}
+
 /// Notes that something freed memory: returns it to the OS once the daemon
 /// has been quiet for [`QUIET`] and no work is going on.
 pub(crate) fn soon() {
-    LAST.store(now_ms(), Ordering::Release);
+    touch();
     if SCHEDULED.swap(true, Ordering::AcqRel) {
         return;
     }
@@ -64,14 +112,7 @@ pub(crate) fn soon() {
         return;
     };
     runtime.spawn(async move {
-        loop {
-            let since = now_ms().saturating_sub(LAST.load(Ordering::Acquire));
-            let wait = QUIET.saturating_sub(Duration::from_millis(since));
-            if wait.is_zero() && BUSY.load(Ordering::Acquire) == 0 {
-                break;
-            }
-            tokio::time::sleep(wait.max(Duration::from_millis(100))).await;
-        }
+        quiet().await;
         SCHEDULED.store(false, Ordering::Release);
         let _ = tokio::task::spawn_blocking(crabtalk_kit::return_free_heap).await;
     });

@@ -41,3 +41,66 @@ async fn an_idle_daemon_uses_under_one_percent_of_a_core() {
         IDLE_BOUND * 100.0
     );
 }
+
+/// What the daemon logs (at debug) when it gives back its start-up pages.
+#[cfg(target_os = "linux")]
+const PAGES_RELEASED: &str = "asked the kernel to drop start-up pages";
+
+/// The pages only start-up used go back once the daemon has settled and is
+/// quiet (RFC 0042), never between two turns of a busy client: the code
+/// dropped is code the next turn runs.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn start_up_pages_go_back_only_once_the_daemon_is_quiet() {
+    use crabtalk_testkit::Reply;
+    use crabtalk_testkit::turn::{Turn, message};
+    use std::time::Instant;
+
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
+    llm.set_default(Reply::text("ok"));
+    let client = daemon.client().await;
+    // A turn every 300 ms from start until well past the settling time (3 s).
+    let busy_until = Instant::now() + Duration::from_secs(5);
+    let mut turns = 0;
+    while Instant::now() < busy_until {
+        let turn = Turn::run(&client, message("crab", "steady", "hello")).await;
+        assert_eq!(turn.text(), "ok");
+        turns += 1;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert!(
+        !daemon.log().contains(PAGES_RELEASED),
+        "the start-up pages were dropped while a client was running turns \
+         ({turns} turns); log:\n{}",
+        daemon.log()
+    );
+    // Quiet now: they go back within the quiet time (2 s).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !daemon.log().contains(PAGES_RELEASED) {
+        assert!(
+            Instant::now() < deadline,
+            "a quiet daemon did not give back its start-up pages; log:\n{}",
+            daemon.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// An idle daemon gives them back at the settling time, as before.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn an_idle_daemon_gives_back_its_start_up_pages_when_settled() {
+    use std::time::Instant;
+
+    let started = Instant::now();
+    let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
+    let deadline = started + Duration::from_secs(8);
+    while !daemon.log().contains(PAGES_RELEASED) {
+        assert!(
+            Instant::now() < deadline,
+            "an idle daemon did not give back its start-up pages; log:\n{}",
+            daemon.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
