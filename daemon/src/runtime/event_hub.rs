@@ -100,6 +100,13 @@ impl EventHub {
         })
     }
 
+    /// Whether any subscription is open.
+    pub(super) fn has_subscribers(&self) -> bool {
+        let mut subscribers = self.subscribers.lock();
+        subscribers.retain(|subscriber| subscriber.strong_count() > 0);
+        !subscribers.is_empty()
+    }
+
     /// Queues `event` for every subscriber; never waits.
     pub(super) fn publish(&self, event: AgentEventMsg) {
         let mut subscribers = self.subscribers.lock();

@@ -116,7 +116,12 @@ impl TurnSink {
     }
 
     /// An event of this turn, without kind or content.
+    /// `None` while nobody is subscribed: a turn's every event would
+    /// otherwise be copied, stamped and dropped unread.
     fn base_event(&self) -> Option<AgentEventMsg> {
+        if !self.hub.has_subscribers() {
+            return None;
+        }
         Some(AgentEventMsg {
             agent: self.agent.clone(),
             conversation_agent: self.conversation_agent.clone(),
@@ -209,6 +214,20 @@ mod tests {
     use futures::StreamExt;
 
     use super::*;
+
+    #[tokio::test]
+    async fn no_agent_event_is_built_while_nobody_is_subscribed() {
+        let hub = Arc::new(EventHub::new(16));
+        let sink = TurnSink::new(None, hub.clone(), "crab", "tg:42", 7);
+        let chunk = StreamEvent::from(StreamChunk {
+            content: "hi".into(),
+        });
+        assert!(sink.agent_event(&chunk).is_none());
+        let events = hub.subscribe();
+        assert!(sink.agent_event(&chunk).is_some());
+        drop(events);
+        assert!(sink.agent_event(&chunk).is_none());
+    }
 
     #[tokio::test]
     async fn subscribers_get_agent_events_with_sender_and_run_id() {
