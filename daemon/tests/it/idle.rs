@@ -75,15 +75,7 @@ async fn start_up_pages_go_back_only_once_the_daemon_is_quiet() {
         daemon.log()
     );
     // Quiet now: they go back within the quiet time (2 s).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !daemon.log().contains(PAGES_RELEASED) {
-        assert!(
-            Instant::now() < deadline,
-            "a quiet daemon did not give back its start-up pages; log:\n{}",
-            daemon.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    pages_released_by(&daemon, Instant::now() + Duration::from_secs(10), "a quiet").await;
 }
 
 /// An idle daemon gives them back at the settling time, as before.
@@ -94,11 +86,17 @@ async fn an_idle_daemon_gives_back_its_start_up_pages_when_settled() {
 
     let started = Instant::now();
     let (_llm, daemon) = TestDaemon::on_scripted_llm("").await;
-    let deadline = started + Duration::from_secs(8);
+    pages_released_by(&daemon, started + Duration::from_secs(8), "an idle").await;
+}
+
+/// Waits until `daemon` has logged giving back its start-up pages, failing
+/// at `deadline` (`which` daemon it is, for the message).
+#[cfg(target_os = "linux")]
+async fn pages_released_by(daemon: &TestDaemon, deadline: std::time::Instant, which: &str) {
     while !daemon.log().contains(PAGES_RELEASED) {
         assert!(
-            Instant::now() < deadline,
-            "an idle daemon did not give back its start-up pages; log:\n{}",
+            std::time::Instant::now() < deadline,
+            "{which} daemon did not give back its start-up pages; log:\n{}",
             daemon.log()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
