@@ -17,7 +17,9 @@
 //!    daemon's overhead at each percentile is the turn latency minus the
 //!    direct latency at that percentile;
 //! 3. 1,000 streamed turns started at once (errors and timeouts counted);
-//! 4. the daemon's RSS when idle and after the load;
+//! 4. the daemon's RSS when idle and after the load, and what it spent per
+//!    turn: CPU time, time it was ready to run but waited for a CPU, and
+//!    context switches (all its threads, from `/proc`);
 //! 5. start-up time to the first accepted connection with 1,000
 //!    conversations on disk.
 //!
@@ -64,11 +66,14 @@ async fn main() {
     println!("daemon idle RSS (1 agent): {}", rss(daemon.pid()));
     for concurrency in [1, 64] {
         let direct = direct_latencies(&config_text, concurrency, turns).await;
+        let before = Spent::of(daemon.pid());
         let latencies = turn_latencies(&daemon, concurrency, turns).await;
+        let spent = Spent::of(daemon.pid()).since(&before);
         println!("\n{concurrency} concurrent conversation(s), {turns} turns each");
         print_percentiles("  direct LLM (no daemon)", &direct);
         print_percentiles("  turn through the daemon", &latencies);
         print_overhead(&latencies, &direct);
+        spent.print_per_turn(concurrency * (turns + 1));
     }
     let (ok, failed, elapsed) = thousand_at_once(&daemon).await;
     println!(
@@ -104,6 +109,7 @@ async fn tail(turns: usize, per: usize) {
         tokio::time::sleep(Duration::from_secs(secs)).await;
     }
     let client = daemon.client().await;
+    let before = Spent::of(daemon.pid());
     let started = Instant::now();
     let after_start = started - up;
     let mut timed = Vec::with_capacity(turns);
@@ -124,6 +130,7 @@ async fn tail(turns: usize, per: usize) {
         }
     }
     let phase = started.elapsed();
+    let spent = Spent::of(daemon.pid()).since(&before);
     daemon.stop().await;
 
     let latencies: Vec<Duration> = timed.iter().map(|(_, latency)| *latency).collect();
@@ -134,6 +141,7 @@ async fn tail(turns: usize, per: usize) {
     print_percentiles("  direct LLM (no daemon)", &direct);
     print_percentiles("  turn through the daemon", &latencies);
     print_overhead(&latencies, &direct);
+    spent.print_per_turn(turns + conversations);
     let ratio = |samples: &[Duration]| {
         let mut sorted = samples.to_vec();
         sorted.sort();
@@ -328,4 +336,60 @@ fn rss(pid: u32) -> String {
                 .map(|line| line[6..].trim().to_owned())
         })
         .unwrap_or_else(|| "unknown (no /proc)".into())
+}
+
+/// What the daemon has spent so far, summed over its threads (from
+/// `/proc/<pid>/task/*/schedstat` and `status`; zero where there is no
+/// `/proc`).
+#[derive(Default)]
+struct Spent {
+    /// Time on a CPU.
+    cpu: Duration,
+    /// Time ready to run, waiting for a CPU.
+    waited: Duration,
+    /// Context switches, voluntary (it slept) and not (it was preempted).
+    switches: u64,
+}
+
+impl Spent {
+    fn of(pid: u32) -> Self {
+        let mut spent = Self::default();
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return spent;
+        };
+        for task in tasks.flatten() {
+            let path = task.path();
+            if let Ok(schedstat) = std::fs::read_to_string(path.join("schedstat")) {
+                let mut fields = schedstat.split_whitespace().map(|f| f.parse().unwrap_or(0));
+                spent.cpu += Duration::from_nanos(fields.next().unwrap_or(0));
+                spent.waited += Duration::from_nanos(fields.next().unwrap_or(0));
+            }
+            if let Ok(status) = std::fs::read_to_string(path.join("status")) {
+                spent.switches += status
+                    .lines()
+                    .filter(|line| line.contains("ctxt_switches:"))
+                    .filter_map(|line| line.split(':').nth(1)?.trim().parse::<u64>().ok())
+                    .sum::<u64>();
+            }
+        }
+        spent
+    }
+
+    fn since(&self, before: &Self) -> Self {
+        Self {
+            cpu: self.cpu.saturating_sub(before.cpu),
+            waited: self.waited.saturating_sub(before.waited),
+            switches: self.switches.saturating_sub(before.switches),
+        }
+    }
+
+    fn print_per_turn(&self, turns: usize) {
+        let turns = turns.max(1);
+        println!(
+            "  the daemon per turn: CPU {:?}, waiting for a CPU {:?}, {:.1} context switches",
+            self.cpu / turns as u32,
+            self.waited / turns as u32,
+            self.switches as f64 / turns as f64
+        );
+    }
 }
