@@ -22,6 +22,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
+
 /// How long nothing may happen before memory is returned.
 pub(crate) const QUIET: Duration = Duration::from_secs(2);
 
@@ -35,12 +37,17 @@ static LAST: AtomicU64 = AtomicU64::new(0);
 /// Work going on (turns running): no release meanwhile.
 static BUSY: AtomicUsize = AtomicUsize::new(0);
 
+/// The last work going on ended.
+static IDLE: Notify = Notify::const_new();
+
 /// Marks work going on while it lives.
 pub(crate) struct Busy(());
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        BUSY.fetch_sub(1, Ordering::AcqRel);
+        if BUSY.fetch_sub(1, Ordering::AcqRel) == 1 {
+            IDLE.notify_waiters();
+        }
     }
 }
 
@@ -64,12 +71,9 @@ pub(crate) fn touch() {
     LAST.store(now_ms() + 1, Ordering::Release);
 }
 
-/// How long until the daemon has been quiet for [`QUIET`]: zero if it has
-/// (or was never active), at least 100 ms while a turn runs.
+/// How long until the daemon has been quiet for [`QUIET`], with no turn
+/// running from now on: zero if it has (or was never active).
 fn until_quiet() -> Duration {
-    if BUSY.load(Ordering::Acquire) > 0 {
-        return Duration::from_millis(100);
-    }
     match LAST.load(Ordering::Acquire) {
         0 => Duration::ZERO,
         last => {
@@ -80,14 +84,23 @@ fn until_quiet() -> Duration {
 }
 
 /// Waits until the daemon has been quiet for [`QUIET`] with no turn
-/// running, checking at most every 100 ms.
+/// running. While turns run it sleeps until the last one ends, without a
+/// timer.
 async fn quiet() {
     loop {
+        let idle = IDLE.notified();
+        let mut idle = std::pin::pin!(idle);
+        // Registered before the check, so an end in between is not missed.
+        idle.as_mut().enable();
+        if BUSY.load(Ordering::Acquire) > 0 {
+            idle.await;
+            continue;
+        }
         let wait = until_quiet();
         if wait.is_zero() {
             return;
         }
-        tokio::time::sleep(wait.max(Duration::from_millis(100))).await;
+        tokio::time::sleep(wait).await;
     }
 }
 
@@ -116,4 +129,49 @@ pub(crate) fn soon() {
         SCHEDULED.store(false, Ordering::Release);
         let _ = tokio::task::spawn_blocking(crabtalk_kit::return_free_heap).await;
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    /// While a turn runs, the wait for quiet sleeps until the turn ends,
+    /// instead of waking on a timer (it used to, every 100 ms); once the
+    /// turn has ended, the daemon is quiet [`QUIET`] later.
+    #[tokio::test]
+    async fn the_wait_for_quiet_sleeps_through_a_turn_without_a_timer() {
+        let polls = Arc::new(AtomicUsize::new(0));
+        let turn = busy();
+        let waiting = tokio::spawn({
+            let polls = polls.clone();
+            async move {
+                let mut quiet = pin!(quiet());
+                std::future::poll_fn(|cx| {
+                    polls.fetch_add(1, Ordering::Relaxed);
+                    quiet.as_mut().poll(cx)
+                })
+                .await;
+            }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let polled = polls.load(Ordering::Relaxed);
+        assert!(
+            polled <= 2,
+            "the wait for quiet woke {polled} times in the first second of a turn"
+        );
+        assert!(!waiting.is_finished());
+        touch();
+        let ended = Instant::now();
+        drop(turn);
+        tokio::time::timeout(QUIET * 5, waiting)
+            .await
+            .expect("quiet comes after the turn")
+            .unwrap();
+        assert!(ended.elapsed() >= QUIET.saturating_sub(Duration::from_millis(50)));
+    }
 }
