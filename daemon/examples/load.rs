@@ -31,6 +31,10 @@
 //! with the time each started, to line up with a trace. With
 //! `LOAD_ATTACH_SECS=n` it prints the daemon's pid and waits n seconds
 //! before the turns, for `perf` or `strace` to attach.
+//!
+//! `LOAD_PACE_US=n` makes the scripted model wait n microseconds before
+//! each piece of its reply, as a real model does, instead of sending the
+//! whole reply at once.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,9 +61,7 @@ async fn main() {
         return tail(number(1, 2000), number(2, 200).max(1)).await;
     }
     let turns: usize = args.first().and_then(|n| n.parse().ok()).unwrap_or(200);
-    let llm = ScriptedLlm::start().await;
-    llm.set_default(Reply::text(REPLY));
-    llm.stop_recording();
+    let llm = scripted_model().await;
     let config_text = TestDaemon::config_for(&llm.base_url());
 
     let mut daemon = TestDaemon::start(daemon_binary(), &config_text).await;
@@ -86,12 +88,24 @@ async fn main() {
     println!("\nstart to first accepted connection, 1000 conversations on disk: {startup:?}");
 }
 
-/// One conversation at a time: `turns` turns in conversations of `per`
-/// turns each, through the daemon and directly.
-async fn tail(turns: usize, per: usize) {
+/// The scripted model every mode uses, paced if `LOAD_PACE_US` says so.
+async fn scripted_model() -> ScriptedLlm {
     let llm = ScriptedLlm::start().await;
     llm.set_default(Reply::text(REPLY));
     llm.stop_recording();
+    if let Some(micros) = std::env::var("LOAD_PACE_US")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        llm.pace_streams(Duration::from_micros(micros));
+    }
+    llm
+}
+
+/// One conversation at a time: `turns` turns in conversations of `per`
+/// turns each, through the daemon and directly.
+async fn tail(turns: usize, per: usize) {
+    let llm = scripted_model().await;
     let config_text = TestDaemon::config_for(&llm.base_url());
     let mut daemon = TestDaemon::start(daemon_binary(), &config_text).await;
     let up = Instant::now();

@@ -15,7 +15,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -94,6 +94,9 @@ struct Script {
     arrived: Notify,
     /// Write streams in pieces cut anywhere (see [`chop`]).
     chop: AtomicBool,
+    /// Microseconds between the events of a stream (0: none), as a model
+    /// that produces its reply as it goes.
+    pace_us: AtomicU64,
     /// Streams dropped before their end: the client went away.
     aborted: AtomicUsize,
     aborted_changed: Notify,
@@ -133,6 +136,7 @@ impl ScriptedLlm {
             gate: Notify::new(),
             arrived: Notify::new(),
             chop: AtomicBool::new(false),
+            pace_us: AtomicU64::new(0),
             aborted: AtomicUsize::new(0),
             aborted_changed: Notify::new(),
         });
@@ -174,6 +178,14 @@ impl ScriptedLlm {
     /// client's SSE parser sees events and characters split across reads.
     pub fn chop_streams(&self) {
         self.script.chop.store(true, Ordering::Relaxed);
+    }
+
+    /// From now on, waits `every` before each event of a stream, as a real
+    /// model does between the pieces of its reply (each event then reaches
+    /// the client in a read of its own).
+    pub fn pace_streams(&self, every: Duration) {
+        let micros = u64::try_from(every.as_micros()).unwrap_or(u64::MAX);
+        self.script.pace_us.store(micros, Ordering::Relaxed);
     }
 
     /// How many streamed replies were dropped before their end because the
@@ -286,7 +298,15 @@ fn sse(script: &Arc<Script>, events: Vec<String>, stall: bool) -> Response {
             })
             .boxed()
     } else {
-        stream::iter(events.into_iter().map(Bytes::from)).boxed()
+        match script.pace_us.load(Ordering::Relaxed) {
+            0 => stream::iter(events.into_iter().map(Bytes::from)).boxed(),
+            micros => stream::iter(events)
+                .then(move |event| async move {
+                    tokio::time::sleep(Duration::from_micros(micros)).await;
+                    Bytes::from(event)
+                })
+                .boxed(),
+        }
     };
     let frames = if stall {
         frames.chain(stream::pending()).boxed()
