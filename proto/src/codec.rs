@@ -33,10 +33,10 @@ const READ_CHUNK: usize = 64 * 1024;
 pub const READ_AHEAD: usize = READ_CHUNK;
 
 /// A reader keeps a buffer at most this large between frames.
-const RETAINED_BUFFER: usize = 1024 * 1024;
+pub(crate) const RETAINED_BUFFER: usize = 1024 * 1024;
 
 /// The writer sends its buffer once it holds this much.
-const WRITE_HIGH_WATER: usize = 64 * 1024;
+pub(crate) const WRITE_HIGH_WATER: usize = 64 * 1024;
 
 /// Why a frame could not be read or written.
 #[derive(Debug, thiserror::Error)]

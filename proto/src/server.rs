@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use futures::stream::{self, BoxStream, Stream, StreamExt};
 
+use crate::ReplyLane;
 use crate::msg::*;
 use crate::ops::unary_operations;
 
@@ -65,6 +66,20 @@ macro_rules! define_server {
                 stream::once(async { Err(ErrorMsg::not_implemented("stream")) })
             }
 
+            /// [`stream`](Self::stream), with the request's [`ReplyLane`]
+            /// when the transport offers one: the task that makes the
+            /// turn's events may then write one straight to the socket
+            /// when nothing waits ahead of it, instead of handing it to
+            /// the stream's reader. The default ignores the lane.
+            fn stream_on(
+                &self,
+                request: StreamMsg,
+                lane: Option<ReplyLane>,
+            ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send + 'static {
+                let _ = lane;
+                self.stream(request)
+            }
+
             /// Streams the events of every agent until the client cancels.
             fn subscribe_events(
                 &self,
@@ -95,6 +110,16 @@ macro_rules! define_server {
             /// and `Cancel` belong to the connection and are handled by the
             /// transport before dispatch.
             fn dispatch(self: Arc<Self>, message: ClientMessage) -> BoxStream<'static, ServerMessage> {
+                self.dispatch_on(message, None)
+            }
+
+            /// [`dispatch`](Self::dispatch), handing a `Stream` request's
+            /// [`ReplyLane`] to [`stream_on`](Self::stream_on).
+            fn dispatch_on(
+                self: Arc<Self>,
+                message: ClientMessage,
+                lane: Option<ReplyLane>,
+            ) -> BoxStream<'static, ServerMessage> {
                 use client_message::Msg;
                 match message.msg {
                     $(
@@ -108,7 +133,7 @@ macro_rules! define_server {
                         unary(async move { this.ping(request).await }, server_message::Msg::Pong)
                     }
                     Some(Msg::Stream(request)) => terminated(
-                        self.stream(request),
+                        self.stream_on(request, lane),
                         server_message::Msg::Stream,
                         StreamEvent::is_end,
                         || ErrorMsg::internal("the turn ended without StreamEnd"),

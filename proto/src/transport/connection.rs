@@ -16,7 +16,7 @@ use tokio_util::task::TaskTracker;
 use super::admission::{Admission, Waiting, admit, refuse_busy};
 use super::outbox::{Outbox, outbox};
 use super::throttle::Source;
-use super::writer::write_frames;
+use super::wire::{ReplyLane, Wire, write_wire};
 use crate::Server;
 use crate::codec::{FrameError, FrameReader};
 use crate::msg::{ClientMessage, ErrorMsg, Pong, ServerMessage, client_message};
@@ -117,7 +117,8 @@ pub(crate) async fn serve_connection<S, R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (replies, queue) = outbox(OUTBOX_BYTES);
-    let writer = tokio::spawn(write_frames(queue, accepted.write, too_large_reply));
+    let wire = Arc::new(Wire::new(accepted.write));
+    let writer = tokio::spawn(write_wire(wire.clone(), queue, too_large_reply));
     let requests = Requests::default();
     let mut reader = FrameReader::new(accepted.read);
     let mut shutting_down = false;
@@ -187,15 +188,21 @@ pub(crate) async fn serve_connection<S, R, W>(
                     .send(ServerMessage::from(error).answering(request_id))
                     .await;
             }
-            _ => requests.spawn(
-                request_id,
-                // Started here, in arrival order; driven by its own task.
-                forward(
-                    server.clone().dispatch(message),
+            _ => {
+                // A turn may write its events from its own task.
+                let lane = matches!(message.msg, Some(client_message::Msg::Stream(_)))
+                    .then(|| ReplyLane::new(request_id, wire.clone(), replies.gauge()));
+                requests.spawn(
                     request_id,
-                    replies.clone(),
-                ),
-            ),
+                    lane.clone(),
+                    // Started here, in arrival order; driven by its own task.
+                    forward(
+                        server.clone().dispatch_on(message, lane),
+                        request_id,
+                        replies.clone(),
+                    ),
+                )
+            }
         }
     }
     if shutting_down {
@@ -255,12 +262,34 @@ struct Requests {
 #[derive(Default)]
 struct RequestTable {
     next_slot: u64,
-    tasks: HashMap<u64, AbortHandle>,
+    tasks: HashMap<u64, InFlight>,
     latest: HashMap<u64, u64>,
 }
 
+/// A request's task, and its lane to close when it ends.
+struct InFlight {
+    task: AbortHandle,
+    lane: Option<ReplyLane>,
+}
+
+impl InFlight {
+    fn end(self, abort: bool) {
+        if let Some(lane) = &self.lane {
+            lane.close();
+        }
+        if abort {
+            self.task.abort();
+        }
+    }
+}
+
 impl Requests {
-    fn spawn(&self, request_id: u64, request: impl Future<Output = ()> + Send + 'static) {
+    fn spawn(
+        &self,
+        request_id: u64,
+        lane: Option<ReplyLane>,
+        request: impl Future<Output = ()> + Send + 'static,
+    ) {
         // The lock is held across the spawn so a task that finishes at once
         // cannot try to remove itself before it is registered.
         let mut table = self.lock();
@@ -271,7 +300,13 @@ impl Requests {
             request.await;
             requests.finished(slot, request_id);
         });
-        table.tasks.insert(slot, task.abort_handle());
+        table.tasks.insert(
+            slot,
+            InFlight {
+                task: task.abort_handle(),
+                lane,
+            },
+        );
         if request_id != 0 {
             table.latest.insert(request_id, slot);
         }
@@ -279,7 +314,9 @@ impl Requests {
 
     fn finished(&self, slot: u64, request_id: u64) {
         let mut table = self.lock();
-        table.tasks.remove(&slot);
+        if let Some(request) = table.tasks.remove(&slot) {
+            request.end(false);
+        }
         if table.latest.get(&request_id) == Some(&slot) {
             table.latest.remove(&request_id);
         }
@@ -307,16 +344,16 @@ impl Requests {
     fn cancel(&self, request_id: u64) {
         let mut table = self.lock();
         if let Some(slot) = table.latest.remove(&request_id)
-            && let Some(task) = table.tasks.remove(&slot)
+            && let Some(request) = table.tasks.remove(&slot)
         {
-            task.abort();
+            request.end(true);
         }
     }
 
     fn abort_all(&self) {
         let mut table = self.lock();
-        for (_, task) in table.tasks.drain() {
-            task.abort();
+        for (_, request) in table.tasks.drain() {
+            request.end(true);
         }
         table.latest.clear();
     }

@@ -43,6 +43,7 @@ mod tcp;
 mod throttle;
 #[cfg(unix)]
 mod uds;
+mod wire;
 pub(crate) mod writer;
 
 use std::io;
@@ -54,6 +55,7 @@ pub use connection::{MAX_IN_FLIGHT, OUTBOX_BYTES};
 pub use tcp::TcpListener;
 #[cfg(unix)]
 pub use uds::UdsListener;
+pub use wire::ReplyLane;
 
 /// Default TCP address of the daemon.
 pub const DEFAULT_TCP_ADDR: &str = "127.0.0.1:6688";

@@ -39,6 +39,21 @@ impl<M> Clone for Outbox<M> {
     }
 }
 
+/// Tells whether anything is queued, without keeping the queue open.
+#[derive(Clone)]
+pub(crate) struct OutboxGauge {
+    budget: Arc<Semaphore>,
+    capacity: usize,
+}
+
+impl OutboxGauge {
+    /// Nothing is queued: every message sent has been taken by the writer
+    /// (and its bytes are in the writer's buffer).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.budget.available_permits() >= self.capacity
+    }
+}
+
 /// A message in the queue, holding its share of the budget until the
 /// writer has taken it.
 pub(crate) struct Queued<M> {
@@ -113,6 +128,14 @@ impl<M: Message> Outbox<M> {
                 _charge: charge,
             })
             .map_err(|failed| failed.0.message)
+    }
+
+    /// A gauge of this outbox that does not keep it open.
+    pub(crate) fn gauge(&self) -> OutboxGauge {
+        OutboxGauge {
+            budget: self.budget.clone(),
+            capacity: self.capacity,
+        }
     }
 
     /// Bytes of the budget in use (for tests and diagnostics).
