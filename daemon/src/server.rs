@@ -10,8 +10,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crabtalk_proto::Server;
 use crabtalk_proto::msg::*;
+use crabtalk_proto::{ReplyLane, Server};
 use futures::stream::{self, BoxStream, Stream, StreamExt};
 
 use crate::config::agent::AgentDef;
@@ -204,9 +204,19 @@ impl Server for DaemonServer {
         &self,
         request: StreamMsg,
     ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send + 'static {
+        self.stream_on(request, None)
+    }
+
+    fn stream_on(
+        &self,
+        request: StreamMsg,
+        lane: Option<ReplyLane>,
+    ) -> impl Stream<Item = Result<StreamEvent, ErrorMsg>> + Send + 'static {
         // Bounded: a client that stops reading is dropped from the turn
-        // with an error, and the turn goes on (see `ClientOutlet`).
-        let (client, events) = crate::runtime::events::client_outlet();
+        // with an error, and the turn goes on (see `ClientOutlet`), which
+        // writes an event straight to the socket through the lane when it
+        // can.
+        let (client, events) = crate::runtime::events::client_outlet(lane);
         let stream: BoxStream<'static, Result<StreamEvent, ErrorMsg>> =
             match self.turn(request.into(), Some(client)) {
                 Ok(_turn) => events.map(|event| event.map_err(ErrorMsg::from)).boxed(),

@@ -13,12 +13,22 @@
 //! queue passes [`CLIENT_QUEUE_LIMIT`] between two waits (a burst of large
 //! tool results). Either way the turn goes on at full speed, and its
 //! history has everything.
+//!
+//! When the transport offers the request's [`ReplyLane`], an event with
+//! nothing of its turn ahead of it (the queue empty, and the last event
+//! taken already gone on towards the socket) is written straight to the
+//! socket from the turn's task, if the socket takes it at once: no task
+//! is woken for it. The turn's end always goes through the queue, so the
+//! stream sees it.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crabtalk_proto::msg::StreamEvent;
+use tokio::time::Instant;
+
+use crabtalk_proto::ReplyLane;
+use crabtalk_proto::msg::{ServerMessage, StreamEvent, server_message};
 
 use super::Error;
 use futures::Stream;
@@ -32,6 +42,10 @@ pub(crate) const CLIENT_QUEUE_BYTES: usize = 256 * 1024;
 /// Bytes of one turn's events past which the client is dropped at once
 /// (only a burst between two waits can get there: parallel tool results).
 pub(crate) const CLIENT_QUEUE_LIMIT: usize = 4 * 1024 * 1024;
+
+/// An event sent sooner than this after the previous one goes through the
+/// queue, with its burst, rather than through the lane.
+const LANE_GAP: Duration = Duration::from_millis(1);
 
 /// What every queued event is charged besides its size.
 const PER_EVENT: usize = 64;
@@ -64,6 +78,8 @@ struct Shared {
     budget: usize,
     /// Past this the client is dropped at once.
     limit: usize,
+    /// The request's own way to the socket, where the transport gave one.
+    lane: Option<Box<dyn Lane>>,
 }
 
 #[derive(Default)]
@@ -77,6 +93,12 @@ struct State {
     ended: bool,
     /// The stream side is gone: nobody reads any more.
     gone: bool,
+    /// The stream handed out an event and has not been polled since: that
+    /// event may not have reached the connection's queue yet, so nothing
+    /// may overtake it through the lane.
+    handed: bool,
+    /// When the turn sent its previous event.
+    last_sent: Option<Instant>,
 }
 
 /// The client's side: ends the queue when the request's stream is dropped.
@@ -98,16 +120,33 @@ impl Drop for Reader {
 
 /// A queue for one turn's events: the turn's outlet and the stream the
 /// client's request reads.
-pub(crate) fn client_outlet() -> (
+/// `lane`, where the transport offers one, lets events skip the queue.
+pub(crate) fn client_outlet(
+    lane: Option<ReplyLane>,
+) -> (
     ClientOutlet,
     impl Stream<Item = Result<StreamEvent, Error>> + Send + 'static,
 ) {
-    client_outlet_with(CLIENT_QUEUE_BYTES, CLIENT_QUEUE_LIMIT)
+    let lane = lane.map(|lane| Box::new(lane) as Box<dyn Lane>);
+    client_outlet_with(CLIENT_QUEUE_BYTES, CLIENT_QUEUE_LIMIT, lane)
+}
+
+/// Where an event may skip the queue: the request's [`ReplyLane`].
+pub(super) trait Lane: Send + Sync {
+    /// Writes `message` now; `false` if it did not.
+    fn try_send(&self, message: &mut ServerMessage) -> bool;
+}
+
+impl Lane for ReplyLane {
+    fn try_send(&self, message: &mut ServerMessage) -> bool {
+        ReplyLane::try_send(self, message)
+    }
 }
 
 pub(super) fn client_outlet_with(
     budget: usize,
     limit: usize,
+    lane: Option<Box<dyn Lane>>,
 ) -> (
     ClientOutlet,
     impl Stream<Item = Result<StreamEvent, Error>> + Send + 'static,
@@ -118,13 +157,17 @@ pub(super) fn client_outlet_with(
         taken: Notify::new(),
         budget,
         limit,
+        lane,
     });
     let stream = futures::stream::unfold(Reader(shared.clone()), |reader| async move {
         loop {
             let next = {
                 let mut state = reader.0.state.lock();
+                // Polled again: what it handed out last is on its way.
+                state.handed = false;
                 if let Some((event, size)) = state.events.pop_front() {
                     state.bytes -= size;
+                    state.handed = true;
                     reader.0.taken.notify_one();
                     Some(Some(Ok(event)))
                 } else if let Some(error) = state.dropped.take() {
@@ -159,6 +202,27 @@ impl ClientOutlet {
         if state.gone || state.ended || state.dropped.is_some() {
             return;
         }
+        // An event close behind the previous one is part of a burst: the
+        // queue's writer sends a burst in one write, where the lane would
+        // make one write (and one wake-up of the client) per event.
+        let now = Instant::now();
+        let lone = state
+            .last_sent
+            .is_none_or(|last| now.saturating_duration_since(last) >= LANE_GAP);
+        state.last_sent = Some(now);
+        let event = match &shared.lane {
+            Some(lane) if lone && state.events.is_empty() && !state.handed && !event.is_end() => {
+                let mut message = ServerMessage::from(server_message::Msg::Stream(event));
+                if lane.try_send(&mut message) {
+                    return;
+                }
+                match message.msg {
+                    Some(server_message::Msg::Stream(event)) => event,
+                    _ => unreachable!("the message was made from the event just above"),
+                }
+            }
+            _ => event,
+        };
         let size = event.encoded_len() + PER_EVENT;
         if state.bytes > 0 && state.bytes + size > shared.limit {
             drop_client(&mut state, format!("more than {} bytes", shared.limit));
@@ -228,7 +292,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_client_that_keeps_up_gets_everything() {
-        let (outlet, events) = client_outlet_with(10_000, 40_000);
+        let (outlet, events) = client_outlet_with(10_000, 40_000, None);
         let mut events = Box::pin(events);
         for _ in 0..100 {
             outlet.send(chunk(1000));
@@ -240,7 +304,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_turn_waits_for_a_slow_reader_and_drops_one_that_reads_nothing() {
-        let (outlet, events) = client_outlet_with(10_000, 40_000);
+        let (outlet, events) = client_outlet_with(10_000, 40_000, None);
         let mut events = Box::pin(events);
         for _ in 0..15 {
             outlet.send(chunk(1000));
@@ -275,7 +339,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_turn_waiting_for_a_client_that_goes_away_goes_on_at_once() {
-        let (outlet, events) = client_outlet_with(10_000, 40_000);
+        let (outlet, events) = client_outlet_with(10_000, 40_000, None);
         for _ in 0..15 {
             outlet.send(chunk(1000));
         }
@@ -294,7 +358,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_client_that_falls_far_behind_gets_the_reason_at_once() {
-        let (outlet, events) = client_outlet_with(10_000, 40_000);
+        let (outlet, events) = client_outlet_with(10_000, 40_000, None);
         for _ in 0..100 {
             outlet.send(chunk(1000));
         }
@@ -310,9 +374,102 @@ mod tests {
         );
     }
 
+    /// A lane that takes what it is given while `open`.
+    #[derive(Clone, Default)]
+    struct TestLane {
+        open: Arc<std::sync::atomic::AtomicBool>,
+        taken: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl TestLane {
+        fn set_open(&self, open: bool) {
+            self.open.store(open, std::sync::atomic::Ordering::SeqCst);
+        }
+
+        fn taken(&self) -> Vec<String> {
+            self.taken.lock().clone()
+        }
+    }
+
+    impl Lane for TestLane {
+        fn try_send(&self, message: &mut ServerMessage) -> bool {
+            if !self.open.load(std::sync::atomic::Ordering::SeqCst) {
+                return false;
+            }
+            let Some(server_message::Msg::Stream(event)) = &message.msg else {
+                panic!("{message:?}");
+            };
+            self.taken.lock().push(text(event));
+            true
+        }
+    }
+
+    fn text(event: &StreamEvent) -> String {
+        match &event.event {
+            Some(crabtalk_proto::msg::stream_event::Event::Chunk(chunk)) => chunk.content.clone(),
+            Some(crabtalk_proto::msg::stream_event::Event::End(_)) => "end".into(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    async fn take<S: Stream<Item = Result<StreamEvent, Error>> + Unpin>(events: &mut S) -> String {
+        text(&events.next().await.unwrap().unwrap())
+    }
+
+    fn said(content: &str) -> StreamEvent {
+        StreamChunk {
+            content: content.into(),
+        }
+        .into()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_event_skips_the_queue_only_with_nothing_of_its_turn_ahead() {
+        let lane = TestLane::default();
+        lane.set_open(true);
+        let (outlet, events) = client_outlet_with(10_000, 40_000, Some(Box::new(lane.clone())));
+        let mut events = Box::pin(events);
+        let pause = || tokio::time::advance(Duration::from_millis(2));
+
+        outlet.send(said("a"));
+        assert_eq!(lane.taken(), ["a"]);
+        // The lane refuses (the socket is full): queued.
+        pause().await;
+        lane.set_open(false);
+        outlet.send(said("b"));
+        // The lane would take it, but "b" is queued ahead.
+        pause().await;
+        lane.set_open(true);
+        outlet.send(said("c"));
+        assert_eq!(take(&mut events).await, "b");
+        assert_eq!(take(&mut events).await, "c");
+        // The queue is empty, but "c" was just handed out and may not have
+        // reached the connection yet: "d" must not overtake it.
+        pause().await;
+        outlet.send(said("d"));
+        assert_eq!(lane.taken(), ["a"]);
+        assert_eq!(take(&mut events).await, "d");
+        // Polled again, the stream has nothing in hand.
+        assert!(futures::poll!(events.next()).is_pending());
+        pause().await;
+        outlet.send(said("e"));
+        assert_eq!(lane.taken(), ["a", "e"]);
+        // Close behind "e", "f" is part of a burst: the queue's writer
+        // sends a burst in one write.
+        outlet.send(said("f"));
+        assert_eq!(lane.taken(), ["a", "e"]);
+        assert_eq!(take(&mut events).await, "f");
+        // The end always goes through the stream, which must see it.
+        assert!(futures::poll!(events.next()).is_pending());
+        pause().await;
+        outlet.send(StreamEnd::default().into());
+        assert_eq!(take(&mut events).await, "end");
+        assert_eq!(lane.taken(), ["a", "e"]);
+    }
+
     #[tokio::test]
     async fn one_event_larger_than_the_budget_still_goes_to_a_client_that_keeps_up() {
-        let (outlet, events) = client_outlet_with(1000, 4000);
+        let (outlet, events) = client_outlet_with(1000, 4000, None);
         let mut events = Box::pin(events);
         outlet.send(chunk(50_000));
         assert!(events.next().await.unwrap().is_ok());

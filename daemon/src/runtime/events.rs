@@ -233,7 +233,7 @@ mod tests {
     async fn subscribers_get_agent_events_with_sender_and_run_id() {
         let hub = Arc::new(EventHub::new(16));
         let mut events = Box::pin(hub.subscribe());
-        let (client, client_rx) = client_outlet();
+        let (client, client_rx) = client_outlet(None);
         let mut client_rx = Box::pin(client_rx);
         let sink = TurnSink::new(Some(client), hub.clone(), "crab", "tg:42", 7);
         sink.emit(StreamChunk {

@@ -87,6 +87,43 @@ async fn a_streamed_turn_emits_events_in_order() {
     assert_eq!(messages[1], ("user".into(), "hi".into()));
 }
 
+/// A model that takes its time between pieces, as a real one does: each
+/// piece then goes from the turn straight to the socket (the request's
+/// lane), and the pieces still arrive whole and in order, the end last.
+#[tokio::test]
+async fn a_paced_reply_arrives_piece_by_piece_in_order() {
+    let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
+    llm.pace_streams(std::time::Duration::from_millis(3));
+    llm.push(Reply::Text(
+        "one two three four five six seven eight nine ten".into(),
+    ));
+    let client = daemon.client().await;
+    for _ in 0..3 {
+        let turn = Turn::run(&client, message("crab", "user", "count")).await;
+        assert_eq!(
+            turn.text(),
+            "one two three four five six seven eight nine ten"
+        );
+        let mut kinds = turn.kinds();
+        kinds.dedup();
+        assert_eq!(
+            kinds,
+            [
+                "start",
+                "text_start",
+                "chunk",
+                "text_end",
+                "context_usage",
+                "end"
+            ]
+        );
+        assert!(turn.end().error.is_empty(), "{}", turn.end().error);
+        llm.push(Reply::Text(
+            "one two three four five six seven eight nine ten".into(),
+        ));
+    }
+}
+
 #[tokio::test]
 async fn the_anthropic_api_streams_text_and_tool_calls() {
     let llm = ScriptedLlm::start().await;
