@@ -15,7 +15,11 @@
 //!    concurrent conversations sending requests with the same growing
 //!    histories, through the same provider code, without the daemon. The
 //!    daemon's overhead at each percentile is the turn latency minus the
-//!    direct latency at that percentile;
+//!    direct latency at that percentile. The direct calls run twice: bare
+//!    (the default system prompt and the messages), and with the request
+//!    the daemon itself sends (its system prompt and the agent's tool
+//!    definitions, taken from one turn the model recorded), so that the
+//!    second overhead is the daemon's alone;
 //! 3. 1,000 streamed turns started at once (errors and timeouts counted);
 //! 4. the daemon's RSS when idle and after the load, and what it spent per
 //!    turn: CPU time, time it was ready to run but waited for a CPU, and
@@ -39,7 +43,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crabllm_core::{ChatCompletionRequest, Message};
+use crabllm_core::{ChatCompletionRequest, Message, Role};
 use crabtalk_proto::Client;
 use crabtalk_proto::msg::{StreamMsg, stream_event::Event};
 use crabtalk_testkit::{Reply, ScriptedLlm, TestDaemon, daemon_binary};
@@ -66,16 +70,20 @@ async fn main() {
 
     let mut daemon = TestDaemon::start(daemon_binary(), &config_text).await;
     println!("daemon idle RSS (1 agent): {}", rss(daemon.pid()));
+    let shape = daemon_request(&daemon, &llm).await;
     for concurrency in [1, 64] {
-        let direct = direct_latencies(&config_text, concurrency, turns).await;
+        let direct = direct_latencies(&config_text, concurrency, turns, None).await;
+        let same = direct_latencies(&config_text, concurrency, turns, Some(&shape)).await;
         let before = Spent::of(daemon.pid());
         let latencies = turn_latencies(&daemon, concurrency, turns).await;
         let spent = Spent::of(daemon.pid()).since(&before);
         println!("\n{concurrency} concurrent conversation(s), {turns} turns each");
         print_percentiles("  direct LLM (no daemon)", &direct);
         print_percentiles("  turn through the daemon", &latencies);
-        print_overhead(&latencies, &direct);
+        print_overhead("  daemon overhead", &latencies, &direct);
         spent.print_per_turn(concurrency * (turns + 1));
+        print_percentiles("  direct LLM, the daemon's request", &same);
+        print_overhead("  daemon overhead over the same request", &latencies, &same);
     }
     let (ok, failed, elapsed) = thousand_at_once(&daemon).await;
     println!(
@@ -92,7 +100,6 @@ async fn main() {
 async fn scripted_model() -> ScriptedLlm {
     let llm = ScriptedLlm::start().await;
     llm.set_default(Reply::text(REPLY));
-    llm.stop_recording();
     if let Some(micros) = std::env::var("LOAD_PACE_US")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -100,6 +107,26 @@ async fn scripted_model() -> ScriptedLlm {
         llm.pace_streams(Duration::from_micros(micros));
     }
     llm
+}
+
+/// The request the daemon sends the model, to send the same directly: one
+/// turn of its own conversation, recorded by the model, keeps its system
+/// prompt and tool definitions and drops the messages after them. The
+/// model stops recording request bodies from then on.
+async fn daemon_request(daemon: &TestDaemon, llm: &ScriptedLlm) -> ChatCompletionRequest {
+    let client = daemon.client().await;
+    one_turn(&client, "shape").await.expect("the turn that shows the request");
+    let body = llm.requests().pop().expect("the daemon's request to the model");
+    llm.stop_recording();
+    let mut request: ChatCompletionRequest =
+        serde_json::from_value(body).expect("the daemon's request parses");
+    let first_user = request
+        .messages
+        .iter()
+        .position(|message| matches!(message.role, Role::User))
+        .unwrap_or(request.messages.len());
+    request.messages.truncate(first_user);
+    request
 }
 
 /// One conversation at a time: `turns` turns in conversations of `per`
@@ -110,10 +137,13 @@ async fn tail(turns: usize, per: usize) {
     let mut daemon = TestDaemon::start(daemon_binary(), &config_text).await;
     let up = Instant::now();
     let conversations = turns.div_ceil(per);
+    let shape = daemon_request(&daemon, &llm).await;
 
     let mut direct = Vec::with_capacity(turns);
+    let mut same = Vec::with_capacity(turns);
     for _ in 0..conversations {
-        direct.extend(direct_latencies(&config_text, 1, per).await);
+        direct.extend(direct_latencies(&config_text, 1, per, None).await);
+        same.extend(direct_latencies(&config_text, 1, per, Some(&shape)).await);
     }
     if let Some(secs) = std::env::var("LOAD_ATTACH_SECS")
         .ok()
@@ -154,17 +184,20 @@ async fn tail(turns: usize, per: usize) {
     );
     print_percentiles("  direct LLM (no daemon)", &direct);
     print_percentiles("  turn through the daemon", &latencies);
-    print_overhead(&latencies, &direct);
+    print_overhead("  daemon overhead", &latencies, &direct);
     spent.print_per_turn(turns + conversations);
+    print_percentiles("  direct LLM, the daemon's request", &same);
+    print_overhead("  daemon overhead over the same request", &latencies, &same);
     let ratio = |samples: &[Duration]| {
         let mut sorted = samples.to_vec();
         sorted.sort();
         percentile(&sorted, 0.99).as_secs_f64() / percentile(&sorted, 0.5).as_secs_f64()
     };
     println!(
-        "  p99 / p50: direct {:.2}, through the daemon {:.2}",
+        "  p99 / p50: direct {:.2}, through the daemon {:.2}, direct with the daemon's request {:.2}",
         ratio(&direct),
-        ratio(&latencies)
+        ratio(&latencies),
+        ratio(&same)
     );
     let mut slowest = timed.clone();
     slowest.sort_by_key(|(_, latency)| std::cmp::Reverse(*latency));
@@ -177,21 +210,38 @@ async fn tail(turns: usize, per: usize) {
 /// What the daemon does without the daemon: `concurrency` conversations,
 /// each sending `turns` streamed requests whose history grows by a user
 /// message and a reply every time, through the daemon's own provider code.
-async fn direct_latencies(config_text: &str, concurrency: usize, turns: usize) -> Vec<Duration> {
+/// With `shape`, each request is that one (the daemon's system prompt and
+/// tools) with the conversation's messages after its own.
+async fn direct_latencies(
+    config_text: &str,
+    concurrency: usize,
+    turns: usize,
+    shape: Option<&ChatCompletionRequest>,
+) -> Vec<Duration> {
     let config: DaemonConfig = toml::from_str(config_text).expect("the load config");
     let registry = Arc::new(ModelRegistry::new(&config, &Environment::default()));
     let tasks: Vec<_> = (0..concurrency)
         .map(|_| {
             let registry = registry.clone();
+            let shape = shape.cloned();
             tokio::spawn(async move {
-                let mut messages = vec![Message::system(crabtalkd::config::agent::DEFAULT_PROMPT)];
+                let mut messages = match &shape {
+                    Some(shape) => shape.messages.clone(),
+                    None => vec![Message::system(crabtalkd::config::agent::DEFAULT_PROMPT)],
+                };
                 let mut latencies = Vec::with_capacity(turns);
                 for turn in 0..=turns {
                     messages.push(Message::user("hello there"));
-                    let mut request = ChatCompletionRequest {
-                        model: "scripted".into(),
-                        messages: messages.clone(),
-                        ..Default::default()
+                    let mut request = match &shape {
+                        Some(shape) => ChatCompletionRequest {
+                            messages: messages.clone(),
+                            ..shape.clone()
+                        },
+                        None => ChatCompletionRequest {
+                            model: "scripted".into(),
+                            messages: messages.clone(),
+                            ..Default::default()
+                        },
                     };
                     let started = Instant::now();
                     let (mut stream, _) = registry
@@ -328,13 +378,13 @@ fn print_percentiles(label: &str, latencies: &[Duration]) {
     );
 }
 
-fn print_overhead(turns: &[Duration], direct: &[Duration]) {
+fn print_overhead(label: &str, turns: &[Duration], direct: &[Duration]) {
     let (mut turns, mut direct) = (turns.to_vec(), direct.to_vec());
     turns.sort();
     direct.sort();
     let overhead = |p| percentile(&turns, p).saturating_sub(percentile(&direct, p));
     println!(
-        "  daemon overhead: p50 {:?}  p99 {:?}",
+        "{label}: p50 {:?}  p99 {:?}",
         overhead(0.5),
         overhead(0.99)
     );
