@@ -115,8 +115,13 @@ async fn scripted_model() -> ScriptedLlm {
 /// model stops recording request bodies from then on.
 async fn daemon_request(daemon: &TestDaemon, llm: &ScriptedLlm) -> ChatCompletionRequest {
     let client = daemon.client().await;
-    one_turn(&client, "shape").await.expect("the turn that shows the request");
-    let body = llm.requests().pop().expect("the daemon's request to the model");
+    one_turn(&client, "shape")
+        .await
+        .expect("the turn that shows the request");
+    let body = llm
+        .requests()
+        .pop()
+        .expect("the daemon's request to the model");
     llm.stop_recording();
     let mut request: ChatCompletionRequest =
         serde_json::from_value(body).expect("the daemon's request parses");
@@ -383,11 +388,7 @@ fn print_overhead(label: &str, turns: &[Duration], direct: &[Duration]) {
     turns.sort();
     direct.sort();
     let overhead = |p| percentile(&turns, p).saturating_sub(percentile(&direct, p));
-    println!(
-        "{label}: p50 {:?}  p99 {:?}",
-        overhead(0.5),
-        overhead(0.99)
-    );
+    println!("{label}: p50 {:?}  p99 {:?}", overhead(0.5), overhead(0.99));
 }
 
 fn rss(pid: u32) -> String {
