@@ -53,7 +53,7 @@ pub use server::Server;
 pub use transport::UdsListener;
 pub use transport::{
     BindError, DEFAULT_TCP_ADDR, MAX_HELLO_FRAME, MAX_IN_FLIGHT, MAX_UNADMITTED, OUTBOX_BYTES,
-    ReplyLane, TcpListener,
+    Placement, ReplyLane, TcpListener,
 };
 
 /// The protocol this crate speaks, as reported in `Pong.protocol`.

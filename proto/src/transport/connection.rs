@@ -50,19 +50,35 @@ pub(crate) struct Accepted<R, W> {
 
 /// A listening socket, as seen by the accept loop.
 pub(crate) trait Acceptor {
+    /// A connection just accepted, not yet split.
+    type Stream: Send + 'static;
     type Read: AsyncRead + Unpin + Send + 'static;
     type Write: AsyncWrite + Unpin + Send + 'static;
 
-    fn accept(&self) -> impl Future<Output = io::Result<Accepted<Self::Read, Self::Write>>> + Send;
+    fn accept(&self) -> impl Future<Output = io::Result<(Self::Stream, Option<IpAddr>)>> + Send;
+
+    /// The stream, registered with the runtime this is called on (it was
+    /// with the accept loop's).
+    fn move_here(stream: Self::Stream) -> io::Result<Self::Stream>;
+
+    fn split(stream: Self::Stream) -> (Self::Read, Self::Write);
+}
+
+/// Where a server's connections are served (RFC 0047).
+pub trait Placement: Send + Sync + 'static {
+    /// The runtime the next accepted connection is served on, its read
+    /// loop, writer and requests; `None`: the accept loop's own.
+    fn next_connection(&self) -> Option<tokio::runtime::Handle>;
 }
 
 /// Accepts connections until `shutdown`, then waits for every connection to
-/// close.
+/// close. Each is served where `placement` says.
 pub(crate) async fn accept_loop<A: Acceptor, S: Server>(
     acceptor: &A,
     server: Arc<S>,
     admission: Admission,
     shutdown: CancellationToken,
+    placement: Option<Arc<dyn Placement>>,
 ) {
     let connections = TaskTracker::new();
     loop {
@@ -71,24 +87,40 @@ pub(crate) async fn accept_loop<A: Acceptor, S: Server>(
             accepted = acceptor.accept() => accepted,
         };
         match accepted {
-            Ok(accepted) => {
+            Ok((stream, peer)) => {
                 let waiting = match &admission {
                     Admission::Open => None,
                     Admission::Token(gate) => match gate.wait_place() {
                         Some(place) => Some(place),
                         None => {
-                            connections.spawn(refuse_busy(accepted.write));
+                            connections.spawn(refuse_busy(A::split(stream).1));
                             continue;
                         }
                     },
                 };
-                connections.spawn(serve_connection(
-                    server.clone(),
-                    accepted,
-                    admission.clone(),
-                    waiting,
-                    shutdown.clone(),
-                ));
+                let serve = {
+                    let (server, admission, shutdown) =
+                        (server.clone(), admission.clone(), shutdown.clone());
+                    move |stream| {
+                        let (read, write) = A::split(stream);
+                        let accepted = Accepted { read, write, peer };
+                        serve_connection(server, accepted, admission, waiting, shutdown)
+                    }
+                };
+                match placement.as_ref().and_then(|place| place.next_connection()) {
+                    Some(runtime) => {
+                        let connection = async move {
+                            match A::move_here(stream) {
+                                Ok(stream) => serve(stream).await,
+                                Err(err) => tracing::warn!("cannot serve a connection: {err}"),
+                            }
+                        };
+                        connections.spawn_on(connection, &runtime);
+                    }
+                    None => {
+                        connections.spawn(serve(stream));
+                    }
+                }
             }
             Err(err) => {
                 tracing::warn!("accept failed: {err}");

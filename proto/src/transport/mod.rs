@@ -51,7 +51,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 pub use admission::{MAX_HELLO_FRAME, MAX_UNADMITTED};
-pub use connection::{MAX_IN_FLIGHT, OUTBOX_BYTES};
+pub use connection::{MAX_IN_FLIGHT, OUTBOX_BYTES, Placement};
 pub use tcp::TcpListener;
 #[cfg(unix)]
 pub use uds::UdsListener;

@@ -1,6 +1,6 @@
 //! The TCP listener.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::BindError;
 use super::admission::{Admission, TokenGate};
-use super::connection::{Accepted, Acceptor, accept_loop};
+use super::connection::{Acceptor, Placement, accept_loop};
 use super::throttle::Delays;
 use crate::Server;
 
@@ -81,22 +81,39 @@ impl TcpListener {
     pub async fn serve<S: Server>(self, server: Arc<S>, shutdown: CancellationToken) {
         let gate = TokenGate::new(&self.token, self.handshake_timeout, self.delays);
         let admission = Admission::Token(Arc::new(gate));
-        accept_loop(&self, server, admission, shutdown).await;
+        accept_loop(&self, server, admission, shutdown, None).await;
+    }
+
+    /// [`serve`](Self::serve), each connection on the runtime `placement`
+    /// names.
+    pub async fn serve_placed<S: Server>(
+        self,
+        server: Arc<S>,
+        shutdown: CancellationToken,
+        placement: Arc<dyn Placement>,
+    ) {
+        let gate = TokenGate::new(&self.token, self.handshake_timeout, self.delays);
+        let admission = Admission::Token(Arc::new(gate));
+        accept_loop(&self, server, admission, shutdown, Some(placement)).await;
     }
 }
 
 impl Acceptor for TcpListener {
+    type Stream = tokio::net::TcpStream;
     type Read = OwnedReadHalf;
     type Write = OwnedWriteHalf;
 
-    async fn accept(&self) -> std::io::Result<Accepted<OwnedReadHalf, OwnedWriteHalf>> {
+    async fn accept(&self) -> std::io::Result<(tokio::net::TcpStream, Option<IpAddr>)> {
         let (stream, peer) = self.listener.accept().await?;
         stream.set_nodelay(true)?;
-        let (read, write) = stream.into_split();
-        Ok(Accepted {
-            read,
-            write,
-            peer: Some(peer.ip()),
-        })
+        Ok((stream, Some(peer.ip())))
+    }
+
+    fn move_here(stream: tokio::net::TcpStream) -> std::io::Result<tokio::net::TcpStream> {
+        tokio::net::TcpStream::from_std(stream.into_std()?)
+    }
+
+    fn split(stream: tokio::net::TcpStream) -> (OwnedReadHalf, OwnedWriteHalf) {
+        stream.into_split()
     }
 }

@@ -1,5 +1,6 @@
 //! The Unix domain socket listener.
 
+use std::net::IpAddr;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::BindError;
 use super::admission::Admission;
-use super::connection::{Accepted, Acceptor, accept_loop};
+use super::connection::{Acceptor, Placement, accept_loop};
 use crate::Server;
 
 /// How long to wait for an existing socket to answer before calling it stale.
@@ -86,22 +87,37 @@ impl UdsListener {
     /// Serves connections until `shutdown` fires and every connection has
     /// closed; then removes the socket file.
     pub async fn serve<S: Server>(self, server: Arc<S>, shutdown: CancellationToken) {
-        accept_loop(&self, server, Admission::Open, shutdown).await;
+        accept_loop(&self, server, Admission::Open, shutdown, None).await;
+    }
+
+    /// [`serve`](Self::serve), each connection on the runtime `placement`
+    /// names.
+    pub async fn serve_placed<S: Server>(
+        self,
+        server: Arc<S>,
+        shutdown: CancellationToken,
+        placement: Arc<dyn Placement>,
+    ) {
+        accept_loop(&self, server, Admission::Open, shutdown, Some(placement)).await;
     }
 }
 
 impl Acceptor for UdsListener {
+    type Stream = tokio::net::UnixStream;
     type Read = OwnedReadHalf;
     type Write = OwnedWriteHalf;
 
-    async fn accept(&self) -> std::io::Result<Accepted<OwnedReadHalf, OwnedWriteHalf>> {
+    async fn accept(&self) -> std::io::Result<(tokio::net::UnixStream, Option<IpAddr>)> {
         let (stream, _) = self.listener.accept().await?;
-        let (read, write) = stream.into_split();
-        Ok(Accepted {
-            read,
-            write,
-            peer: None,
-        })
+        Ok((stream, None))
+    }
+
+    fn move_here(stream: tokio::net::UnixStream) -> std::io::Result<tokio::net::UnixStream> {
+        tokio::net::UnixStream::from_std(stream.into_std()?)
+    }
+
+    fn split(stream: tokio::net::UnixStream) -> (OwnedReadHalf, OwnedWriteHalf) {
+        stream.into_split()
     }
 }
 
