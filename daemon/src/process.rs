@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::lock::InstanceLock;
 use crate::provider::detect_environment;
 use crate::runtime::Runtime;
+use crate::runtime::threads::Threads;
 use crate::server::{DaemonServer, VERSION};
 
 /// How long running turns get to wind down at shutdown.
@@ -35,7 +36,9 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
     let _lock = InstanceLock::acquire(&home.lock_file())?;
     crate::leftovers::remove_interrupted_writes(&home);
     let environment = detect_environment().await;
-    let runtime = Runtime::start(home.clone(), environment)?;
+    let threads = Threads::for_this_machine().context("starting the serving threads")?;
+    tracing::debug!("serving on {} thread(s) of their own", threads.len());
+    let runtime = Runtime::start(home.clone(), environment, threads.clone())?;
     let server = Arc::new(DaemonServer::new(runtime.clone()));
     let config = runtime.snapshot().config.clone();
     let serving = CancellationToken::new();
@@ -52,14 +55,22 @@ pub async fn run(home: Home, shutdown: CancellationToken) -> anyhow::Result<()> 
             .with_context(|| format!("writing {}", home.daemon_port_file().display()))?;
         port_file = Some(file);
         tracing::info!("listening on {bound}");
-        listeners.push(tokio::spawn(tcp.serve(server.clone(), serving.clone())));
+        listeners.push(tokio::spawn(tcp.serve_placed(
+            server.clone(),
+            serving.clone(),
+            threads.clone(),
+        )));
     }
     // The socket comes last: once it answers, the port file is there too.
     #[cfg(unix)]
     {
         let uds = crabtalk_proto::UdsListener::bind(home.socket_path()).await?;
         tracing::info!("listening on {}", uds.path().display());
-        listeners.push(tokio::spawn(uds.serve(server.clone(), serving.clone())));
+        listeners.push(tokio::spawn(uds.serve_placed(
+            server.clone(),
+            serving.clone(),
+            threads.clone(),
+        )));
     }
     tracing::info!("crabtalkd {VERSION} ready (home {})", home.root().display());
 

@@ -78,6 +78,9 @@ impl LlmError {
 struct ProviderSlot {
     label: String,
     provider: Arc<RemoteProvider>,
+    /// What it was built from, to build it again with a serving thread's
+    /// own HTTP client.
+    config: Arc<ProviderConfig>,
 }
 
 /// A preset, with its provider when its key is there.
@@ -108,6 +111,38 @@ pub struct Resolved {
     pub provider: Arc<RemoteProvider>,
     /// The provider's label, for messages.
     pub label: String,
+    /// What the provider was built from.
+    config: Arc<ProviderConfig>,
+}
+
+impl Resolved {
+    /// On a serving thread, the same provider with that thread's own HTTP
+    /// client, so that the connections it opens live on the thread whose
+    /// turns use them (RFC 0047); elsewhere `None`: the shared one.
+    fn here(&self) -> Option<RemoteProvider> {
+        local_client().map(|client| RemoteProvider::new(&self.label, &self.config, client))
+    }
+}
+
+thread_local! {
+    /// Whether this thread calls models with a client of its own.
+    static OWN_CLIENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// That client, made at the thread's first call to a model.
+    static CLIENT: std::cell::OnceCell<HttpClient> = const { std::cell::OnceCell::new() };
+}
+
+/// From now on this thread (a serving thread, RFC 0049) calls models with
+/// an HTTP client of its own, whose connections its runtime drives.
+pub(crate) fn own_client_on_this_thread() {
+    OWN_CLIENT.set(true);
+}
+
+/// This thread's own HTTP client, if it has one.
+fn local_client() -> Option<HttpClient> {
+    if !OWN_CLIENT.get() {
+        return None;
+    }
+    Some(CLIENT.with(|client| client.get_or_init(crabllm_provider::make_client).clone()))
 }
 
 impl std::fmt::Debug for Resolved {
@@ -174,10 +209,11 @@ impl ModelRegistry {
         let mut routes = BTreeMap::new();
         for entry in &entries {
             match build_provider(entry, &client) {
-                Ok(provider) => {
+                Ok((provider, provider_config)) => {
                     let slot = ProviderSlot {
                         label: entry.label().to_owned(),
                         provider: Arc::new(provider),
+                        config: Arc::new(provider_config),
                     };
                     let models = entry.models.clone().unwrap_or_default();
                     for model in &models {
@@ -381,6 +417,7 @@ impl ModelRegistry {
                 model,
                 provider: slot.provider,
                 label: slot.label,
+                config: slot.config,
             });
         }
         if let Some(found) = self.preset_for(&model) {
@@ -405,6 +442,7 @@ impl ModelRegistry {
                 upstream: upstream.to_owned(),
                 provider: provider.provider.clone(),
                 label: provider.label.clone(),
+                config: provider.config.clone(),
             }),
             Err(why) => {
                 let fix = match why {
@@ -462,18 +500,22 @@ impl ModelRegistry {
         &self,
         request: &mut ChatCompletionRequest,
     ) -> Result<(ChunkStream, String), LlmError> {
+        let resolved = self.resolve(Some(&request.model))?;
+        let here = resolved.here();
         let Resolved {
             model,
             upstream,
             provider,
             label,
-        } = self.resolve(Some(&request.model))?;
+            ..
+        } = resolved;
+        let provider = here.as_ref().unwrap_or(&provider);
         request.model = upstream;
         request.stream = Some(true);
         request.stream_options = Some(crabllm_core::StreamOptions {
             include_usage: true,
         });
-        let stream = retry::open_stream(&self.policy, provider.as_ref(), request)
+        let stream = retry::open_stream(&self.policy, provider, request)
             .await
             .map_err(|err| match err {
                 retry::StreamOpenError::Provider(err) => LlmError::from_provider(&label, &err),
@@ -487,12 +529,15 @@ impl ModelRegistry {
         &self,
         mut request: ChatCompletionRequest,
     ) -> Result<ChatCompletionResponse, LlmError> {
+        let resolved = self.resolve(Some(&request.model))?;
+        let here = resolved.here();
         let Resolved {
             upstream,
             provider,
             label,
             ..
-        } = self.resolve(Some(&request.model))?;
+        } = resolved;
+        let provider = here.as_ref().unwrap_or(&provider);
         request.model = upstream;
         request.stream = None;
         retry::with_retries(&self.policy, || provider.chat_completion(&request))
@@ -532,7 +577,7 @@ pub enum RefusedProvider {
 fn build_provider(
     entry: &ProviderEntry,
     client: &HttpClient,
-) -> Result<RemoteProvider, RefusedProvider> {
+) -> Result<(RemoteProvider, ProviderConfig), RefusedProvider> {
     let label = entry.label();
     let kind = match entry.kind.as_str() {
         "openai-compatible" | "openai_compatible" => {
@@ -593,7 +638,7 @@ fn build_provider(
             message: err.message(),
         }
     })?;
-    Ok(RemoteProvider::new(label, &config, client.clone()))
+    Ok((RemoteProvider::new(label, &config, client.clone()), config))
 }
 
 /// A preset's provider, or why it has none: its key is read from the
@@ -611,10 +656,11 @@ fn preset_provider(preset: &Preset, client: &HttpClient) -> Result<ProviderSlot,
         api_key,
         ..Default::default()
     };
-    let provider = build_provider(&entry, client).map_err(PresetUnready::Refused)?;
+    let (provider, config) = build_provider(&entry, client).map_err(PresetUnready::Refused)?;
     Ok(ProviderSlot {
         label: preset.name.clone(),
         provider: Arc::new(provider),
+        config: Arc::new(config),
     })
 }
 
@@ -661,6 +707,29 @@ mod tests {
 
     fn config(text: &str) -> DaemonConfig {
         toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn a_serving_thread_calls_the_model_with_its_own_client() {
+        let registry = ModelRegistry::new(
+            &config(
+                "[[providers]]\nkind = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodels = [\"m\"]\n",
+            ),
+            &Environment::default(),
+        );
+        let resolved = registry.resolve(Some("m")).unwrap();
+        assert!(
+            resolved.here().is_none(),
+            "off the serving threads: the shared client"
+        );
+        let on_a_serving_thread = std::thread::spawn(move || {
+            own_client_on_this_thread();
+            matches!(resolved.here(), Some(RemoteProvider::Openai(_)))
+        });
+        assert!(
+            on_a_serving_thread.join().unwrap(),
+            "on a serving thread: the provider again, with the thread's client"
+        );
     }
 
     #[test]

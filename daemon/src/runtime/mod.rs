@@ -22,6 +22,7 @@ pub(crate) mod release;
 mod reload;
 pub(crate) mod request;
 pub(crate) mod snapshot;
+pub(crate) mod threads;
 mod tool_host;
 pub(crate) mod turn;
 mod turns;
@@ -77,6 +78,8 @@ pub(crate) struct Runtime {
     next_run: AtomicU64,
     started: Instant,
     turns: TaskTracker,
+    /// The threads turns run on (RFC 0047).
+    threads: Arc<threads::Threads>,
     closing: AtomicBool,
     bus: EventBus,
     /// Every agent's memory; kept across reloads, each opened once.
@@ -93,7 +96,12 @@ pub(crate) struct Runtime {
 impl Runtime {
     /// Loads the configuration and agents of `home` (creating the default
     /// agent if it is missing). Model discovery starts in the background.
-    pub(crate) fn start(home: Home, environment: Environment) -> Result<Arc<Self>, StartError> {
+    /// Turns run on `threads`.
+    pub(crate) fn start(
+        home: Home,
+        environment: Environment,
+        threads: Arc<threads::Threads>,
+    ) -> Result<Arc<Self>, StartError> {
         let config = load_config(&home)?;
         let agent_store = AgentStore::new(home.agents_dir());
         agent_store
@@ -141,6 +149,7 @@ impl Runtime {
             next_run: AtomicU64::new(first_run),
             started: Instant::now(),
             turns: TaskTracker::new(),
+            threads,
             closing: AtomicBool::new(false),
             memories,
             sessions,

@@ -75,7 +75,8 @@ impl Runtime {
             chain: chain.clone(),
         };
         let runtime = self.clone();
-        Ok(self.turns.spawn(async move {
+        let thread = self.threads.for_turn();
+        let turn = async move {
             let busy = super::release::busy();
             let outcome = super::turn::run(runtime.clone(), plan).await;
             // The turn has let go of its conversation: now it can be evicted.
@@ -89,7 +90,19 @@ impl Runtime {
             drop(busy);
             super::release::soon();
             outcome
-        }))
+        };
+        // On this serving thread, or the least busy one (RFC 0047), counted
+        // there while it runs; with no serving threads, here.
+        Ok(match thread {
+            Some((handle, running)) => self.turns.spawn_on(
+                async move {
+                    let _running = running;
+                    turn.await
+                },
+                &handle,
+            ),
+            None => self.turns.spawn(turn),
+        })
     }
 
     /// Cancels the turn running on `(agent, sender)`, if any.
