@@ -99,6 +99,19 @@ mod tests {
         }
         assert!(err.to_string().contains("crabup daemon stop"));
         drop(first);
-        InstanceLock::acquire(&path).unwrap();
+        // Other tests of this process start commands: a child forked while
+        // the lock was open holds a copy of its descriptor until it execs
+        // (the descriptor is close-on-exec), and the lock goes with the
+        // last copy. So the lock may come free a moment later.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match InstanceLock::acquire(&path) {
+                Ok(_) => break,
+                Err(LockError::Held { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(err) => panic!("the lock did not come free: {err}"),
+            }
+        }
     }
 }
