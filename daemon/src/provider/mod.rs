@@ -118,7 +118,7 @@ pub struct Resolved {
 impl Resolved {
     /// On a serving thread, the same provider with that thread's own HTTP
     /// client, so that the connections it opens live on the thread whose
-    /// turns use them (RFC 0047); elsewhere `None`: the shared one.
+    /// turns use them (RFC 0049); elsewhere `None`: the shared one.
     fn here(&self) -> Option<RemoteProvider> {
         local_client().map(|client| RemoteProvider::new(&self.label, &self.config, client))
     }

@@ -78,7 +78,7 @@ pub(crate) struct Runtime {
     next_run: AtomicU64,
     started: Instant,
     turns: TaskTracker,
-    /// The threads turns run on (RFC 0047).
+    /// The serving threads, where turns run (RFC 0049).
     threads: Arc<threads::Threads>,
     closing: AtomicBool,
     bus: EventBus,

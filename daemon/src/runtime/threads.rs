@@ -1,4 +1,4 @@
-//! Where connections and turns run (RFC 0047): a few single-threaded
+//! Where connections and turns run (RFC 0049): a few single-threaded
 //! runtimes, one per core, each on its own thread, beside the daemon's
 //! main runtime.
 //!

@@ -91,7 +91,7 @@ impl Runtime {
             super::release::soon();
             outcome
         };
-        // On this serving thread, or the least busy one (RFC 0047), counted
+        // On this serving thread, or the least busy one (RFC 0049), counted
         // there while it runs; with no serving threads, here.
         Ok(match thread {
             Some((handle, running)) => self.turns.spawn_on(

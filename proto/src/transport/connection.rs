@@ -64,7 +64,7 @@ pub(crate) trait Acceptor {
     fn split(stream: Self::Stream) -> (Self::Read, Self::Write);
 }
 
-/// Where a server's connections are served (RFC 0047).
+/// Where a server's connections are served (RFC 0049).
 pub trait Placement: Send + Sync + 'static {
     /// The runtime the next accepted connection is served on, its read
     /// loop, writer and requests; `None`: the accept loop's own.

@@ -79,9 +79,7 @@ impl TcpListener {
     /// Serves connections until `shutdown` fires and every connection has
     /// closed.
     pub async fn serve<S: Server>(self, server: Arc<S>, shutdown: CancellationToken) {
-        let gate = TokenGate::new(&self.token, self.handshake_timeout, self.delays);
-        let admission = Admission::Token(Arc::new(gate));
-        accept_loop(&self, server, admission, shutdown, None).await;
+        self.serve_where(server, shutdown, None).await;
     }
 
     /// [`serve`](Self::serve), each connection on the runtime `placement`
@@ -92,9 +90,18 @@ impl TcpListener {
         shutdown: CancellationToken,
         placement: Arc<dyn Placement>,
     ) {
+        self.serve_where(server, shutdown, Some(placement)).await;
+    }
+
+    async fn serve_where<S: Server>(
+        self,
+        server: Arc<S>,
+        shutdown: CancellationToken,
+        placement: Option<Arc<dyn Placement>>,
+    ) {
         let gate = TokenGate::new(&self.token, self.handshake_timeout, self.delays);
         let admission = Admission::Token(Arc::new(gate));
-        accept_loop(&self, server, admission, shutdown, Some(placement)).await;
+        accept_loop(&self, server, admission, shutdown, placement).await;
     }
 }
 
