@@ -3,7 +3,8 @@
 //! A service that sits idle must cost next to nothing: no busy polling, no
 //! timers firing many times a second. [`CpuTime::of`] reads a process's
 //! user + system time from `/proc/<pid>/stat` (Linux); the difference over
-//! a window of wall time gives its share of one core.
+//! a window of wall time gives its share of one core. [`of_threads`]
+//! reads the CPU time of some of its threads, by name.
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,29 @@ impl CpuTime {
         let stime: u64 = fields.next()?.parse().ok()?;
         Some(Self(ticks(utime + stime)))
     }
+}
+
+/// CPU time of `pid`'s threads whose names start with `prefix`, summed,
+/// and how many there are (`/proc/<pid>/task/*/schedstat`, nanoseconds);
+/// `None` where `/proc` cannot tell.
+pub fn of_threads(pid: u32, prefix: &str) -> Option<(usize, Duration)> {
+    let mut threads = 0;
+    let mut total = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let dir = task.ok()?.path();
+        let name = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("schedstat")).unwrap_or_default();
+        threads += 1;
+        total += stat
+            .split_whitespace()
+            .next()
+            .and_then(|ns| ns.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some((threads, Duration::from_nanos(total)))
 }
 
 /// Clock ticks to time.
@@ -67,6 +91,27 @@ pub async fn measure_cpu(pid: u32, window: Duration) -> Option<CpuUse> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_named_thread_s_work_is_counted_under_its_name() {
+        let worker = std::thread::Builder::new()
+            .name("cpu-test-spin".into())
+            .spawn(|| {
+                let started = Instant::now();
+                let mut n = 0u64;
+                while started.elapsed() < Duration::from_millis(30) {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+                of_threads(std::process::id(), "cpu-test-spin")
+            })
+            .unwrap();
+        let (threads, spent) = worker.join().unwrap().unwrap();
+        assert_eq!(threads, 1);
+        assert!(spent > Duration::ZERO, "{spent:?}");
+        let (none, _) = of_threads(std::process::id(), "no-thread-is-named-so").unwrap();
+        assert_eq!(none, 0);
+    }
 
     #[cfg(target_os = "linux")]
     #[test]

@@ -18,7 +18,8 @@
 //!   client written from the specification meets it).
 //! - [`fixture_engines`]: Wikipedia and DuckDuckGo answered from
 //!   crabtalk-search's fixtures, for runs of the whole family.
-//! - [`cpu`]: how much CPU a process uses over a window (idle checks).
+//! - [`cpu`]: how much CPU a process uses over a window (idle checks), and
+//!   some of its threads, by name.
 //! - [`corpus`]: synthetic chat-like text with Zipf word frequencies, for
 //!   the benches of the memory store, the session index and the daemon.
 //! - [`usage`]: a process's CPU time and resident memory from `/proc`, for

@@ -765,51 +765,31 @@ async fn turns_on_one_conversation_run_in_the_order_they_were_sent() {
     );
 }
 
-/// CPU time of the daemon's threads, in ns, summed by what their names
-/// start with (`/proc/<pid>/task/*/schedstat`).
-#[cfg(target_os = "linux")]
-fn cpu_of_threads(pid: u32, prefix: &str) -> (usize, u64) {
-    let mut threads = 0;
-    let mut total = 0;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-        let dir = task.unwrap().path();
-        let name = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        if !name.starts_with(prefix) {
-            continue;
-        }
-        let stat = std::fs::read_to_string(dir.join("schedstat")).unwrap_or_default();
-        threads += 1;
-        total += stat
-            .split_whitespace()
-            .next()
-            .and_then(|ns| ns.parse::<u64>().ok())
-            .unwrap_or(0);
-    }
-    (threads, total)
-}
-
 /// A client's turns run on a serving thread of the daemon, not on its main
 /// runtime's workers (RFC 0049): the serving threads exist, and they are
 /// the ones that spend the CPU of twenty turns.
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_client_s_turns_run_on_a_serving_thread() {
+    use crabtalk_testkit::cpu::of_threads;
+
     let (llm, daemon) = TestDaemon::on_scripted_llm("").await;
     llm.set_default(Reply::text("a reply of a few words, streamed in pieces"));
     let client = daemon.client().await;
     Turn::run(&client, message("crab", "user", "warm up")).await;
-    let (serving, serving_before) = cpu_of_threads(daemon.pid(), "crabtalk-serve");
-    let (workers, workers_before) = cpu_of_threads(daemon.pid(), "tokio-rt-worker");
+    let threads = |prefix| of_threads(daemon.pid(), prefix).expect("the daemon's threads in /proc");
+    let (serving, serving_before) = threads("crabtalk-serve");
+    let (workers, workers_before) = threads("tokio-rt-worker");
     assert!(serving >= 1, "no serving thread in the daemon");
     assert!(workers >= 1, "no main runtime worker in the daemon");
     for n in 0..20 {
         let turn = Turn::run(&client, message("crab", "user", &format!("turn {n}"))).await;
         assert!(turn.end().error.is_empty(), "{}", turn.end().error);
     }
-    let on_serving = cpu_of_threads(daemon.pid(), "crabtalk-serve").1 - serving_before;
-    let on_workers = cpu_of_threads(daemon.pid(), "tokio-rt-worker").1 - workers_before;
+    let on_serving = threads("crabtalk-serve").1 - serving_before;
+    let on_workers = threads("tokio-rt-worker").1 - workers_before;
     assert!(
         on_serving > on_workers,
-        "twenty turns took {on_serving} ns on the serving threads and {on_workers} ns on the main workers"
+        "twenty turns took {on_serving:?} on the serving threads and {on_workers:?} on the main workers"
     );
 }
