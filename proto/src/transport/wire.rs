@@ -14,6 +14,15 @@
 //! event goes the usual way. Keeping the order of one request's events is
 //! the caller's part: it may only use the lane while none of its earlier
 //! events are still on their way to the outbox.
+//!
+//! On a single-threaded runtime (the daemon's serving threads, RFC 0049)
+//! the writer, woken for a reply, first lets the thread's other ready
+//! tasks run. A turn handed the model's reply a piece at a time queues
+//! the whole burst meanwhile, and the writer sends it in one write, one
+//! wake-up of the client, where it would otherwise write each piece
+//! alone. On a multi-threaded runtime it writes at once: a task that
+//! yields there waits on its own worker, which may have lost its core
+//! (RFC 0001, "Alternatives").
 
 use std::future::poll_fn;
 use std::io;
@@ -23,6 +32,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use tokio::io::AsyncWrite;
+use tokio::runtime::RuntimeFlavor;
 use tokio::sync::Notify;
 
 use super::outbox::{OutboxGauge, OutboxReceiver};
@@ -156,6 +166,8 @@ pub(crate) async fn write_wire<W: AsyncWrite + Unpin>(
     // However the writer ends, aborted included, the socket goes with it:
     // lanes of turns still running must not keep the connection open.
     let _release = Release(&wire);
+    let one_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::CurrentThread);
     loop {
         let first = tokio::select! {
             biased;
@@ -165,6 +177,15 @@ pub(crate) async fn write_wire<W: AsyncWrite + Unpin>(
             },
             () = wire.leftover.notified() => None,
         };
+        if one_thread && first.is_some() {
+            // Let the tasks ready on this thread run first: the producer
+            // of a burst (a turn handed the model's reply a piece at a
+            // time) queues the rest of it, and the burst goes in one
+            // write, one wake-up of the client, instead of one a piece.
+            // The message taken still counts in the outbox meanwhile, so
+            // no lane overtakes it.
+            tokio::task::yield_now().await;
+        }
         {
             let mut state = wire.lock();
             let mut next = first;
@@ -390,6 +411,92 @@ mod tests {
         write_wire(wire.clone(), queue, no_replacement).await;
         assert!(wire.lock().socket.is_none());
         assert!(!other.try_send(&mut chunk("too late")));
+    }
+
+    /// A socket that counts the writes it is given.
+    struct Counted {
+        inner: DuplexStream,
+        writes: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl AsyncWrite for Counted {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            self.writes.fetch_add(1, Ordering::SeqCst);
+            Pin::new(&mut self.inner).poll_write(cx, buf)
+        }
+
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.inner).poll_flush(cx)
+        }
+
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.inner).poll_shutdown(cx)
+        }
+    }
+
+    /// Sixteen pieces handed from one task to another a piece at a time,
+    /// as hyper hands a turn the model's reply, each queued for the
+    /// client as it comes: how many writes the writer makes of them.
+    async fn writes_for_a_burst() -> usize {
+        let (inner, peer) = tokio::io::duplex(64 * 1024);
+        let writes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let socket = Counted {
+            inner,
+            writes: writes.clone(),
+        };
+        let (replies, queue) = outbox::<ServerMessage>(64 * 1024);
+        let wire = Arc::new(Wire::new(socket));
+        let writer = tokio::spawn(write_wire(wire, queue, no_replacement));
+        let (pieces, mut handed) = tokio::sync::mpsc::channel::<String>(1);
+        let feeder = tokio::spawn(async move {
+            for n in 0..16 {
+                pieces.send(format!("piece {n}")).await.unwrap();
+            }
+        });
+        let turn = tokio::spawn(async move {
+            while let Some(piece) = handed.recv().await {
+                replies.try_send(chunk(&piece).answering(1)).unwrap();
+            }
+        });
+        let mut reader = FrameReader::new(peer);
+        for n in 0..16 {
+            assert_eq!(content(&next(&mut reader).await), format!("piece {n}"));
+        }
+        feeder.await.unwrap();
+        turn.await.unwrap();
+        writer.await.unwrap();
+        writes.load(Ordering::SeqCst)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn on_one_thread_a_burst_handed_over_piece_by_piece_is_one_write() {
+        assert_eq!(writes_for_a_burst().await, 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_lane_does_not_overtake_what_the_writer_holds_back() {
+        let (socket, peer) = tokio::io::duplex(64 * 1024);
+        let (replies, queue) = outbox::<ServerMessage>(64 * 1024);
+        let wire = Arc::new(Wire::new(socket));
+        let lane = ReplyLane::new(4, wire.clone(), replies.gauge());
+        replies.try_send(chunk("first").answering(4)).unwrap();
+        let writer = tokio::spawn(write_wire(wire.clone(), queue, no_replacement));
+        // The writer takes "first" and waits for the thread's other tasks:
+        // "first" still counts as queued, so the lane refuses "second".
+        tokio::task::yield_now().await;
+        let mut second = chunk("second");
+        if !lane.try_send(&mut second) {
+            replies.try_send(second.answering(4)).unwrap();
+        }
+        let mut reader = FrameReader::new(peer);
+        assert_eq!(content(&next(&mut reader).await), "first");
+        assert_eq!(content(&next(&mut reader).await), "second");
+        drop((replies, lane));
+        writer.await.unwrap();
     }
 
     #[tokio::test]
