@@ -36,9 +36,18 @@
 //! `LOAD_ATTACH_SECS=n` it prints the daemon's pid and waits n seconds
 //! before the turns, for `perf` or `strace` to attach.
 //!
+//! With more than one conversation it also prints how the turns' time
+//! grows through a conversation (the history the model is sent grows) and
+//! their spread without that growth: each turn against the median of the
+//! turns at the same point of their conversations.
+//!
 //! `LOAD_PACE_US=n` makes the scripted model wait n microseconds before
 //! each piece of its reply, as a real model does, instead of sending the
 //! whole reply at once.
+//!
+//! `LOAD_WORKERS=n` runs the load (client and scripted model) on n tokio
+//! workers; 0 puts it on one thread, which is what `load tail` does
+//! unless told otherwise. The other modes use a worker per core.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,9 +62,38 @@ use futures::StreamExt;
 
 const REPLY: &str = "Sure — here is a short answer to your question.";
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let tail = args.first().map(String::as_str) == Some("tail");
+    load_runtime(tail).block_on(run(args));
+}
+
+/// The load's own runtime: the client and the scripted model run on it.
+/// `load tail` drives one conversation at a time, and runs on one thread
+/// unless `LOAD_WORKERS` says otherwise: on two cores, a second worker of
+/// the load's only competes with the daemon for a CPU (see
+/// `docs/src/benchmarks.md`, "The load's own threads"). `LOAD_WORKERS=n`
+/// gives it n workers; 0 is one thread.
+fn load_runtime(tail: bool) -> tokio::runtime::Runtime {
+    let workers = std::env::var("LOAD_WORKERS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok());
+    match workers.or(tail.then_some(0)) {
+        Some(0) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Some(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build(),
+        None => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    }
+    .expect("the load's runtime")
+}
+
+async fn run(args: Vec<String>) {
     if args.first().map(String::as_str) == Some("tail") {
         let number = |i: usize, default| {
             args.get(i)
@@ -204,6 +242,10 @@ async fn tail(turns: usize, per: usize) {
         ratio(&latencies),
         ratio(&same)
     );
+    if conversations > 1 {
+        let turns: Vec<Duration> = latencies.clone();
+        print_growth(&turns, &same, per);
+    }
     let mut slowest = timed.clone();
     slowest.sort_by_key(|(_, latency)| std::cmp::Reverse(*latency));
     println!("  slowest turns (started at, after the daemon answered {after_start:.1?}; took):");
@@ -363,6 +405,56 @@ async fn startup_with_conversations(config_text: &str, count: usize) -> Duration
     let started = Instant::now();
     seed.spawn().await;
     started.elapsed()
+}
+
+/// How the turns' time grows through a conversation, and how much they
+/// spread without that growth: each turn over the median of the turns at
+/// the same point of their conversations. `turns` and `same` (the direct
+/// calls with the daemon's request) hold conversations of `per` turns one
+/// after another.
+fn print_growth(turns: &[Duration], same: &[Duration], per: usize) {
+    let fifths = |samples: &[Duration]| {
+        (0..5)
+            .map(|fifth| {
+                let mut part: Vec<Duration> = samples
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| (i % per) * 5 / per == fifth)
+                    .map(|(_, latency)| *latency)
+                    .collect();
+                part.sort();
+                format!("{:.0?}", percentile(&part, 0.5))
+            })
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    let against_its_point = |samples: &[Duration]| {
+        let medians: Vec<f64> = (0..per)
+            .map(|point| {
+                let mut at: Vec<Duration> =
+                    samples.iter().skip(point).step_by(per).copied().collect();
+                at.sort();
+                percentile(&at, 0.5).as_secs_f64()
+            })
+            .collect();
+        let mut ratios: Vec<f64> = samples
+            .iter()
+            .enumerate()
+            .map(|(i, latency)| latency.as_secs_f64() / medians[i % per])
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        ratios[((ratios.len() - 1) as f64 * 0.99).round() as usize]
+    };
+    println!(
+        "  p50 in each fifth of the conversations: through the daemon {}; direct with the daemon's request {}",
+        fifths(turns),
+        fifths(same)
+    );
+    println!(
+        "  p99 of each turn over the median at its point of the conversation: through the daemon {:.2}, direct with the daemon's request {:.2}",
+        against_its_point(turns),
+        against_its_point(same)
+    );
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
