@@ -255,8 +255,48 @@ impl ScriptedLlm {
     }
 }
 
-fn next_reply(script: &Script, headers: &axum::http::HeaderMap, body: &Value) -> Reply {
+/// What a handler reads of a request: the model it names and whether it
+/// asks for a stream.
+struct Asked {
+    model: String,
+    stream: bool,
+}
+
+/// The fields [`Asked`] comes from; serde skips the rest without building
+/// it.
+#[derive(serde::Deserialize)]
+struct AskedFields {
+    model: Option<String>,
+    stream: Option<bool>,
+}
+
+/// Reads a request's body. While the model records, the whole body is
+/// kept as a JSON tree for the tests' assertions; once it stops
+/// ([`ScriptedLlm::stop_recording`], what the load generators do), only
+/// the model and `stream` are taken out, so that a request's cost to the
+/// model does not grow with the conversation it carries. Malformed JSON
+/// is a 400 either way, as from a real service.
+fn read_request(script: &Script, bytes: &[u8]) -> Result<(Asked, Option<Value>), Response> {
+    let refuse = |err: serde_json::Error| error(400, format!("the body is not JSON: {err}"));
     if script.recording.load(Ordering::Relaxed) {
+        let body: Value = serde_json::from_slice(bytes).map_err(refuse)?;
+        let asked = Asked {
+            model: body["model"].as_str().unwrap_or("scripted").to_owned(),
+            stream: body["stream"].as_bool() == Some(true),
+        };
+        Ok((asked, Some(body)))
+    } else {
+        let fields: AskedFields = serde_json::from_slice(bytes).map_err(refuse)?;
+        let asked = Asked {
+            model: fields.model.unwrap_or_else(|| "scripted".into()),
+            stream: fields.stream == Some(true),
+        };
+        Ok((asked, None))
+    }
+}
+
+fn next_reply(script: &Script, headers: &axum::http::HeaderMap, body: Option<Value>) -> Reply {
+    if let Some(body) = body {
         let credential = headers
             .get(header::AUTHORIZATION)
             .or_else(|| headers.get("x-api-key"))
@@ -264,7 +304,7 @@ fn next_reply(script: &Script, headers: &axum::http::HeaderMap, body: &Value) ->
             .unwrap_or_default()
             .to_owned();
         script.credentials.lock().unwrap().push(credential);
-        script.requests.lock().unwrap().push(body.clone());
+        script.requests.lock().unwrap().push(body);
     }
     script.arrived.notify_waiters();
     script
@@ -420,12 +460,16 @@ async fn wait_gate(script: &Script, reply: Reply) -> Reply {
 async fn openai(
     State(script): State<Arc<Script>>,
     headers: axum::http::HeaderMap,
-    axum::Json(body): axum::Json<Value>,
+    body: Bytes,
 ) -> Response {
-    let reply = next_reply(&script, &headers, &body);
+    let (asked, body) = match read_request(&script, &body) {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
+    let reply = next_reply(&script, &headers, body);
     let reply = wait_gate(&script, reply).await;
-    let model = body["model"].as_str().unwrap_or("scripted").to_owned();
-    if body["stream"].as_bool() != Some(true) {
+    let model = asked.model;
+    if !asked.stream {
         return openai_whole(reply, &model);
     }
     let chunk = |delta: Value, finish: Value| {
@@ -549,12 +593,16 @@ fn openai_whole(reply: Reply, model: &str) -> Response {
 async fn anthropic(
     State(script): State<Arc<Script>>,
     headers: axum::http::HeaderMap,
-    axum::Json(body): axum::Json<Value>,
+    body: Bytes,
 ) -> Response {
-    let reply = next_reply(&script, &headers, &body);
+    let (asked, body) = match read_request(&script, &body) {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
+    let reply = next_reply(&script, &headers, body);
     let reply = wait_gate(&script, reply).await;
-    let model = body["model"].as_str().unwrap_or("scripted").to_owned();
-    if body["stream"].as_bool() != Some(true) {
+    let model = asked.model;
+    if !asked.stream {
         return anthropic_whole(reply, &model);
     }
     let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
@@ -698,6 +746,41 @@ fn anthropic_whole(reply: Reply, model: &str) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::HttpRequest;
+
+    #[tokio::test]
+    async fn recording_or_not_a_request_s_model_and_stream_flag_are_read() {
+        let llm = ScriptedLlm::start().await;
+        llm.set_default(Reply::text("hi"));
+        let port = llm.addr().port();
+        let path = "/v1/chat/completions";
+        let messages = r#""messages":[{"role":"user","content":"x"}]"#;
+        for recording in [true, false] {
+            if !recording {
+                llm.stop_recording();
+            }
+            let whole = HttpRequest::post(port, path, &format!(r#"{{"model":"m-1",{messages}}}"#))
+                .send_async()
+                .await;
+            assert_eq!(whole.status, 200, "{}", whole.head);
+            assert_eq!(whole.json()["model"], "m-1");
+            let body = format!(r#"{{"model":"m-2","stream":true,{messages}}}"#);
+            let streamed = HttpRequest::post(port, path, &body).send_async().await;
+            assert_eq!(streamed.status, 200, "{}", streamed.head);
+            assert!(
+                streamed.body.contains(r#""model":"m-2""#),
+                "{}",
+                streamed.body
+            );
+            assert!(streamed.body.contains("data: [DONE]"), "{}", streamed.body);
+            let broken = HttpRequest::post(port, path, r#"{"model":"#)
+                .send_async()
+                .await;
+            assert_eq!(broken.status, 400, "{}", broken.body);
+        }
+        // Only what came while recording was kept.
+        assert_eq!(llm.requests().len(), 2);
+    }
 
     #[test]
     fn chopping_keeps_every_byte_and_cuts_lines_and_characters() {
