@@ -276,17 +276,16 @@ struct AskedFields {
 /// the model and `stream` are taken out, so that a request's cost to the
 /// model does not grow with the conversation it carries. Malformed JSON
 /// is a 400 either way, as from a real service.
-fn read_request(script: &Script, bytes: &[u8]) -> Result<(Asked, Option<Value>), Response> {
-    let refuse = |err: serde_json::Error| error(400, format!("the body is not JSON: {err}"));
+fn read_request(script: &Script, bytes: &[u8]) -> serde_json::Result<(Asked, Option<Value>)> {
     if script.recording.load(Ordering::Relaxed) {
-        let body: Value = serde_json::from_slice(bytes).map_err(refuse)?;
+        let body: Value = serde_json::from_slice(bytes)?;
         let asked = Asked {
             model: body["model"].as_str().unwrap_or("scripted").to_owned(),
             stream: body["stream"].as_bool() == Some(true),
         };
         Ok((asked, Some(body)))
     } else {
-        let fields: AskedFields = serde_json::from_slice(bytes).map_err(refuse)?;
+        let fields: AskedFields = serde_json::from_slice(bytes)?;
         let asked = Asked {
             model: fields.model.unwrap_or_else(|| "scripted".into()),
             stream: fields.stream == Some(true),
@@ -464,7 +463,7 @@ async fn openai(
 ) -> Response {
     let (asked, body) = match read_request(&script, &body) {
         Ok(read) => read,
-        Err(refused) => return refused,
+        Err(err) => return error(400, format!("the body is not JSON: {err}")),
     };
     let reply = next_reply(&script, &headers, body);
     let reply = wait_gate(&script, reply).await;
@@ -597,7 +596,7 @@ async fn anthropic(
 ) -> Response {
     let (asked, body) = match read_request(&script, &body) {
         Ok(read) => read,
-        Err(refused) => return refused,
+        Err(err) => return error(400, format!("the body is not JSON: {err}")),
     };
     let reply = next_reply(&script, &headers, body);
     let reply = wait_gate(&script, reply).await;
