@@ -56,7 +56,45 @@ fn ping(c: &mut Criterion) {
                 .iter(|| async { client.ping().await.unwrap() })
         });
     }
+
+    // The daemon serves each connection on a single-threaded runtime of
+    // its own thread (RFC 0049), where the writer lets the thread's ready
+    // tasks run before it writes.
+    let one_thread_socket = dir.path().join("bench-one-thread.sock");
+    let (bound, ready) = std::sync::mpsc::channel();
+    let server_thread = std::thread::spawn({
+        let path = one_thread_socket.clone();
+        let shutdown = shutdown.clone();
+        move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = UdsListener::bind(&path).await.unwrap();
+                bound.send(()).unwrap();
+                let _ = listener.serve(Arc::new(PingOnly), shutdown).await;
+            });
+        }
+    });
+    ready.recv().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = runtime
+        .block_on(Client::connect_uds(&one_thread_socket))
+        .unwrap();
+    c.bench_function(
+        "uds_ping_round_trip/server_one_thread_client_current_thread",
+        |b| {
+            b.to_async(&runtime)
+                .iter(|| async { client.ping().await.unwrap() })
+        },
+    );
+    drop(client);
     shutdown.cancel();
+    server_thread.join().unwrap();
     echo_floor(c);
 }
 
